@@ -1,0 +1,1 @@
+"""zeroshot kernel."""

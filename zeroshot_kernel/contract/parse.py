@@ -1,0 +1,262 @@
+"""Turning documents into contract models, and every failure into located diagnostics.
+
+Parsing never raises on bad content: a caller gets either the model or a list of
+``GraphDiagnostic`` whose paths use the same field/index/node segments as the verifier.
+Only an unreadable document (not JSON/YAML at all) raises ``DocumentError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from zeroshot_kernel.contract.diagnostics import (
+    FieldSegment,
+    GraphDiagnostic,
+    IndexSegment,
+    NodeSegment,
+    field as field_segment,
+    index as index_segment,
+    node as node_segment,
+    sorted_diagnostics,
+)
+from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
+
+Segment = FieldSegment | IndexSegment | NodeSegment
+M = TypeVar("M", bound=BaseModel)
+
+
+class DocumentError(Exception):
+    """The input could not be read as a JSON or YAML document at all."""
+
+
+@dataclass(frozen=True)
+class ParseResult(Generic[M]):
+    """Either a parsed model or the diagnostics explaining why there is none."""
+
+    value: M | None
+    diagnostics: list[GraphDiagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def parse_graph(document: Any) -> ParseResult[GraphSpec]:
+    """Parse a GraphSpec document (a dict as loaded from JSON).
+
+    >>> parse_graph({"profile": "nope"}).diagnostics[0].readable_path()
+    'profile'
+    """
+    return parse_model(GraphSpec, document)
+
+
+def parse_compiled_ir(document: Any) -> ParseResult[CompiledGraphIr]:
+    return parse_model(CompiledGraphIr, document)
+
+
+def parse_model(model: type[M], document: Any) -> ParseResult[M]:
+    try:
+        return ParseResult(model.model_validate(document))
+    except ValidationError as error:
+        return ParseResult(None, diagnostics_from_validation(error, document))
+
+
+def diagnostics_from_validation(error: ValidationError, document: Any) -> list[GraphDiagnostic]:
+    """One diagnostic per distinct location, with paths resolved against ``document``."""
+    seen: set[tuple[object, ...]] = set()
+    diagnostics = []
+    for detail in error.errors(include_url=False):
+        path = document_path(document, detail["loc"])
+        message = _humanize(detail)
+        key = (tuple(s.model_dump_json() for s in path), message)
+        if key in seen:
+            continue
+        seen.add(key)
+        diagnostics.append(
+            GraphDiagnostic(code="invalid_graph_shape", message=message, path=path)
+        )
+    return sorted_diagnostics(diagnostics)
+
+
+# --- locations ----------------------------------------------------------------------------
+
+_Context = Literal["document", "node", "node_list", "branch_list", "branch", "other"]
+
+
+def document_path(document: Any, loc: Sequence[int | str]) -> list[Segment]:
+    """Map a pydantic location onto field/index/node segments of the raw document.
+
+    Pydantic locations also carry union tags and key markers that are not part of the
+    document; walking the raw document alongside tells the two apart.
+    """
+    path: list[Segment] = []
+    current = document
+    context: _Context = "document"
+    for element in loc:
+        if isinstance(current, dict) and isinstance(element, str) and element in current:
+            path.append(field_segment(element))
+            context = _child_context(context, current, element)
+            current = current[element]
+        elif isinstance(current, list) and isinstance(element, int) and 0 <= element < len(current):
+            path.append(index_segment(element))
+            context = {"node_list": "node", "branch_list": "branch"}.get(context, "other")  # type: ignore[assignment]
+            current = current[element]
+        else:
+            continue  # a union tag, a '[key]' marker or a validator name
+        if context == "node" and isinstance(current, dict) and isinstance(current.get("name"), str):
+            path.append(node_segment(current["name"]))
+    return path
+
+
+def _child_context(context: _Context, parent: dict[str, Any], key: str) -> _Context:
+    if context == "document":
+        return "node" if key == "root" else "other"
+    if context == "branch":
+        return "node" if key == "node" else "other"
+    if context != "node":
+        return "other"
+    kind = parent.get("kind")
+    if key == "children" and kind == "seq":
+        return "node_list"
+    if key == "branches":
+        return {"choice": "branch_list", "par": "node_list"}.get(kind, "other")  # type: ignore[return-value]
+    if (key == "otherwise" and kind == "choice") or (key == "body" and kind in ("loop", "map")):
+        return "node"
+    return "other"
+
+
+# --- messages -----------------------------------------------------------------------------
+
+_FORBIDDEN_WORKER_FIELDS = {"command", "endpoint", "credential", "credentials", "url", "env"}
+_EXECUTABLE_GUARD_FIELDS = {"script", "regex", "expression", "code"}
+
+
+def _humanize(detail: ErrorDetails) -> str:
+    kind = detail["type"]
+    loc = [e for e in detail["loc"] if isinstance(e, str)]
+    last = loc[-1] if loc else ""
+    ctx: dict[str, Any] = dict(detail.get("ctx") or {})
+    value = detail.get("input")
+    if kind == "extra_forbidden":
+        if last in _FORBIDDEN_WORKER_FIELDS:
+            return (
+                f"field '{last}' is not allowed: a graph names its worker by reference only; "
+                "commands, endpoints and credentials belong to the runtime plan"
+            )
+        if last in _EXECUTABLE_GUARD_FIELDS:
+            return (
+                f"field '{last}' is not allowed: the contract has no scripts or patterns; "
+                "use structured guards over control labels and closed payload types"
+            )
+        return f"unknown field '{last}'; remove it or check its spelling"
+    if kind == "missing":
+        return f"required field '{last}' is missing"
+    if kind == "union_tag_invalid":
+        expected = ctx.get("expected_tags", "")
+        discriminator = str(ctx.get("discriminator", "kind")).strip("'")
+        return f"unknown {discriminator} '{ctx.get('tag')}'; expected one of {expected}"
+    if kind == "union_tag_not_found":
+        return f"an object here needs a {ctx.get('discriminator', 'kind')} field"
+    if kind in ("model_attributes_type", "model_type", "dict_type") and isinstance(value, str):
+        return (
+            "expected an object, got the string "
+            f"{value[:60]!r}: selectors and types are structured objects, never strings"
+        )
+    if kind == "literal_error":
+        return f"{_show(value)} is not allowed here; expected {ctx.get('expected')}"
+    if kind == "string_pattern_mismatch":
+        return (
+            f"{_show(value)} is not a valid name: start with a letter or '_', then use letters, "
+            "digits, '_', '.' or '-'"
+        )
+    if kind == "string_too_long":
+        return f"{_show(value)} is longer than {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} item(s)"
+    if kind == "too_long":
+        return f"has more than {ctx.get('max_length')} items"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return f"{_show(value)} is out of range: {detail['msg'].lower()}"
+    if kind in ("value_error", "assertion_error"):
+        return str(ctx.get("error", detail["msg"]))
+    return f"{detail['msg']} (got {_show(value)})"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+# --- reading documents ------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def loads_document(text: str, *, yaml_allowed: bool = True) -> Any:
+    """Parse JSON (strictly: no NaN, no duplicate keys), falling back to YAML."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as json_error:
+        if not yaml_allowed or text.lstrip().startswith(("{", "[")):
+            raise DocumentError(f"not valid JSON: {json_error}") from json_error
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as yaml_error:
+            raise DocumentError(f"neither JSON nor YAML: {yaml_error}") from yaml_error
+        if _has_non_finite(value):
+            raise DocumentError("the document contains a non-finite number")
+        return value
+    except ValueError as error:
+        raise DocumentError(str(error)) from error
+
+
+def load_document(path: str | Path) -> Any:
+    """Read a JSON or YAML file; ``DocumentError`` when it is missing or unreadable."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DocumentError(f"cannot read {path}: {error}") from error
+    try:
+        return loads_document(text)
+    except DocumentError as error:
+        raise DocumentError(f"{path}: {error}") from error
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_non_finite(v) for v in value)
+    return False
