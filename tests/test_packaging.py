@@ -1,0 +1,64 @@
+"""Packaging promises: the engine never drags in UI libraries; the test harness is strict."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from conftest import PROJECT_ROOT
+
+UI_PREFIXES = ("ipywidgets", "matplotlib", "jupyter", "jupyterlab", "notebook", "IPython",
+               "ipykernel", "nbclient", "papermill")
+
+
+def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        import zeroshot_kernel, zeroshot_kernel.cli, zeroshot_kernel.contract.parse
+        bad = sorted(m for m in sys.modules if m.split('.')[0] in {UI_PREFIXES!r})
+        print(','.join(bad))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == ""
+
+
+def test_both_import_packages_are_installed() -> None:
+    import zeroshot_kernel
+    import zeroshot_widgets
+
+    assert Path(zeroshot_kernel.__file__).parent == PROJECT_ROOT / "zeroshot_kernel"
+    assert Path(zeroshot_widgets.__file__).parent == PROJECT_ROOT / "widgets" / "zeroshot_widgets"
+
+
+def _pytest_in(directory: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    test = directory / "test_needs_conformance.py"
+    test.write_text("def test_uses(conformance):\n    assert conformance.is_dir()\n")
+    (directory / "conftest.py").write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('support', {str(PROJECT_ROOT / 'tests' / 'conftest.py')!r})\n"
+        "support = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(support)\n"
+        "conformance = support.conformance\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test)],
+        capture_output=True, text=True, cwd=directory, env=env, timeout=120,
+    )
+
+
+def test_missing_conformance_skips_loudly_and_fails_under_strict(tmp_path: Path) -> None:
+    env = {**os.environ, "ZEROSHOT_CONFORMANCE_DIR": str(tmp_path / "nowhere")}
+    env.pop("ZEROSHOT_STRICT", None)
+    relaxed = _pytest_in(tmp_path, env)
+    assert relaxed.returncode == 0
+    assert "MISSING REAL COMPONENT" in relaxed.stdout and "skipped" in relaxed.stdout
+
+    strict = _pytest_in(tmp_path, {**env, "ZEROSHOT_STRICT": "1"})
+    assert strict.returncode == 1
+    assert "ZEROSHOT_STRICT=1" in strict.stdout

@@ -1,0 +1,30 @@
+"""The ``zeroshot`` application: one Typer app, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from zeroshot_kernel.cli import graph_commands, validate_command
+
+app = typer.Typer(
+    name="zeroshot",
+    help=(
+        "Admit and run typed agent graphs, do auto-research, and read every run from a "
+        "durable ledger.\n\nExamples:\n\n"
+        "  zeroshot validate examples/review-loop.json\n\n"
+        "  zeroshot graph identity examples/review-loop.json\n\n"
+        "  zeroshot schema graph > graph.schema.json"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+validate_command.register(app)
+app.add_typer(graph_commands.graph_app, name="graph")
+app.add_typer(graph_commands.schema_app, name="schema")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
