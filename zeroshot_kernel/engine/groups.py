@@ -1,0 +1,90 @@
+"""The sequential groups: seq, choice and the do-while loop.
+
+Each runs on a clone of its parent's context and, when it falls through, promotes its
+``promotedStatePaths`` and merges its facts back. A pending or terminal status passes up
+unchanged (a terminal anywhere below ends the graph, unless a par branch absorbs it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zeroshot_kernel.contract.graph import ChoiceNode, GraphNode, LoopNode, SeqNode
+from zeroshot_kernel.engine.bindings import promote
+from zeroshot_kernel.engine.context import Context
+from zeroshot_kernel.engine.errors import NoChoiceRoute
+from zeroshot_kernel.engine.guards import holds
+from zeroshot_kernel.engine.traversal import Done, Ended, Status, Traversal
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.engine.walker import Walker
+
+
+def eval_seq(walker: Walker, node: SeqNode, ctx: Context, tr: Traversal) -> Status:
+    local = ctx.clone()
+    position = 0
+    for child in node.children:
+        status = walker.walk(child, local, tr)
+        if isinstance(status, Ended):
+            return status.after(position)
+        if not isinstance(status, Done):
+            return status
+        position = max(position, status.position)
+    return finish(walker, node.name, node.promoted_state_paths, local, ctx, tr, position)
+
+
+def eval_choice(walker: Walker, node: ChoiceNode, ctx: Context, tr: Traversal) -> Status:
+    """The first branch whose guard holds, else ``otherwise``."""
+    local = ctx.clone()
+    selected: GraphNode | None = next(
+        (
+            branch.node
+            for branch in node.branches
+            if holds(branch.when, local.controls, tr.map_indices, walker.index)
+        ),
+        node.otherwise,
+    )
+    if selected is None:
+        raise NoChoiceRoute(f"no branch of choice {node.name} applies and it has no otherwise")
+    status = walker.walk(selected, local, tr)
+    if not isinstance(status, Done):
+        return status
+    return finish(walker, node.name, node.promoted_state_paths, local, ctx, tr, status.position)
+
+
+def eval_loop(walker: Walker, node: LoopNode, ctx: Context, tr: Traversal) -> Status:
+    """Do-while: state accumulates across iterations; after each one the loop stops as
+    ``converged`` if ``until`` holds, or as ``exhausted`` after ``maxIterations``."""
+    local = ctx.clone()
+    position = 0
+    label = "exhausted"
+    for _ in range(node.max_iterations):
+        status = walker.walk(node.body, local, tr)
+        if isinstance(status, Ended):
+            return status.after(position)
+        if not isinstance(status, Done):
+            return status
+        position = max(position, status.position)
+        if node.until is not None and holds(
+            node.until, local.controls, tr.map_indices, walker.index
+        ):
+            label = "converged"
+            break
+    walker.set_control(local, node.name, "group", "terminated", label, tr)
+    return finish(walker, node.name, node.promoted_state_paths, local, ctx, tr, position)
+
+
+def finish(
+    walker: Walker,
+    name: str,
+    paths: list[list[str]],
+    local: Context,
+    parent: Context,
+    tr: Traversal,
+    position: int,
+) -> Done:
+    """A group fell through: promote, merge facts, report."""
+    values = promote(local, parent, [tuple(path) for path in paths])
+    walker.emit_promote(name, tr, values)
+    walker.emit_continue(name, tr)
+    return Done(position)

@@ -1,0 +1,79 @@
+"""The pure reducer: ``(compiled graph, initial input, history) -> decisions``.
+
+Every call re-walks the whole graph from the start, so resuming a run is replaying its
+history: a recorded execution is found again by its deterministic identity and never
+dispatched twice. The reducer reads no clock, does no I/O and has no randomness; the same
+arguments always give the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from zeroshot_kernel.contract.graph import FULL_PROFILE, CompiledGraphIr
+from zeroshot_kernel.engine.context import Context
+from zeroshot_kernel.engine.decisions import Decisions, TerminalDecision, VoidLoser
+from zeroshot_kernel.engine.errors import HistoryMismatch, ReducerError
+from zeroshot_kernel.engine.history import Active, HistoryEntry, Voided
+from zeroshot_kernel.engine.index import GraphIndex
+from zeroshot_kernel.engine.traversal import Done, Ended, Traversal
+from zeroshot_kernel.engine.walker import Walker, require_fits
+
+
+def reduce(
+    ir: CompiledGraphIr,
+    initial_input: Any,
+    history: Sequence[HistoryEntry],
+    *,
+    run_id: str,
+) -> Decisions:
+    """What the run does next, given everything it recorded so far.
+
+    Raises ``HistoryMismatch`` when the history is not one this graph could have produced
+    (every entry must be consumed by the walk, with the input the walk builds), and another
+    ``ReducerError`` when the graph or input was not admitted as declared.
+    """
+    if ir.profile != FULL_PROFILE:
+        raise ReducerError(f"only {FULL_PROFILE} graphs execute, not {ir.profile}")
+    require_fits(initial_input, ir.initial_input, "the initial input")
+    walker = Walker(run_id, GraphIndex.of(ir.root), history)
+    status = walker.walk(ir.root, Context(initial_input), Traversal())
+    if isinstance(status, Done):
+        raise ReducerError("the graph fell through its end without reaching succeed or fail")
+    _check_consumed(walker, history)
+    ordered = sorted(history, key=lambda entry: (entry.dispatch_position, entry.execution))
+    voids = tuple(
+        VoidLoser(entry.execution, walker.void_cutoffs[entry.execution][1])
+        for entry in ordered
+        if isinstance(entry.state, Active) and entry.execution in walker.void_cutoffs
+    )
+    return Decisions(
+        dispatches=tuple(walker.dispatches),
+        voids=voids,
+        terminal=TerminalDecision(status.result) if isinstance(status, Ended) else None,
+        waiting=tuple(
+            entry.execution
+            for entry in ordered
+            if isinstance(entry.state, Active) and entry.execution not in walker.void_cutoffs
+        ),
+        progress=tuple(walker.progress),
+    )
+
+
+def _check_consumed(walker: Walker, history: Sequence[HistoryEntry]) -> None:
+    """Every entry was reached by the walk, and every void was one the walk decided, with
+    its reason, after the position it was decided at."""
+    for entry in history:
+        if entry.execution not in walker.consumed:
+            raise HistoryMismatch(
+                f"execution {entry.execution} ({entry.node_instance} attempt {entry.attempt}) "
+                "is not one this graph would have dispatched"
+            )
+        if isinstance(entry.state, Voided):
+            owner = walker.void_cutoffs.get(entry.execution)
+            if owner is None or owner[1] != entry.state.reason or entry.state.position <= owner[0]:
+                raise HistoryMismatch(
+                    f"execution {entry.execution} was voided ({entry.state.reason} at "
+                    f"{entry.state.position}) without losing a join or a map terminal before"
+                )

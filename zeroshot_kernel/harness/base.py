@@ -1,0 +1,64 @@
+"""The harness interface: one execution request in, one typed result out.
+
+The controller owns timeouts and cancellation: it cancels ``execute`` when the node's
+``timeoutMs`` passes or the run is stopped, and a harness must then release everything
+it started (kill the whole process group of an agent CLI, a worker process, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from zeroshot_kernel.contract.graph import StepNode, VerifierNode
+from zeroshot_kernel.contract.outcome import WorkerOutcome
+from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
+from zeroshot_kernel.ledger.events import LogStream, Usage
+
+LogSink = Callable[[LogStream, str], None]
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """Everything a harness needs to run one dispatch of one executable node."""
+
+    run_id: str
+    node: StepNode | VerifierNode
+    execution: str
+    node_instance: str
+    attempt: int
+    input: Any
+    binding: AgentBinding
+    plan: RuntimePlan
+    workspace: Path
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Values of the declared environment names and connections: passed to the worker,
+    never logged or recorded."""
+    log: LogSink = field(default=lambda stream, line: None, repr=False)
+
+    @property
+    def harness(self) -> str:
+        return self.binding.harness or self.plan.harness
+
+
+@dataclass(frozen=True)
+class HarnessResult:
+    """A settled execution. ``detail`` explains an error outcome to a person."""
+
+    outcome: WorkerOutcome
+    detail: str | None = None
+    usage: Usage | None = None
+
+
+class Harness(Protocol):
+    """Runs executions of one harness kind for one controller."""
+
+    async def execute(self, request: ExecutionRequest) -> HarnessResult:
+        """Run one execution to its outcome; must clean up when cancelled."""
+        ...
+
+    async def close(self) -> None:
+        """Release pooled processes and sessions when the run ends."""
+        ...

@@ -1,0 +1,128 @@
+"""The runtime plan: which harness, provider and model run each executable node.
+
+A plan names environment variables and named connections but never holds their values:
+values are read from the environment at submit and resume, never written to the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.values import NodeName
+
+HarnessName = Literal["local", "python", "claude", "codex", "openai"]
+LLM_HARNESSES: frozenset[str] = frozenset({"claude", "codex", "openai"})
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+SessionScope = Literal["execution", "node_instance"]
+MAX_ENV_NAMES = 64
+
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+ConnectionName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*$", max_length=64)]
+CallablePath = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$",
+        description="module.path:function",
+    ),
+]
+
+KNOWN_CONNECTIONS: dict[str, str] = {
+    "github": "GH_TOKEN",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+"""Well-known named connections and the environment variable each reads."""
+
+
+class Connection(ContractModel):
+    """A named connection: the environment variable holding its secret, and optionally
+    a base URL (for OpenAI-compatible servers)."""
+
+    env: EnvName
+    base_url: str | None = None
+
+
+class AgentBinding(ContractModel):
+    """How one executable node is run. Fields left out inherit the plan's defaults."""
+
+    kind: Literal["agent"] = "agent"
+    harness: HarnessName | None = None
+    provider: str | None = None
+    model: str | None = None
+    effort: Effort | None = None
+    session_scope: SessionScope = "execution"
+    callable: CallablePath | None = None
+    agent: str | None = None
+    """For the ``local`` harness: which embedded agent (e.g. ``research.scout``)."""
+    env: list[EnvName] = Field(default_factory=list)
+    connections: list[ConnectionName] = Field(default_factory=list)
+
+
+class GitDeliveryBinding(ContractModel):
+    """The trusted delivery node: publishes reviewed work; never an agent."""
+
+    kind: Literal["git_delivery"]
+    env: list[EnvName] = Field(default_factory=list)
+    connections: list[ConnectionName] = Field(default_factory=list)
+
+
+NodeBinding = Annotated[AgentBinding | GitDeliveryBinding, Field(discriminator="kind")]
+
+
+class RuntimePlan(ContractModel):
+    """Per-node harness bindings plus plan-wide defaults.
+
+    Example::
+
+        {"harness": "python",
+         "nodes": {"work": {"kind": "agent", "callable": "mypkg.workers:work"}}}
+    """
+
+    harness: HarnessName = "local"
+    provider: str | None = None
+    model: str | None = None
+    effort: Effort | None = None
+    nodes: dict[NodeName, NodeBinding] = Field(default_factory=dict)
+    connections: dict[ConnectionName, Connection] = Field(default_factory=dict)
+    """Custom named connections, or overrides of the well-known ones."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """Compact form: unset optional fields are left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @model_validator(mode="after")
+    def _env_budget(self) -> RuntimePlan:
+        names = {name for binding in self.nodes.values() for name in binding.env}
+        if len(names) > MAX_ENV_NAMES:
+            raise ValueError(f"a run may declare at most {MAX_ENV_NAMES} environment names")
+        return self
+
+    def harness_of(self, node: str) -> str:
+        binding = self.nodes.get(node)
+        if isinstance(binding, GitDeliveryBinding):
+            return "git_delivery"
+        if binding is not None and binding.harness is not None:
+            return binding.harness
+        return self.harness
+
+    def connection(self, name: str) -> Connection | None:
+        if name in self.connections:
+            return self.connections[name]
+        env = KNOWN_CONNECTIONS.get(name)
+        return Connection(env=env) if env else None
+
+    def secret_env_names(self) -> set[str]:
+        """Every environment name whose value must be redacted: declared env names and
+        the variables behind the connections the nodes use."""
+        names: set[str] = set()
+        for binding in self.nodes.values():
+            names.update(binding.env)
+            for connection_name in binding.connections:
+                connection = self.connection(connection_name)
+                if connection is not None:
+                    names.add(connection.env)
+        return names

@@ -1,0 +1,76 @@
+"""Calling a Python worker and turning what it returns (or raises) into an outcome.
+
+Shared by the in-process harness and the worker processes, so both behave the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
+
+Reply = tuple[str, Any, str | None]
+"""(status, payload, detail): ``("verified", output, None)``,
+``("verifier", {output, signals, diagnostic}, None)``, ``("refusal", reason, message)``
+or ``("crash", None, message)``."""
+
+
+def resolve(path: str) -> Callable[..., Any]:
+    module_name, _, attribute = path.partition(":")
+    target = getattr(importlib.import_module(module_name), attribute)
+    if not callable(target):
+        raise TypeError(f"{path} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def wants_context(function: Callable[..., Any]) -> bool:
+    try:
+        return "context" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+async def call_worker(
+    function: Callable[..., Any], value: Any, context: WorkerContext, *, verifier: bool
+) -> Reply:
+    """Await (or run in a thread) one worker call and classify the result."""
+    kwargs = {"context": context} if wants_context(function) else {}
+    try:
+        if inspect.iscoroutinefunction(function):
+            result = await function(value, **kwargs)
+        else:
+            result = await asyncio.to_thread(function, value, **kwargs)
+    except Refusal as refusal:
+        return ("refusal", refusal.reason, str(refusal))
+    except Exception as error:
+        return ("crash", None, _last_frame(error))
+    return classify(result, verifier=verifier)
+
+
+def classify(result: Any, *, verifier: bool) -> Reply:
+    if not verifier:
+        if isinstance(result, Verdict):
+            return ("malformed", None, "a step returned a Verdict; only verifiers do")
+        return ("verified", result, None)
+    if isinstance(result, Verdict):
+        return ("verifier", _verdict(result.output, result.signals, result.diagnostic), None)
+    if isinstance(result, Mapping) and set(result) == {"output", "signals", "diagnostic"}:
+        signals = result["signals"]
+        if isinstance(signals, Mapping):
+            return ("verifier", _verdict(result["output"], signals, result["diagnostic"]), None)
+    return ("malformed", None, "a verifier must return a Verdict (or {output, signals, diagnostic})")
+
+
+def _verdict(output: Any, signals: Mapping[str, Any], diagnostic: Any) -> dict[str, Any]:
+    return {"output": output, "signals": dict(signals), "diagnostic": diagnostic}
+
+
+def _last_frame(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"

@@ -1,0 +1,85 @@
+"""The loop a Python worker process runs: read a call, run it, write the reply.
+
+Started as ``python -m zeroshot_kernel.harness.python_child``. The protocol is JSON lines
+on a private copy of stdout; what the worker prints (``print`` and anything written to
+file descriptor 1 or 2) reaches the parent as log lines, never as protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
+from zeroshot_kernel.workers import WorkerContext
+
+
+class _Protocol:
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._stream.write(json.dumps(message) + "\n")
+        self._stream.flush()
+
+
+class _LogLines(io.TextIOBase):
+    """``sys.stdout`` replacement: each complete line becomes a log message."""
+
+    def __init__(self, protocol: _Protocol) -> None:
+        self._protocol = protocol
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._protocol.send({"log": line})
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._protocol.send({"log": self._pending})
+            self._pending = ""
+
+
+def main() -> None:
+    protocol = _Protocol(os.fdopen(os.dup(1), "w", encoding="utf-8"))
+    os.dup2(2, 1)  # native writes to stdout land on stderr, which the parent logs
+    stdout = _LogLines(protocol)
+    sys.stdout = stdout
+    for line in sys.stdin:
+        call = json.loads(line)
+        reply = _answer(call, protocol)
+        stdout.flush()
+        try:
+            protocol.send({"result": list(reply)})
+        except (TypeError, ValueError) as error:
+            protocol.send({"result": ["malformed", None, f"the worker returned non-JSON data: {error}"]})
+
+
+def _answer(call: dict[str, Any], protocol: _Protocol) -> Reply:
+    path = call["path"]
+    try:
+        function = resolve(path)
+    except Exception as error:
+        return ("crash", None, f"cannot load {path}: {type(error).__name__}: {error}")
+    facts = call["facts"]
+    context = WorkerContext(
+        run_id=facts["run_id"], node=facts["node"], execution=facts["execution"],
+        attempt=facts["attempt"], workspace=Path(facts["workspace"]), env=facts["env"],
+        log=lambda line: protocol.send({"log": str(line)}),
+    )
+    return asyncio.run(call_worker(function, call["input"], context, verifier=call["verifier"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""What a Python worker author uses: the context a worker may accept, a verifier's
+verdict, and how to refuse.
+
+A worker is any importable callable ``package.module:function`` (sync or async) taking
+the node's input (JSON-ready data) and returning its output::
+
+    def summarise(task: dict) -> dict:
+        return {"summary": task["text"][:80]}
+
+A verifier returns a :class:`Verdict`::
+
+    from zeroshot_kernel.workers import Verdict
+
+    def review(draft: dict) -> Verdict:
+        ok = len(draft["summary"]) > 10
+        return Verdict(signals={"verdict": "accepted" if ok else "rejected"},
+                       diagnostic={"message": "" if ok else "too short"})
+
+Declare a parameter named ``context`` to receive a :class:`WorkerContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+RefusalReason = Literal["policy_denied", "interactive_input_required", "authentication_required"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's answer: one label per declared signal, plus output and diagnostic."""
+
+    signals: Mapping[str, str]
+    output: Any = None
+    diagnostic: Any = None
+
+
+class Refusal(Exception):
+    """Raise to refuse the work (recorded as a ``refusal`` outcome, never retried)."""
+
+    def __init__(self, message: str = "", reason: RefusalReason = "policy_denied") -> None:
+        super().__init__(message or reason)
+        self.reason: RefusalReason = reason
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """Facts about the current execution, for workers that ask for ``context``."""
+
+    run_id: str
+    node: str
+    execution: str
+    attempt: int
+    workspace: Path
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    log: Callable[[str], None] = field(default=print, repr=False)
