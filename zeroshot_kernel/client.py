@@ -1,0 +1,271 @@
+"""The Python API: submit graphs, follow runs, stop and resume them.
+
+Example::
+
+    from zeroshot_kernel import Client
+
+    client = Client()                       # the workspace's ledger
+    run = client.submit("graph.json", input={"task": "..."},
+                        runtime={"harness": "python",
+                                 "nodes": {"work": {"callable": "workers:work"}}})
+    for cursor, event in run.events(follow=True):
+        print(cursor, event.kind)
+    print(run.wait().status)
+
+Every read goes through the ledger, so a ``Run`` object made tomorrow, in another
+process or on another machine sharing the ledger, sees exactly the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from zeroshot_kernel.admission.admit import Admission, admit
+from zeroshot_kernel.admission.registry import WorkerRegistry
+from zeroshot_kernel.contract.graph import GraphSpec
+from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.parse import DocumentError, load_document
+from zeroshot_kernel.engine.launch import start_detached, start_in_thread
+from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
+from zeroshot_kernel.ledger import Ledger, RunSummary
+from zeroshot_kernel.ledger.events import RunEvent, SafeLog, TerminalResult
+from zeroshot_kernel.workspace import find_workspace, ledger_url
+
+POLL_S = 0.2
+
+
+class AdmissionRejected(ValueError):
+    """The submission failed admission; ``diagnostics`` say what to change."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.diagnostics = admission.diagnostics
+        lines = [f"{d.code} at {d.readable_path()}: {d.message}" for d in self.diagnostics]
+        super().__init__("submission rejected:\n  " + "\n  ".join(lines))
+
+
+class ActiveExecution(ContractModel):
+    execution: str
+    node: str
+
+
+class Status(ContractModel):
+    phase: Literal["admitted", "running", "stopping", "finished"]
+    active_executions: list[ActiveExecution] | None = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    terminal_result: TerminalResult | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class RunStatus(ContractModel):
+    """``zeroshot status --json``: the run, the cursor it was read at, and its status."""
+
+    run_id: str
+    title: str
+    at_cursor: str
+    status: Status
+
+
+class Run:
+    """A handle on one run in a ledger; cheap to make, safe to share."""
+
+    def __init__(self, client: Client, run_id: str) -> None:
+        self.client = client
+        self.id = run_id
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r})"
+
+    def status(self) -> RunStatus:
+        snapshot = self.client.ledger.snapshot(self.id)
+        active = None
+        if snapshot.phase in ("running", "stopping"):
+            active = [
+                ActiveExecution(execution=e.reference.execution, node=e.reference.node)
+                for e in snapshot.active()
+            ]
+        return RunStatus(
+            run_id=self.id,
+            title=snapshot.title,
+            at_cursor=snapshot.cursor,
+            status=Status(
+                phase=snapshot.phase,
+                active_executions=active,
+                terminal_result=snapshot.terminal,
+            ),
+        )
+
+    def events(
+        self,
+        after: str | None = None,
+        *,
+        follow: bool = False,
+        kinds: set[str] | None = None,
+        poll_s: float = POLL_S,
+    ) -> Iterator[tuple[str, RunEvent]]:
+        """Events after cursor ``after`` (exclusive), with their cursors. With ``follow``
+        keep polling until the terminal event has been yielded."""
+        cursor = after
+        while True:
+            snapshot, tail = self.client.ledger.snapshot_and_tail(self.id, cursor, kinds=kinds)
+            for cursor, event in tail:
+                yield cursor, event
+            cursor = snapshot.cursor
+            if not follow or snapshot.terminal is not None:
+                return
+            time.sleep(poll_s)
+
+    async def aevents(
+        self, after: str | None = None, *, kinds: set[str] | None = None, poll_s: float = POLL_S
+    ) -> AsyncIterator[tuple[str, RunEvent]]:
+        """Async form of ``events(follow=True)``; cancelling it never stops the run."""
+        cursor = after
+        while True:
+            snapshot, tail = await asyncio.to_thread(
+                self.client.ledger.snapshot_and_tail, self.id, cursor, kinds=kinds
+            )
+            for cursor, event in tail:
+                yield cursor, event
+            cursor = snapshot.cursor
+            if snapshot.terminal is not None:
+                return
+            await asyncio.sleep(poll_s)
+
+    def logs(
+        self, after: str | None = None, *, follow: bool = False, execution: str | None = None
+    ) -> Iterator[tuple[str, SafeLog]]:
+        """Worker log lines (already redacted), optionally for one execution."""
+        for cursor, event in self.events(after, follow=follow, kinds={"safe_log"}):
+            if isinstance(event, SafeLog) and execution in (None, event.execution):
+                yield cursor, event
+
+    def wait(self, timeout: float | None = None, *, poll_s: float = POLL_S) -> TerminalResult:
+        """Block until the run ends; ``TimeoutError`` leaves it running."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            terminal = self.client.ledger.snapshot(self.id).terminal
+            if terminal is not None:
+                return terminal
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {self.id} still running after {timeout} s")
+            time.sleep(poll_s)
+
+    async def result(self, *, poll_s: float = POLL_S) -> TerminalResult:
+        """Await the terminal result; cancelling this await never stops the run."""
+        while True:
+            snapshot = await asyncio.to_thread(self.client.ledger.snapshot, self.id)
+            if snapshot.terminal is not None:
+                return snapshot.terminal
+            await asyncio.sleep(poll_s)
+
+    def stop(self) -> None:
+        """Ask the run's controller to stop it (atomic close as ``force_stopped``)."""
+        self.client.ledger.request_force_stop(self.id)
+
+
+class Client:
+    """Entry point to one ledger (the workspace's by default)."""
+
+    def __init__(
+        self, ledger: str | os.PathLike[str] | None = None, *, workspace: str | None = None
+    ) -> None:
+        self.workspace = find_workspace(workspace)
+        self.url = ledger_url(os.fspath(ledger) if ledger is not None else None, self.workspace)
+        self.ledger = Ledger(self.url)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def validate(
+        self,
+        graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        input: Any = None,
+        runtime: RuntimePlan | Mapping[str, Any] | None = None,
+        registry: WorkerRegistry | None = None,
+    ) -> Admission:
+        """Every admission check; creates nothing (``zeroshot validate``)."""
+        return admit(_graph(graph), initial_input=input, runtime=runtime, registry=registry)
+
+    def submit(
+        self,
+        graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        input: Any = None,
+        runtime: RuntimePlan | Mapping[str, Any] | None = None,
+        title: str | None = None,
+        submission_key: str | None = None,
+        in_process: bool | None = None,
+        registry: WorkerRegistry | None = None,
+    ) -> Run:
+        """Admit, record and start a run. Raises :class:`AdmissionRejected`.
+
+        The controller is a detached process unless ``in_process`` (automatic when a
+        python worker lives in ``__main__``, as notebook-defined functions do).
+        """
+        source = _graph(graph)
+        admission = admit(
+            source, initial_input=input, runtime=runtime, title=title or _title(graph),
+            registry=registry,
+        )
+        if admission.admitted is None:
+            raise AdmissionRejected(admission)
+        admitted = admission.admitted
+        run_id = self.ledger.create_run(
+            admitted.to_wire(), title=admitted.title, submission_key=submission_key
+        )
+        if in_process is None:
+            in_process = _needs_this_process(admitted.runtime)
+        return self._start(run_id, in_process=in_process)
+
+    def resume(self, run_id: str, *, in_process: bool = False) -> Run:
+        """Start a controller for a run whose controller died or whose lease expired."""
+        self.ledger.snapshot(run_id)  # RunNotFound early
+        return self._start(run_id, in_process=in_process)
+
+    def run(self, run_id: str) -> Run:
+        self.ledger.snapshot(run_id)
+        return Run(self, run_id)
+
+    def runs(self) -> list[RunSummary]:
+        return self.ledger.runs()
+
+    def _start(self, run_id: str, *, in_process: bool) -> Run:
+        run = Run(self, run_id)
+        if in_process:
+            run._thread = start_in_thread(self.ledger, run_id, self.workspace)
+        else:
+            start_detached(self.url, run_id, self.workspace)
+        return run
+
+
+def _graph(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]) -> Any:
+    if isinstance(graph, GraphSpec | Mapping):
+        return graph
+    try:
+        return load_document(graph)
+    except DocumentError as error:
+        raise ValueError(str(error)) from error
+
+
+def _title(graph: object) -> str:
+    if isinstance(graph, str | os.PathLike):
+        return Path(graph).stem
+    return "untitled run"
+
+
+def _needs_this_process(plan: RuntimePlan) -> bool:
+    return any(
+        isinstance(binding, AgentBinding)
+        and binding.callable is not None
+        and binding.callable.startswith("__main__:")
+        for binding in plan.nodes.values()
+    )

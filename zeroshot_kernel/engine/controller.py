@@ -1,0 +1,419 @@
+"""The controller: drives one admitted run to its terminal, recording every fact.
+
+Each cycle reduces the recorded history to decisions and takes the first that applies:
+voids (cancel, then record), the terminal (once nothing is active), dispatches (record
+``node_started``, then start), else wait for a completion or a stop request. Whatever the
+controller has not recorded has not happened: if it dies, ``resume`` replays the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.contract.graph import CompiledGraphIr, StepNode, VerifierNode
+from pydantic import TypeAdapter
+
+from zeroshot_kernel.contract.outcome import ErrorOutcome, WorkerOutcome, error
+from zeroshot_kernel.engine.decisions import Decisions, Dispatch
+from zeroshot_kernel.engine.history import Active, HistoryEntry, Settled, Voided
+from zeroshot_kernel.engine.outcomes import check_outcome
+from zeroshot_kernel.engine.redaction import Redactor
+from zeroshot_kernel.engine.reducer import reduce
+from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
+from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
+from zeroshot_kernel.harness.registry import harness_for
+from zeroshot_kernel.ledger import Ledger, parse_cursor
+from zeroshot_kernel.ledger import state as ledger_state
+from zeroshot_kernel.ledger.events import (
+    Completion,
+    ControllerAttached,
+    ExecutionReference,
+    ExecutionVoided,
+    FailedResult,
+    LogStream,
+    NodeCompleted,
+    NodeStarted,
+    RunEvent,
+    RunStarted,
+    SafeLog,
+    Terminal,
+    TerminalResult,
+)
+
+log = logging.getLogger(__name__)
+_OUTCOME = TypeAdapter[WorkerOutcome](WorkerOutcome)
+
+LEASE_TTL_S = 15.0
+HEARTBEAT_S = 3.0
+STOP_POLL_S = 0.1
+
+
+class LeaseUnavailable(RuntimeError):
+    """Another live controller holds the run's lease."""
+
+
+class LeaseLost(RuntimeError):
+    """This controller's lease expired and may have been taken over: it must stop writing."""
+
+
+@dataclass
+class _Running:
+    reference: ExecutionReference
+    node: StepNode | VerifierNode
+    task: asyncio.Task[HarnessResult]
+
+
+@dataclass
+class _Logs:
+    """Lines workers printed, waiting to be recorded with the next batch."""
+
+    redactor: Redactor
+    pending: list[SafeLog] = field(default_factory=list)
+
+    def sink(self, execution: str) -> Any:
+        def write(stream: LogStream, line: str) -> None:
+            self.pending.append(
+                SafeLog(execution=execution, stream=stream, line=self.redactor.safe_line(line))
+            )
+
+        return write
+
+    def drain(self) -> list[SafeLog]:
+        drained, self.pending = self.pending, []
+        return drained
+
+
+def controller_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Controller:
+    """Runs one admitted run; construct, then ``await controller.run()``."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        run_id: str,
+        *,
+        workspace: Path,
+        in_process: bool = False,
+        owner: str | None = None,
+        harnesses: Mapping[str, Harness] | None = None,
+        lease_ttl_s: float = LEASE_TTL_S,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
+        self.ledger = ledger
+        self.run_id = run_id
+        self.workspace = workspace
+        self.owner = owner or controller_id()
+        self._in_process = in_process
+        self._harnesses: dict[str, Harness] = dict(harnesses or {})
+        self._lease_ttl_s = lease_ttl_s
+        self._heartbeat_s = heartbeat_s
+        self._running: dict[str, _Running] = {}
+        self._lease_lost = asyncio.Event()
+
+    async def run(self) -> TerminalResult | None:
+        """Drive the run to its terminal; returns it (None if the lease was lost)."""
+        if not self.ledger.acquire_lease(self.run_id, self.owner, self._lease_ttl_s):
+            raise LeaseUnavailable(f"run {self.run_id} is held by another live controller")
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            return await self._drive()
+        except LeaseLost:
+            log.warning("lease on %s lost; stopping without writing", self.run_id)
+            return None
+        finally:
+            heartbeat.cancel()
+            await self._cancel_all()
+            for harness in self._harnesses.values():
+                await harness.close()
+            if not self._lease_lost.is_set():
+                with contextlib.suppress(Exception):
+                    self.ledger.release_lease(self.run_id, self.owner)
+
+    # -- the cycle ----------------------------------------------------------------------
+
+    async def _drive(self) -> TerminalResult | None:
+        admitted = self.ledger.admitted(self.run_id)
+        self._ir = CompiledGraphIr.from_wire(admitted["graph"])
+        self._plan = RuntimePlan.from_wire(admitted["runtime"])
+        self._input = admitted["initialInput"]
+        self._nodes = {
+            n.name: n for n in self._ir.nodes() if isinstance(n, StepNode | VerifierNode)
+        }
+        self._env, missing = _resolve_env(self._plan)
+        self._missing_env = missing
+        self._logs = _Logs(Redactor(self._env.values()))
+
+        snapshot = self.ledger.snapshot(self.run_id)
+        if snapshot.terminal is not None:
+            return snapshot.terminal
+        self._append(self._attach_events(snapshot))
+        while True:
+            self._check_lease()
+            snapshot = self.ledger.snapshot(self.run_id)
+            if snapshot.force_stop_requested:
+                return await self._close(FailedResult(status="failed", reason="force_stopped"))
+            decisions = reduce(self._ir, self._input, _history(snapshot), run_id=self.run_id)
+            if decisions.voids:
+                await self._void(decisions)
+            elif decisions.terminal is not None and not self._running:
+                self._append([*self._logs.drain(), Terminal(result=decisions.terminal.result)])
+                return decisions.terminal.result
+            elif decisions.dispatches:
+                self._dispatch(decisions.dispatches)
+            elif self._running:
+                await self._settle_some()
+            else:
+                raise RuntimeError(
+                    f"run {self.run_id} has nothing to do and no terminal: the reducer "
+                    "and the ledger disagree"
+                )
+
+    def _attach_events(self, snapshot: ledger_state.RunSnapshot) -> list[RunEvent]:
+        resumed = snapshot.phase != "admitted"
+        events: list[RunEvent] = [ControllerAttached(controller=self.owner, resumed=resumed)]
+        if not resumed:
+            events.append(RunStarted())
+        for execution in snapshot.active():
+            events.append(
+                NodeCompleted(
+                    completion=Completion(reference=execution.reference, outcome=error("crash")),
+                    detail="runtime_lost: the controller running this execution stopped",
+                )
+            )
+        return events
+
+    def _dispatch(self, dispatches: tuple[Dispatch, ...]) -> None:
+        started: list[RunEvent] = []
+        for dispatch in dispatches:
+            reference = ExecutionReference(
+                run_id=self.run_id,
+                node=dispatch.occurrence.node,
+                node_instance=dispatch.node_instance,
+                execution=dispatch.execution,
+            )
+            started.append(
+                NodeStarted(
+                    reference=reference,
+                    occurrence=dispatch.occurrence,
+                    attempt=dispatch.attempt,
+                    input=dispatch.input,
+                )
+            )
+        self._append([*self._logs.drain(), *started])
+        for dispatch, event in zip(dispatches, started, strict=True):
+            assert isinstance(event, NodeStarted)
+            node = self._nodes[dispatch.occurrence.node]
+            task = asyncio.create_task(self._execute(event.reference, node, dispatch))
+            self._running[dispatch.execution] = _Running(event.reference, node, task)
+
+    async def _settle_some(self) -> None:
+        tasks = {r.task for r in self._running.values()}
+        done, _ = await asyncio.wait(tasks, timeout=STOP_POLL_S, return_when="FIRST_COMPLETED")
+        if not done:
+            if self._logs.pending:
+                self._append(self._logs.drain())
+            return
+        completed: list[RunEvent] = []
+        for execution, running in list(self._running.items()):
+            if running.task in done:
+                del self._running[execution]
+                result = running.task.result()
+                completed.append(self._completion(running, result))
+        self._append([*self._logs.drain(), *completed])
+
+    async def _void(self, decisions: Decisions) -> None:
+        events: list[RunEvent] = []
+        for void in decisions.voids:
+            running = self._running.pop(void.execution, None)
+            if running is not None:
+                running.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await running.task
+                reference = running.reference
+            else:
+                reference = self._reference_of(void.execution)
+            events.append(ExecutionVoided(reference=reference, reason=void.reason))
+        self._append([*self._logs.drain(), *events])
+
+    async def _close(self, result: TerminalResult) -> TerminalResult:
+        """Atomic close: refusals for everything active plus the terminal, in one batch."""
+        await self._cancel_all()
+        snapshot = self.ledger.snapshot(self.run_id)
+        refusals: list[RunEvent] = [
+            NodeCompleted(
+                completion=Completion(reference=execution.reference, outcome=error("refusal")),
+                detail="force stopped",
+            )
+            for execution in snapshot.active()
+        ]
+        self._append([*self._logs.drain(), *refusals, Terminal(result=result)])
+        return result
+
+    # -- executions ---------------------------------------------------------------------
+
+    async def _execute(
+        self, reference: ExecutionReference, node: StepNode | VerifierNode, dispatch: Dispatch
+    ) -> HarnessResult:
+        binding = self._plan.nodes.get(node.name)
+        if not isinstance(binding, AgentBinding):
+            return HarnessResult(error("refusal"), f"node {node.name} has no agent binding")
+        missing = sorted(self._missing_env.get(node.name, ()))
+        if missing:
+            return HarnessResult(
+                error("refusal", "authentication_required"),
+                f"environment not set: {', '.join(missing)}",
+            )
+        request = ExecutionRequest(
+            run_id=self.run_id,
+            node=node,
+            execution=reference.execution,
+            node_instance=reference.node_instance,
+            attempt=dispatch.attempt,
+            input=dispatch.input,
+            binding=binding,
+            plan=self._plan,
+            workspace=self.workspace,
+            env=_env_for(binding, self._plan, self._env),
+            log=self._logs.sink(reference.execution),
+        )
+        harness = self._harness(request.harness)
+        timeout_s = node.timeout_ms / 1000
+        try:
+            return await asyncio.wait_for(harness.execute(request), timeout_s)
+        except TimeoutError:
+            return HarnessResult(
+                error("timeout"), f"no outcome within {timeout_s:g} s; the worker was stopped"
+            )
+        except Exception as failure:  # a harness fault is the execution's crash
+            return HarnessResult(error("crash"), f"{type(failure).__name__}: {failure}")
+
+    def _completion(self, running: _Running, result: HarnessResult) -> NodeCompleted:
+        redacted = _redact_json(result.outcome.to_wire(), self._logs.redactor)
+        outcome = check_outcome(running.node, _outcome_from(redacted))
+        detail = result.detail
+        if outcome is not result.outcome and isinstance(outcome, ErrorOutcome) and (
+            not isinstance(result.outcome, ErrorOutcome)
+        ):
+            detail = "the reply does not fit the node's declared output or signals"
+        return NodeCompleted(
+            completion=Completion(reference=running.reference, outcome=outcome),
+            detail=self._logs.redactor.redact(detail) if detail else None,
+            usage=result.usage,
+        )
+
+    def _harness(self, name: str) -> Harness:
+        if name not in self._harnesses:
+            self._harnesses[name] = harness_for(name, in_process=self._in_process)
+        return self._harnesses[name]
+
+    def _reference_of(self, execution: str) -> ExecutionReference:
+        snapshot = self.ledger.snapshot(self.run_id)
+        return snapshot.executions[execution].reference
+
+    async def _cancel_all(self) -> None:
+        running, self._running = list(self._running.values()), {}
+        for item in running:
+            item.task.cancel()
+        for item in running:
+            with contextlib.suppress(BaseException):
+                await item.task
+
+    # -- ledger and lease ---------------------------------------------------------------
+
+    def _append(self, events: list[RunEvent]) -> None:
+        if events:
+            self._check_lease()
+            self.ledger.append(self.run_id, events)
+
+    def _check_lease(self) -> None:
+        if self._lease_lost.is_set():
+            raise LeaseLost(self.run_id)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat_s)
+            renewed = await asyncio.to_thread(
+                self.ledger.renew_lease, self.run_id, self.owner, self._lease_ttl_s
+            )
+            if not renewed:
+                self._lease_lost.set()
+                return
+
+
+def _history(snapshot: ledger_state.RunSnapshot) -> list[HistoryEntry]:
+    entries = []
+    for execution in snapshot.executions.values():
+        recorded = execution.state
+        state: Active | Settled | Voided
+        if isinstance(recorded, ledger_state.Completed):
+            state = Settled(parse_cursor(recorded.at), recorded.outcome)
+        elif isinstance(recorded, ledger_state.Voided):
+            state = Voided(parse_cursor(recorded.at), recorded.reason)
+        else:
+            state = Active()
+        entries.append(
+            HistoryEntry(
+                dispatch_position=parse_cursor(execution.started_at),
+                node_instance=execution.reference.node_instance,
+                execution=execution.reference.execution,
+                occurrence=execution.occurrence,
+                attempt=execution.attempt,
+                input=execution.input,
+                state=state,
+            )
+        )
+    return entries
+
+
+def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Values of every declared name present in the environment, and, per node, the
+    declared names that are missing."""
+    values: dict[str, str] = {}
+    missing: dict[str, set[str]] = {}
+    for node, binding in plan.nodes.items():
+        names = set(binding.env)
+        for connection in binding.connections:
+            resolved = plan.connection(connection)
+            if resolved is not None:
+                names.add(resolved.env)
+        for name in names:
+            if name in os.environ:
+                values[name] = os.environ[name]
+            else:
+                missing.setdefault(node, set()).add(name)
+    return values, missing
+
+
+def _env_for(binding: AgentBinding, plan: RuntimePlan, env: dict[str, str]) -> dict[str, str]:
+    names = set(binding.env)
+    for connection in binding.connections:
+        resolved = plan.connection(connection)
+        if resolved is not None:
+            names.add(resolved.env)
+    return {name: env[name] for name in names if name in env}
+
+
+def _redact_json(value: Any, redactor: Redactor) -> Any:
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, list):
+        return [_redact_json(item, redactor) for item in value]
+    if isinstance(value, dict):
+        return {key: _redact_json(item, redactor) for key, item in value.items()}
+    return value
+
+
+def _outcome_from(document: dict[str, Any]) -> WorkerOutcome:
+    return _OUTCOME.validate_python(document)

@@ -1,0 +1,19 @@
+"""Which harness implementation serves which harness name."""
+
+from __future__ import annotations
+
+from zeroshot_kernel.harness.base import Harness
+from zeroshot_kernel.harness.python_harness import PythonHarness
+
+AVAILABLE_HARNESSES = frozenset({"python"})
+
+
+class HarnessUnavailable(LookupError):
+    """The runtime plan names a harness this installation cannot run."""
+
+
+def harness_for(name: str, *, in_process: bool = False) -> Harness:
+    """A fresh harness for one controller (harnesses pool processes and sessions)."""
+    if name == "python":
+        return PythonHarness(in_process=in_process)
+    raise HarnessUnavailable(f"the {name} harness is not available in this installation")

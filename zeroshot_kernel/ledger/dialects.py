@@ -1,0 +1,71 @@
+"""Per-database behaviour, kept here so the rest of the ledger is portable SQL.
+
+SQLite: WAL (readers never block the writer), a 30 s busy timeout, and writes that take
+the write lock up front with ``BEGIN IMMEDIATE`` so two writers queue instead of failing
+with "database is locked" halfway through a transaction. PostgreSQL: row locks
+(``SELECT ... FOR UPDATE``, portable in the store) and an advisory lock for schema setup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import URL, Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session
+
+BUSY_TIMEOUT_MS = 30_000
+_WRITE_OPTION = "zeroshot_ledger_write"
+_SCHEMA_LOCK_KEY = 0x7A65726F73686F74  # "zeroshot"
+
+
+@dataclass(frozen=True)
+class Engines:
+    """One connection pool seen two ways: sessions on ``write`` take the write lock."""
+
+    read: Engine
+    write: Engine
+
+    def dispose(self) -> None:
+        self.read.dispose()
+
+
+def open_engines(url: str | URL) -> Engines:
+    """Engines for ``url`` with the database's concurrency settings applied."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        engine = create_engine(parsed, pool_pre_ping=True)
+    elif parsed.database in (None, "", ":memory:"):
+        engine = create_engine(
+            parsed, poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+        _configure_sqlite(engine)
+    else:
+        engine = create_engine(parsed)
+        _configure_sqlite(engine)
+    return Engines(read=engine, write=engine.execution_options(**{_WRITE_OPTION: True}))
+
+
+def lock_schema(session: Session) -> None:
+    """Serialise schema setup between processes opening the same database at once."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN away from the sqlite3 module; _on_begin emits it below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        writing = connection.get_execution_options().get(_WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")

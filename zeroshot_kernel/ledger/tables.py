@@ -1,0 +1,87 @@
+"""The ledger's tables, in portable SQL types (SQLite by default, PostgreSQL by URL).
+
+JSON documents are stored as text the ledger serialises itself, so both databases hold
+byte-identical documents and the size bounds are checked on exactly what is stored.
+Timestamps are UNIX seconds from the application clock, never the database's.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Float, ForeignKey, String, Text
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+from zeroshot_kernel.ledger.events import RunPhase
+
+SCHEMA_VERSION = 1
+"""Bump with every schema change, together with a migration from the previous version."""
+
+
+class LedgerTable(SQLModel, registry=registry()):
+    """Base of the ledger's tables: their own metadata, apart from any other SQLModel."""
+
+
+class MetaRow(LedgerTable, table=True):
+    """Key/value facts about the database itself (``schema_version``)."""
+
+    __tablename__ = "ledger_meta"
+
+    key: str = Field(sa_column=Column(String(64), primary_key=True))
+    value: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class RunRow(LedgerTable, table=True):
+    """One run and its current snapshot, updated with each append; read on every poll."""
+
+    __tablename__ = "ledger_runs"
+
+    run_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    submission_key: str | None = Field(
+        default=None, sa_column=Column(String(256), unique=True, nullable=True)
+    )
+    submission_digest: str = Field(sa_column=Column(String(64), nullable=False))
+    title: str = Field(sa_column=Column(String(256), nullable=False))
+    phase: RunPhase = Field(sa_column=Column(String(16), nullable=False))
+    sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
+    terminal_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    snapshot_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: float = Field(sa_column=Column(Float, nullable=False, index=True))
+    updated_at: float = Field(sa_column=Column(Float, nullable=False))
+
+
+class AdmittedRow(LedgerTable, table=True):
+    """The admitted submission (up to 2 MiB), apart so that polling a run never loads it."""
+
+    __tablename__ = "ledger_admitted"
+
+    run_id: str = Field(
+        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
+    )
+    document: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class EventRow(LedgerTable, table=True):
+    """One appended event; the primary key (run_id, sequence) is the tail index."""
+
+    __tablename__ = "ledger_events"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    run_id: str = Field(
+        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
+    )
+    sequence: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    kind: str = Field(sa_column=Column(String(32), nullable=False))
+    event_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class LeaseRow(LedgerTable, table=True):
+    """The controller lease of a run, if any controller ever held one."""
+
+    __tablename__ = "ledger_leases"
+
+    run_id: str = Field(
+        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
+    )
+    owner: str = Field(sa_column=Column(String(256), nullable=False))
+    expires_at: float = Field(sa_column=Column(Float, nullable=False))
+    heartbeat_at: float = Field(sa_column=Column(Float, nullable=False))
