@@ -34,10 +34,11 @@ from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.parse import DocumentError, load_document
 from zeroshot_kernel.engine.launch import start_detached, start_in_thread
+from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
 from zeroshot_kernel.ledger import Ledger, RunSummary
 from zeroshot_kernel.ledger.events import RunEvent, SafeLog, TerminalResult
-from zeroshot_kernel.workspace import find_workspace, ledger_url
+from zeroshot_kernel.workspace import display_url, find_workspace, ledger_url
 
 POLL_S = 0.2
 
@@ -49,6 +50,16 @@ class AdmissionRejected(ValueError):
         self.diagnostics = admission.diagnostics
         lines = [f"{d.code} at {d.readable_path()}: {d.message}" for d in self.diagnostics]
         super().__init__("submission rejected:\n  " + "\n  ".join(lines))
+
+
+class RunHeld(RuntimeError):
+    """A live controller holds the run; resuming would race it."""
+
+    def __init__(self, run_id: str, owner: str, until: str) -> None:
+        super().__init__(
+            f"run {run_id} is held by controller {owner} until {until}; resume it after "
+            "the lease expires (if that controller is dead)"
+        )
 
 
 class ActiveExecution(ContractModel):
@@ -166,9 +177,10 @@ class Run:
                 return snapshot.terminal
             await asyncio.sleep(poll_s)
 
-    def stop(self) -> None:
-        """Ask the run's controller to stop it (atomic close as ``force_stopped``)."""
-        self.client.ledger.request_force_stop(self.id)
+    def stop(self) -> StopResult:
+        """Stop the run: its live controller closes it atomically as ``force_stopped``;
+        with no live controller the run is closed here (``runtime_lost``)."""
+        return stop_run(self.client.ledger, self.id)
 
 
 class Client:
@@ -180,6 +192,11 @@ class Client:
         self.workspace = find_workspace(workspace)
         self.url = ledger_url(os.fspath(ledger) if ledger is not None else None, self.workspace)
         self.ledger = Ledger(self.url)
+
+    @property
+    def display_url(self) -> str:
+        """The ledger URL with any password hidden."""
+        return display_url(self.url)
 
     def close(self) -> None:
         self.ledger.close()
@@ -227,8 +244,13 @@ class Client:
         return self._start(run_id, in_process=in_process)
 
     def resume(self, run_id: str, *, in_process: bool = False) -> Run:
-        """Start a controller for a run whose controller died or whose lease expired."""
+        """Start a controller for a run whose controller died or whose lease expired.
+
+        Raises :class:`RunHeld` while another controller's lease is live."""
         self.ledger.snapshot(run_id)  # RunNotFound early
+        lease = self.ledger.lease(run_id)
+        if lease is not None and lease.expires_at.timestamp() > time.time():
+            raise RunHeld(run_id, lease.owner, lease.expires_at.isoformat())
         return self._start(run_id, in_process=in_process)
 
     def run(self, run_id: str) -> Run:

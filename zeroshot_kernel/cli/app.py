@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from zeroshot_kernel.cli import graph_commands, validate_command
+from zeroshot_kernel.cli import graph_commands, run_commands, validate_command
 
 app = typer.Typer(
     name="zeroshot",
@@ -21,6 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 validate_command.register(app)
+run_commands.register(app)
 app.add_typer(graph_commands.graph_app, name="graph")
 app.add_typer(graph_commands.schema_app, name="schema")
 

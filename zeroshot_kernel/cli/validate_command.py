@@ -7,41 +7,74 @@ from typing import Annotated
 
 import typer
 
+from zeroshot_kernel.admission.admit import admit, verify_document
+from zeroshot_kernel.admission.registry import FileRegistry, RegistryFileError
 from zeroshot_kernel.cli.output import (
     EXIT_OK,
     EXIT_REJECTED,
+    fail_usage,
     print_diagnostics,
     print_json,
     read_document,
+    read_inline_or_file,
 )
-from zeroshot_kernel.contract.parse import parse_graph
 
 
 def validate(
     graph: Annotated[Path, typer.Argument(help="Graph document (JSON or YAML).")],
+    input: Annotated[
+        str | None, typer.Option("--input", help="Initial input to check: JSON or @file.")
+    ] = None,
+    runtime: Annotated[
+        str | None, typer.Option("--runtime", help="Runtime plan to check: JSON or @file.")
+    ] = None,
+    registry: Annotated[
+        Path | None,
+        typer.Option(
+            "--registry",
+            help="Check workers against this registry file (name@version -> descriptor).",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON envelope instead of text.")
     ] = False,
 ) -> None:
-    """Check a graph and report every problem with its location.
+    """Run every admission check on a graph; create nothing, contact nothing.
 
-    Exit status: 0 valid, 1 rejected, 2 unreadable input or bad usage.
+    Without --input/--runtime only the graph is verified. Exit status: 0 admitted,
+    1 rejected, 2 unreadable input or bad usage.
 
-    Example: zeroshot validate examples/review-loop.json --json
+    Example: zeroshot validate graph.json --input '{"task": "x"}' --runtime @plan.json --json
     """
     document = read_document(graph)
-    result = parse_graph(document)
+    workers = None
+    if registry is not None:
+        try:
+            workers = FileRegistry.load(registry)
+        except RegistryFileError as problem:
+            fail_usage(str(problem))
+    verification = verify_document(document, workers)
+    envelope = verification.envelope()
+    diagnostics = verification.diagnostics
+    if verification.compiled_ir is not None and (input is not None or runtime is not None):
+        admission = admit(
+            document,
+            initial_input=read_inline_or_file(input, "--input") if input is not None else None,
+            runtime=read_inline_or_file(runtime, "--runtime") if runtime is not None else None,
+            registry=workers,
+            require_runtime=runtime is not None,
+        )
+        if not admission.ok:
+            diagnostics = admission.diagnostics
+            envelope = {"status": "rejected", "diagnostics": [d.to_wire() for d in diagnostics]}
+    ok = envelope["status"] == "verified"
     if as_json:
-        envelope = {
-            "status": "verified" if result.ok else "rejected",
-            "diagnostics": [d.to_wire() for d in result.diagnostics],
-        }
         print_json(envelope)
-    elif result.ok:
-        typer.echo(f"{graph}: valid")
+    elif ok:
+        typer.echo(f"{graph}: verified (identity {envelope['identity']})")
     else:
-        print_diagnostics(result.diagnostics)
-    raise typer.Exit(EXIT_OK if result.ok else EXIT_REJECTED)
+        print_diagnostics(diagnostics)
+    raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,12 @@ def parse_model(model: type[M], document: Any) -> ParseResult[M]:
         return ParseResult(model.model_validate(document))
     except ValidationError as error:
         return ParseResult(None, diagnostics_from_validation(error, document))
+    except RecursionError:
+        return ParseResult(None, [GraphDiagnostic(
+            code="invalid_graph_shape",
+            message="the document is nested too deeply to be a graph (the depth ceiling is 64)",
+            path=[],
+        )])
 
 
 def diagnostics_from_validation(error: ValidationError, document: Any) -> list[GraphDiagnostic]:
@@ -158,6 +165,8 @@ def _humanize(detail: ErrorDetails) -> str:
                 "use structured guards over control labels and closed payload types"
             )
         return f"unknown field '{last}'; remove it or check its spelling"
+    if kind == "recursion_depth_exceeded":
+        return "the document is nested too deeply to be a graph (the depth ceiling is 64)"
     if kind == "missing":
         return f"required field '{last}' is missing"
     if kind == "union_tag_invalid":
@@ -194,14 +203,14 @@ def _humanize(detail: ErrorDetails) -> str:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else repr(value)
+    text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else reprlib.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _jsonable(value: Any) -> bool:
     try:
         json.dumps(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     return True
 

@@ -1,0 +1,193 @@
+"""Admission: everything checked once, before a controller starts or an agent is contacted.
+
+``verify_graph`` is the graph verifier (structural passes, bounds, then the registry);
+``admit`` adds the submission's own checks: the runtime plan's bindings, the initial
+input's value, delivery placement and declared environment names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from zeroshot_kernel.admission.bounds import compile_ir, structural_bounds
+from zeroshot_kernel.admission.registry import (
+    WorkerRegistry,
+    registry_diagnostics,
+)
+from zeroshot_kernel.admission.runtime_checks import runtime_diagnostics
+from zeroshot_kernel.admission.verifier import structural_diagnostics
+from zeroshot_kernel.contract.canonical import graph_identity
+from zeroshot_kernel.contract.diagnostics import (
+    FieldSegment,
+    GraphDiagnostic,
+    IndexSegment,
+    field as field_segment,
+    index as index_segment,
+    sorted_diagnostics,
+)
+from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
+from zeroshot_kernel.contract.parse import diagnostics_from_validation, parse_graph
+from zeroshot_kernel.contract.payload import check_value
+from zeroshot_kernel.harness.plan import RuntimePlan
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The verifier's answer, shaped like a conformance fixture's ``expected``."""
+
+    diagnostics: list[GraphDiagnostic]
+    compiled_ir: CompiledGraphIr | None = None
+    identity: str | None = None
+
+    @property
+    def status(self) -> Literal["verified", "rejected"]:
+        return "verified" if self.compiled_ir is not None else "rejected"
+
+    def envelope(self) -> dict[str, Any]:
+        """``{status, diagnostics, compiledIr?, identity?}`` for ``--json`` and APIs."""
+        result: dict[str, Any] = {
+            "status": self.status,
+            "diagnostics": [d.to_wire() for d in self.diagnostics],
+        }
+        if self.compiled_ir is not None:
+            result["compiledIr"] = self.compiled_ir.to_wire()
+            result["identity"] = self.identity
+        return result
+
+
+def verify_graph(graph: GraphSpec, registry: WorkerRegistry | None = None) -> Verification:
+    """Verify a parsed graph. Without a registry, workers resolve to the contract each
+    node declares (the registry is synthesised from the graph itself)."""
+    bounds, bound_diagnostics = structural_bounds(graph)
+    diagnostics = sorted_diagnostics([*structural_diagnostics(graph), *bound_diagnostics])
+    if diagnostics:
+        return Verification(diagnostics)
+    if registry is not None:
+        diagnostics = registry_diagnostics(graph, registry)
+        if diagnostics:
+            return Verification(diagnostics)
+    if bounds is None:
+        raise AssertionError("a graph without structural diagnostics must have bounds")
+    ir = compile_ir(graph, bounds)
+    return Verification([], ir, graph_identity(ir))
+
+
+def verify_document(document: Any, registry: WorkerRegistry | None = None) -> Verification:
+    """Parse then verify; parse failures come back as diagnostics, never exceptions."""
+    parsed = parse_graph(document)
+    if parsed.value is None:
+        return Verification(parsed.diagnostics)
+    return verify_graph(parsed.value, registry)
+
+
+@dataclass(frozen=True)
+class AdmittedSubmission:
+    """A submission that passed every check: what the ledger records for a run."""
+
+    title: str
+    compiled_ir: CompiledGraphIr
+    identity: str
+    initial_input: Any
+    runtime: RuntimePlan
+
+    def to_wire(self) -> dict[str, Any]:
+        """The admitted run as stored: no secret values, ever."""
+        return {
+            "title": self.title,
+            "graph": self.compiled_ir.to_wire(),
+            "identity": self.identity,
+            "initialInput": self.initial_input,
+            "runtime": self.runtime.to_wire(),
+        }
+
+
+@dataclass(frozen=True)
+class Admission:
+    """``admitted`` when every check passed, else the diagnostics saying what to fix."""
+
+    admitted: AdmittedSubmission | None
+    diagnostics: list[GraphDiagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.admitted is not None
+
+
+def admit(
+    graph: GraphSpec | Mapping[str, Any],
+    *,
+    initial_input: Any = None,
+    runtime: RuntimePlan | Mapping[str, Any] | None = None,
+    title: str = "untitled run",
+    registry: WorkerRegistry | None = None,
+    importable: bool = True,
+    require_runtime: bool = True,
+) -> Admission:
+    """Run every admission check; nothing is created and nothing is contacted.
+
+    ``importable`` also checks that python-harness callables import (local code only);
+    ``require_runtime=False`` skips the runtime-plan checks when no plan is given (to
+    validate a graph and its input alone).
+
+    >>> admit({"profile": "bad"}).ok
+    False
+    """
+    if not isinstance(graph, GraphSpec):
+        parsed = parse_graph(dict(graph))
+        if parsed.value is None:
+            return Admission(None, parsed.diagnostics)
+        graph = parsed.value
+    verification = verify_graph(graph, registry)
+    if verification.compiled_ir is None or verification.identity is None:
+        return Admission(None, verification.diagnostics)
+
+    plan, plan_diagnostics = _parse_plan(runtime)
+    diagnostics = [*plan_diagnostics, *_input_diagnostics(graph, initial_input)]
+    if plan is not None and (runtime is not None or require_runtime):
+        diagnostics += runtime_diagnostics(graph, plan, importable=importable)
+    if diagnostics or plan is None:
+        return Admission(None, sorted_diagnostics(diagnostics))
+    admitted = AdmittedSubmission(
+        title=title,
+        compiled_ir=verification.compiled_ir,
+        identity=verification.identity,
+        initial_input=initial_input,
+        runtime=plan,
+    )
+    return Admission(admitted)
+
+
+def _parse_plan(
+    runtime: RuntimePlan | Mapping[str, Any] | None,
+) -> tuple[RuntimePlan | None, list[GraphDiagnostic]]:
+    if isinstance(runtime, RuntimePlan):
+        return runtime, []
+    document = dict(runtime) if runtime is not None else {}
+    try:
+        return RuntimePlan.model_validate(document), []
+    except ValidationError as error:
+        diagnostics = diagnostics_from_validation(error, document)
+        prefixed = [
+            d.model_copy(update={"path": [field_segment("runtime"), *d.path]})
+            for d in diagnostics
+        ]
+        return None, prefixed
+
+
+def _input_diagnostics(graph: GraphSpec, value: Any) -> list[GraphDiagnostic]:
+    return [
+        GraphDiagnostic(
+            code="schema_safety",
+            message=f"initial input does not match initialInput: {violation.describe()}",
+            path=[field_segment("input"), *(_value_segment(p) for p in violation.path)],
+        )
+        for violation in check_value(value, graph.initial_input)
+    ]
+
+
+def _value_segment(part: str | int) -> FieldSegment | IndexSegment:
+    return index_segment(part) if isinstance(part, int) else field_segment(part)

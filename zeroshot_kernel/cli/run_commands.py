@@ -1,0 +1,212 @@
+"""``zeroshot run | list | status | logs | watch | stop | resume``: runs in a ledger."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from zeroshot_kernel.cli.options import LedgerOption, open_client
+from zeroshot_kernel.cli.output import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    fail_usage,
+    print_diagnostics,
+    print_json,
+    read_document,
+    read_inline_or_file,
+)
+from zeroshot_kernel.cli.render import EventRenderer, describe_result
+from zeroshot_kernel.client import AdmissionRejected, Client, Run, RunHeld
+from zeroshot_kernel.ledger import LedgerError, RunNotFound
+from zeroshot_kernel.ledger.events import SucceededResult, Terminal
+
+InputOption = Annotated[
+    str | None, typer.Option("--input", help="Initial input: inline JSON or @file.")
+]
+RuntimeOption = Annotated[
+    str | None, typer.Option("--runtime", help="Runtime plan: inline JSON or @file.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+CursorOption = Annotated[
+    str | None, typer.Option("--cursor", help="Start after this cursor (e.g. v2:12).")
+]
+RunArgument = Annotated[str, typer.Argument(help="Run id, e.g. run-abcdefghijkl.")]
+
+
+def run(
+    graph: Annotated[Path, typer.Argument(help="Graph document (JSON or YAML).")],
+    input: InputOption = None,
+    runtime: RuntimeOption = None,
+    title: Annotated[str | None, typer.Option(help="Title shown in lists.")] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Start the run and return at once.")
+    ] = False,
+    validate_only: Annotated[
+        bool, typer.Option("--validate-only", help="Run every admission check; create nothing.")
+    ] = False,
+    as_json: JsonOption = False,
+    ledger: LedgerOption = None,
+) -> None:
+    """Admit a graph and run it, streaming its events until it ends.
+
+    Ctrl-C detaches (the run goes on); reattach with `zeroshot watch RUN`.
+
+    Example: zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
+    """
+    document = read_document(graph)
+    initial = read_inline_or_file(input, "--input") if input is not None else None
+    plan = read_inline_or_file(runtime, "--runtime") if runtime is not None else None
+    client = open_client(ledger)
+    if validate_only:
+        admission = client.validate(document, input=initial, runtime=plan)
+        _report_admission(admission.ok, admission.diagnostics, as_json)
+        return
+    try:
+        started = client.submit(document, input=initial, runtime=plan,
+                                title=title or graph.stem)
+    except AdmissionRejected as rejected:
+        _report_admission(False, rejected.diagnostics, as_json)
+        return
+    if detach:
+        if as_json:
+            print_json({"runId": started.id})
+        else:
+            typer.echo(f"started {started.id}; follow it with: zeroshot watch {started.id}")
+        raise typer.Exit(EXIT_OK)
+    typer.echo(f"started {started.id} (Ctrl-C detaches; the run goes on)")
+    _follow(started, None)
+
+
+def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> None:
+    if as_json:
+        print_json({"status": "verified" if ok else "rejected",
+                    "diagnostics": [d.to_wire() for d in diagnostics]})
+    elif ok:
+        typer.echo("admissible: every check passed; nothing was created")
+    else:
+        print_diagnostics(diagnostics)
+    raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+
+
+def _follow(run_handle: Run, cursor: str | None) -> None:
+    renderer = EventRenderer()
+    last = cursor
+    try:
+        for last, event in run_handle.events(cursor, follow=True):
+            typer.echo(renderer.line(last, event))
+            if isinstance(event, Terminal):
+                code = EXIT_OK if isinstance(event.result, SucceededResult) else EXIT_REJECTED
+                raise typer.Exit(code)
+    except KeyboardInterrupt:
+        typer.echo(
+            f"\ndetached from {run_handle.id}; it keeps running. Reattach with: "
+            f"zeroshot watch {run_handle.id}" + (f" --cursor {last}" if last else ""),
+            err=True,
+        )
+        raise typer.Exit(130) from None
+
+
+def _run_handle(client: Client, run_id: str) -> Run:
+    try:
+        return client.run(run_id)
+    except RunNotFound:
+        fail_usage(f"no run {run_id} in ledger {client.display_url}")
+
+
+def list_runs(as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
+    """List the runs in the ledger, newest first."""
+    client = open_client(ledger)
+    runs = sorted(client.runs(), key=lambda r: r.created_at, reverse=True)
+    if as_json:
+        print_json([r.to_wire() for r in runs])
+        return
+    if not runs:
+        typer.echo(f"no runs in {client.display_url}")
+    for summary in runs:
+        result = describe_result(summary.terminal) if summary.terminal else summary.phase
+        created = summary.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        typer.echo(f"{summary.run_id}  {created}  {summary.title[:40]:<40}  {result}")
+
+
+def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
+    """Show a run's phase, active executions and result."""
+    current = _run_handle(open_client(ledger), run_id).status()
+    if as_json:
+        print_json(current.to_wire())
+        return
+    typer.echo(f"{current.run_id}  {current.title}")
+    typer.echo(f"  phase:  {current.status.phase}   (at {current.at_cursor})")
+    for active in current.status.active_executions or []:
+        typer.echo(f"  active: {active.node}  {active.execution}")
+    if current.status.terminal_result is not None:
+        typer.echo(f"  result: {describe_result(current.status.terminal_result)}")
+
+
+def logs(
+    run_id: RunArgument,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="Keep following.")] = False,
+    cursor: CursorOption = None,
+    as_json: JsonOption = False,
+    ledger: LedgerOption = None,
+) -> None:
+    """Print the lines workers printed (secrets redacted), with their cursors."""
+    handle = _run_handle(open_client(ledger), run_id)
+    try:
+        for position, line in handle.logs(cursor, follow=follow):
+            if as_json:
+                typer.echo(json.dumps({"cursor": position, **line.to_wire()}))
+            else:
+                typer.echo(f"{position:>8}  [{line.stream}] {line.line}")
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def watch(run_id: RunArgument, cursor: CursorOption = None, ledger: LedgerOption = None) -> None:
+    """Follow a run's events until it ends (from the start, or after --cursor)."""
+    _follow(_run_handle(open_client(ledger), run_id), cursor)
+
+
+def stop(run_id: RunArgument, ledger: LedgerOption = None) -> None:
+    """Stop a run: one atomic close as failed/force_stopped."""
+    handle = _run_handle(open_client(ledger), run_id)
+    outcome = handle.stop()
+    messages = {
+        "already_finished": f"{run_id} had already finished",
+        "requested": f"stop requested; the controller of {run_id} is closing it",
+        "closed": f"{run_id} closed (no controller was running it)",
+    }
+    typer.echo(messages[outcome])
+
+
+def resume(
+    run_id: RunArgument,
+    detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    ledger: LedgerOption = None,
+) -> None:
+    """Start a new controller for a run whose controller died (replays its history)."""
+    client = open_client(ledger)
+    handle = _run_handle(client, run_id)
+    if handle.status().status.terminal_result is not None:
+        typer.echo(f"{run_id} has already finished")
+        raise typer.Exit(EXIT_OK)
+    try:
+        client.resume(run_id)
+    except (LedgerError, RunHeld) as problem:
+        fail_usage(str(problem))
+    if detach:
+        typer.echo(f"resumed {run_id}")
+        raise typer.Exit(EXIT_OK)
+    _follow(handle, None)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("list")(list_runs)
+    app.command("status")(status)
+    app.command("logs")(logs)
+    app.command("watch")(watch)
+    app.command("stop")(stop)
+    app.command("resume")(resume)

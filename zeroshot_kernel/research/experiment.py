@@ -1,0 +1,130 @@
+"""Run one experiment: a scratch copy of a candidate, a hard time budget, one metric line.
+
+The budget is enforced here, not by the experiment: the command runs in its own process
+group and the whole group is killed when the budget is over, so a hung experiment (or one
+that left children behind) never outlives it. Every way an experiment can end is a typed
+:class:`ExperimentResult`, never an exception, because a crash is evidence too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal
+
+from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.research.task import PYTHON_PLACEHOLDER, ResearchTask
+
+METRIC_PREFIX = "ZEROSHOT_METRIC "
+SEED_VARIABLE = "ZEROSHOT_SEED"
+TAIL_CHARACTERS = 2000
+
+ExperimentStatus = Literal["ok", "crashed", "timed_out", "no_metric"]
+
+
+class ExperimentResult(ContractModel):
+    """How one run of the experiment command ended."""
+
+    status: ExperimentStatus
+    metric: float | None
+    seed: int
+    duration_seconds: float
+    exit_code: int | None
+    output_tail: str
+
+
+def run_experiment(task: ResearchTask, candidate: Path, *, seed: int) -> ExperimentResult:
+    """Run the task's command on a scratch copy of ``candidate`` within the task's budget.
+
+    The command sees ``ZEROSHOT_SEED`` (seeded noise or data splits make repeats differ in a
+    reproducible way) and the task's ``env``; ``{python}`` in the command is this interpreter.
+    """
+    spec = task.spec
+    argv = [sys.executable if part == PYTHON_PLACEHOLDER else part for part in spec.command]
+    env = {**os.environ, **spec.env, SEED_VARIABLE: str(seed)}
+    with tempfile.TemporaryDirectory(prefix="zeroshot-experiment-") as scratch:
+        workdir = Path(scratch) / "candidate"
+        shutil.copytree(candidate, workdir, ignore=shutil.ignore_patterns("__pycache__"))
+        log_path = Path(scratch) / "output.log"
+        started = time.monotonic()
+        with log_path.open("wb") as log:
+            try:
+                process = subprocess.Popen(
+                    argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            except OSError as exc:
+                return ExperimentResult(
+                    status="crashed", metric=None, seed=seed,
+                    duration_seconds=time.monotonic() - started, exit_code=None,
+                    output_tail=f"cannot start {argv[0]!r}: {exc}",
+                )
+            timed_out = False
+            try:
+                process.wait(timeout=spec.budget_seconds)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(process.pid)
+                process.wait()
+            finally:
+                _kill_group(process.pid)  # children left behind never outlive the experiment
+        duration = time.monotonic() - started
+        output = log_path.read_text(encoding="utf-8", errors="replace")
+    metric = parse_metric(output, spec.metric)
+    status: ExperimentStatus
+    if timed_out:
+        status = "timed_out"
+    elif process.returncode != 0:
+        status = "crashed"
+    else:
+        status = "ok" if metric is not None else "no_metric"
+    return ExperimentResult(
+        status=status, metric=metric if status == "ok" else None, seed=seed,
+        duration_seconds=round(duration, 4), exit_code=process.returncode,
+        output_tail=output[-TAIL_CHARACTERS:],
+    )
+
+
+def run_repeats(
+    task: ResearchTask, candidate: Path, seeds: Sequence[int], *, parallel: int | None = None
+) -> list[ExperimentResult]:
+    """Run the experiment once per seed, up to ``parallel`` at a time (default: CPU count)."""
+    workers = max(1, min(len(seeds), parallel or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda s: run_experiment(task, candidate, seed=s), seeds))
+
+
+def parse_metric(output: str, name: str) -> float | None:
+    """The value of the last well-formed ``ZEROSHOT_METRIC`` line naming ``name``."""
+    value: float | None = None
+    for line in output.splitlines():
+        if not line.startswith(METRIC_PREFIX):
+            continue
+        try:
+            document = json.loads(line[len(METRIC_PREFIX):])
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(document, dict) or document.get("name") != name:
+            continue
+        number = document.get("value")
+        if isinstance(number, int | float) and not isinstance(number, bool) \
+                and math.isfinite(number):
+            value = float(number)
+    return value
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,234 @@
+"""The research records on disk, under ``<workspace>/.zeroshot/research/``.
+
+Layout (the researcher writes, scouts and the reviewer only read)::
+
+    charter.md  summary.md  backlog.md      human-readable, re-rendered from the JSON below
+    incumbent.json                          the adopted candidate the next round builds on
+    rounds/<NNN>.json                       per-round evidence, one entry per pass
+    candidates/<id>/manifest.json           per-file SHA-256, content hash, parent, params,
+    candidates/<id>/source/...              every measurement; and the full restorable source
+
+A round's pass is written as ``started`` before anything is restored or reset, so a crash
+in the middle still leaves the row that says what was being tried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.research.experiment import ExperimentResult
+from zeroshot_kernel.research.protocol import ResearchResult, ScoutProposal
+from zeroshot_kernel.research.task import Params
+
+RECORDS_DIR = Path(".zeroshot") / "research"
+
+Model = TypeVar("Model", bound=ContractModel)
+
+
+class Measurement(ContractModel):
+    """One run of a candidate's experiment, kept with the round that asked for it."""
+
+    candidate_id: str
+    round: int
+    experiment: ExperimentResult
+
+
+class CandidateManifest(ContractModel):
+    """What a candidate is (its bytes) and what is known about it (its measurements)."""
+
+    candidate_id: str
+    parent_id: str
+    round: int
+    params: Params
+    files: dict[str, str]
+    """Relative POSIX path -> SHA-256 of the file's bytes."""
+    content_sha256: str
+    measurements: list[Measurement] = []
+
+    @property
+    def values(self) -> list[float]:
+        """The metric values of the successful measurements, in order."""
+        return [m.experiment.metric for m in self.measurements if m.experiment.metric is not None]
+
+    @property
+    def metric(self) -> float | None:
+        values = self.values
+        return sum(values) / len(values) if values else None
+
+
+class RoundPass(ContractModel):
+    """One researcher pass over a round: the first, or one answering corrections."""
+
+    status: Literal["started", "done"]
+    corrections: str
+    proposals: list[ScoutProposal]
+    proposal: ScoutProposal | None
+    parent_id: str
+    candidate_id: str
+    incumbent_before: str
+    measurements: list[Measurement] = []
+    notes: list[str] = []
+    result: ResearchResult | None = None
+
+
+class RoundRecord(ContractModel):
+    round: int
+    passes: list[RoundPass]
+
+    @property
+    def result(self) -> ResearchResult | None:
+        """The latest finished result of the round (the one a review judges)."""
+        return self.passes[-1].result if self.passes else None
+
+
+class IncumbentRecord(ContractModel):
+    candidate_id: str
+    adopted_round: int
+    metric: float | None
+    content_sha256: str
+
+
+@dataclass(frozen=True)
+class ResearchState:
+    """A read-only snapshot of the records."""
+
+    rounds: dict[int, RoundRecord]
+    candidates: dict[str, CandidateManifest]
+    incumbent: IncumbentRecord | None
+
+    def results(self, before: int | None = None) -> list[ResearchResult]:
+        """Finished results of rounds >= 1 (and < ``before``), in round order."""
+        found = []
+        for number in sorted(self.rounds):
+            result = self.rounds[number].result
+            if number >= 1 and (before is None or number < before) and result is not None:
+                found.append(result)
+        return found
+
+    def incumbent_before(self, round_number: int) -> str | None:
+        """The incumbent the records imply before ``round_number``: the latest adoption."""
+        incumbent = None
+        for number in sorted(self.rounds):
+            result = self.rounds[number].result
+            if number < round_number and result is not None and result.disposition == "adopt":
+                incumbent = result.candidate_id
+        return incumbent
+
+
+class ResearchRecords:
+    """Typed reads and atomic writes of the files under ``.zeroshot/research/``."""
+
+    def __init__(self, workspace: str | Path) -> None:
+        self.root = Path(workspace).resolve() / RECORDS_DIR
+
+    @property
+    def charter_path(self) -> Path:
+        return self.root / "charter.md"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.root / "summary.md"
+
+    @property
+    def backlog_path(self) -> Path:
+        return self.root / "backlog.md"
+
+    @property
+    def incumbent_path(self) -> Path:
+        return self.root / "incumbent.json"
+
+    def round_path(self, round_number: int) -> Path:
+        return self.root / "rounds" / f"{round_number:03d}.json"
+
+    def candidate_dir(self, candidate_id: str) -> Path:
+        return self.root / "candidates" / candidate_id
+
+    def source_dir(self, candidate_id: str) -> Path:
+        return self.candidate_dir(candidate_id) / "source"
+
+    def manifest_path(self, candidate_id: str) -> Path:
+        return self.candidate_dir(candidate_id) / "manifest.json"
+
+    def initialised(self) -> bool:
+        return self.incumbent_path.is_file()
+
+    def read_round(self, round_number: int) -> RoundRecord | None:
+        return _read(self.round_path(round_number), RoundRecord)
+
+    def read_manifest(self, candidate_id: str) -> CandidateManifest | None:
+        return _read(self.manifest_path(candidate_id), CandidateManifest)
+
+    def read_incumbent(self) -> IncumbentRecord | None:
+        return _read(self.incumbent_path, IncumbentRecord)
+
+    def write_round(self, record: RoundRecord) -> None:
+        _write_json(self.round_path(record.round), record)
+
+    def write_manifest(self, manifest: CandidateManifest) -> None:
+        _write_json(self.manifest_path(manifest.candidate_id), manifest)
+
+    def write_incumbent(self, incumbent: IncumbentRecord) -> None:
+        _write_json(self.incumbent_path, incumbent)
+
+    def write_text(self, path: Path, text: str) -> None:
+        _write_atomic(path, text)
+
+    def snapshot(self) -> ResearchState:
+        """Everything recorded so far; empty when the research has not started."""
+        rounds = {}
+        for path in sorted((self.root / "rounds").glob("*.json")):
+            record = _read(path, RoundRecord)
+            if record is not None:
+                rounds[record.round] = record
+        candidates = {}
+        for path in sorted((self.root / "candidates").glob("*/manifest.json")):
+            manifest = _read(path, CandidateManifest)
+            if manifest is not None:
+                candidates[manifest.candidate_id] = manifest
+        return ResearchState(rounds=rounds, candidates=candidates,
+                             incumbent=self.read_incumbent())
+
+    def begin_pass(self, round_number: int, started: RoundPass) -> RoundRecord:
+        """Record the row for a pass before any restore or reset happens."""
+        existing = self.read_round(round_number)
+        passes = [*existing.passes, started] if existing else [started]
+        record = RoundRecord(round=round_number, passes=passes)
+        self.write_round(record)
+        return record
+
+    def finish_pass(self, round_number: int, finished: RoundPass) -> None:
+        """Replace the round's last (started) pass with its finished form."""
+        existing = self.read_round(round_number)
+        if existing is None or not existing.passes:
+            raise RuntimeError(f"round {round_number} has no started pass to finish")
+        self.write_round(RoundRecord(round=round_number, passes=[*existing.passes[:-1], finished]))
+
+
+def _read(path: Path, model: type[Model]) -> Model | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return model.from_wire(json.loads(text))
+
+
+def _write_json(path: Path, model: ContractModel) -> None:
+    _write_atomic(path, json.dumps(model.to_wire(), indent=2, sort_keys=True) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

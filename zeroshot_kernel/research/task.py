@@ -1,0 +1,201 @@
+"""The research task folder: ``task.yaml`` plus a ``candidate/`` directory.
+
+A task is data, not code: the engine, the embedded agents and the notebooks all read the
+same folder, so every way of getting it wrong ends in one :class:`TaskError` that names the
+folder and the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from zeroshot_kernel.contract.model import ContractModel
+
+TASK_FILE = "task.yaml"
+CANDIDATE_DIR = "candidate"
+PYTHON_PLACEHOLDER = "{python}"
+
+Direction = Literal["minimize", "maximize"]
+ParamType = Literal["float", "int", "categorical"]
+ParamValue = bool | int | float | str
+"""One parameter value as JSON carries it; ``bool`` first so a boolean never reads as 1."""
+Params = dict[str, ParamValue]
+
+
+class TaskError(ValueError):
+    """A research task folder that cannot be used, with the reason."""
+
+
+class SearchParameter(ContractModel):
+    """One tunable parameter of the candidate, as the embedded scouts sample it."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    type: ParamType
+    low: float | None = None
+    high: float | None = None
+    choices: list[ParamValue] | None = None
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _check_domain(self) -> SearchParameter:
+        if self.type == "categorical":
+            if not self.choices or self.low is not None or self.high is not None or self.log:
+                raise ValueError("a categorical parameter needs 'choices' and no low/high/log")
+            kinds = {_choice_kind(c) for c in self.choices}
+            if len(kinds) != 1 or len(set(map(repr, self.choices))) != len(self.choices):
+                raise ValueError("choices must be unique and all of one kind (text, number or "
+                                 "boolean)")
+            return self
+        if self.choices is not None or self.low is None or self.high is None:
+            raise ValueError(f"a {self.type} parameter needs 'low' and 'high' and no 'choices'")
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+            raise ValueError("'low' must be below 'high' and both finite")
+        if self.log and self.low <= 0:
+            raise ValueError("a log-scale parameter needs 'low' > 0")
+        if self.type == "int" and not (self.low.is_integer() and self.high.is_integer()):
+            raise ValueError("an int parameter needs whole-number bounds")
+        return self
+
+    def check(self, value: Any) -> ParamValue:
+        """``value`` as this parameter's type, or ``ValueError`` when it is outside the domain."""
+        if self.type == "categorical":
+            assert self.choices is not None
+            for choice in self.choices:
+                if _choice_kind(choice) == _choice_kind(value) and choice == value:
+                    return choice
+            raise ValueError(f"{self.name}={value!r} is not one of {self.choices!r}")
+        assert self.low is not None and self.high is not None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{self.name}={value!r} is not a number")
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise ValueError(f"{self.name}={value!r} is outside [{self.low:g}, {self.high:g}]")
+        if self.type == "int":
+            if not float(value).is_integer():
+                raise ValueError(f"{self.name}={value!r} is not a whole number")
+            return int(value)
+        return float(value)
+
+
+def _choice_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return "number" if isinstance(value, int | float) else "text"
+
+
+class TaskSpec(ContractModel):
+    """The contents of ``task.yaml`` (camelCase keys, unknown keys rejected)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
+    charter: Annotated[str, Field(min_length=1)]
+    metric: Annotated[str, Field(min_length=1)]
+    direction: Direction
+    command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    budget_seconds: Annotated[float, Field(gt=0, le=3600)]
+    repeats: Annotated[int, Field(ge=2, le=20)]
+    search_space: Annotated[list[SearchParameter], Field(min_length=1)]
+    params_file: str = "params.json"
+    target: float | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_names(self) -> TaskSpec:
+        names = [p.name for p in self.search_space]
+        if len(set(names)) != len(names):
+            raise ValueError("search space parameter names must be unique")
+        params_path = Path(self.params_file)
+        if params_path.is_absolute() or ".." in params_path.parts:
+            raise ValueError("paramsFile must be a relative path inside candidate/")
+        return self
+
+    def parameter(self, name: str) -> SearchParameter:
+        return next(p for p in self.search_space if p.name == name)
+
+    def check_params(self, params: dict[str, Any]) -> Params:
+        """Exactly the search-space parameters of ``params``, each checked against its domain."""
+        missing = [p.name for p in self.search_space if p.name not in params]
+        if missing:
+            raise ValueError(f"missing parameters: {', '.join(missing)}")
+        return {p.name: p.check(params[p.name]) for p in self.search_space}
+
+    def gain(self, incumbent: float, candidate: float) -> float:
+        """How much better ``candidate`` is than ``incumbent`` (positive = better)."""
+        return incumbent - candidate if self.direction == "minimize" else candidate - incumbent
+
+    def meets_target(self, value: float) -> bool:
+        if self.target is None:
+            return False
+        return value <= self.target if self.direction == "minimize" else value >= self.target
+
+
+@dataclass(frozen=True)
+class ResearchTask:
+    """A loaded, checked task folder."""
+
+    root: Path
+    spec: TaskSpec
+    start_params: Params
+
+    @property
+    def candidate_dir(self) -> Path:
+        return self.root / CANDIDATE_DIR
+
+
+def load_task(path: str | Path) -> ResearchTask:
+    """Load and check a task folder; raises :class:`TaskError` saying what is wrong."""
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise TaskError(f"research task {root}: not a directory")
+    task_file = root / TASK_FILE
+    if not task_file.is_file():
+        raise TaskError(f"research task {root}: {TASK_FILE} is missing")
+    try:
+        document = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise TaskError(f"research task {root}: {TASK_FILE} is not valid YAML: {exc}") from exc
+    if not isinstance(document, dict):
+        raise TaskError(f"research task {root}: {TASK_FILE} must be a mapping of fields")
+    try:
+        spec = TaskSpec.from_wire(document)
+    except ValidationError as exc:
+        raise TaskError(f"research task {root}: {TASK_FILE} is invalid:\n{_describe(exc)}") from exc
+    candidate = root / CANDIDATE_DIR
+    if not candidate.is_dir() or not any(candidate.iterdir()):
+        raise TaskError(f"research task {root}: {CANDIDATE_DIR}/ is missing or empty")
+    params_path = candidate / spec.params_file
+    try:
+        params = json.loads(params_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskError(
+            f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing") from None
+    except json.JSONDecodeError as exc:
+        raise TaskError(
+            f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is not JSON: {exc}"
+        ) from exc
+    if not isinstance(params, dict):
+        raise TaskError(f"research task {root}: {spec.params_file} must hold a JSON object")
+    try:
+        start = spec.check_params(params)
+    except ValueError as exc:
+        raise TaskError(f"research task {root}: {spec.params_file}: {exc}") from exc
+    return ResearchTask(root=root, spec=spec, start_params=start)
+
+
+def resolve_task(task: str, workspace: str | Path) -> ResearchTask:
+    """Load ``task`` as given in an agent input: relative paths are inside the workspace."""
+    path = Path(task)
+    return load_task(path if path.is_absolute() else Path(workspace) / path)
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        lines.append(f"  {where}: {error['msg']}")
+    return "\n".join(lines)
