@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zeroshot_kernel.client import Client
+if TYPE_CHECKING:
+    from zeroshot_kernel.client import Client
 
 LedgerOption = Annotated[
     str | None,
@@ -21,4 +22,7 @@ LedgerOption = Annotated[
 
 
 def open_client(ledger: str | None) -> Client:
+    """The ledger client, imported on use so that ``--help`` and ``validate`` stay quick."""
+    from zeroshot_kernel.client import Client
+
     return Client(ledger)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,10 +18,9 @@ from zeroshot_kernel.cli.output import (
     read_document,
     read_inline_or_file,
 )
-from zeroshot_kernel.cli.render import EventRenderer, describe_result
-from zeroshot_kernel.client import AdmissionRejected, Client, Run, RunHeld
-from zeroshot_kernel.ledger import LedgerError, RunNotFound
-from zeroshot_kernel.ledger.events import SucceededResult, Terminal
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.client import Client, Run
 
 InputOption = Annotated[
     str | None, typer.Option("--input", help="Initial input: inline JSON or @file.")
@@ -56,6 +55,8 @@ def run(
 
     Example: zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
     """
+    from zeroshot_kernel.client import AdmissionRejected
+
     document = read_document(graph)
     initial = read_inline_or_file(input, "--input") if input is not None else None
     plan = read_inline_or_file(runtime, "--runtime") if runtime is not None else None
@@ -92,6 +93,9 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> None:
 
 
 def _follow(run_handle: Run, cursor: str | None) -> None:
+    from zeroshot_kernel.cli.render import EventRenderer
+    from zeroshot_kernel.ledger.events import SucceededResult, Terminal
+
     renderer = EventRenderer()
     last = cursor
     try:
@@ -110,6 +114,8 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
 
 
 def _run_handle(client: Client, run_id: str) -> Run:
+    from zeroshot_kernel.ledger import RunNotFound
+
     try:
         return client.run(run_id)
     except RunNotFound:
@@ -118,6 +124,8 @@ def _run_handle(client: Client, run_id: str) -> Run:
 
 def list_runs(as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
     """List the runs in the ledger, newest first."""
+    from zeroshot_kernel.cli.render import describe_result
+
     client = open_client(ledger)
     runs = sorted(client.runs(), key=lambda r: r.created_at, reverse=True)
     if as_json:
@@ -133,6 +141,8 @@ def list_runs(as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
 
 def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
     """Show a run's phase, active executions and result."""
+    from zeroshot_kernel.cli.render import describe_result
+
     current = _run_handle(open_client(ledger), run_id).status()
     if as_json:
         print_json(current.to_wire())
@@ -187,6 +197,9 @@ def resume(
     ledger: LedgerOption = None,
 ) -> None:
     """Start a new controller for a run whose controller died (replays its history)."""
+    from zeroshot_kernel.client import RunHeld
+    from zeroshot_kernel.ledger import LedgerError
+
     client = open_client(ledger)
     handle = _run_handle(client, run_id)
     if handle.status().status.terminal_result is not None:

@@ -1,0 +1,1 @@
+"""Importable python workers used by admission and engine tests."""
