@@ -1,0 +1,86 @@
+"""``zeroshot template list | show``: built-in templates are ordinary graphs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from zeroshot_kernel.cli.output import fail_usage, print_json
+
+template_app = typer.Typer(help="Built-in templates and the graphs they expand to.",
+                           no_args_is_help=True)
+
+
+@template_app.command("list")
+def list_templates() -> None:
+    """List the built-in templates."""
+    from zeroshot_kernel.templates import TEMPLATES
+
+    for template in TEMPLATES.values():
+        typer.echo(f"{template.name:<15} {template.summary}")
+
+
+@template_app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="Template name (see `zeroshot template list`).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print {graph, input, runtime} as JSON.")
+    ] = False,
+    task: Annotated[str, typer.Option(help="Task text or research task folder.")] = "",
+    iterations: Annotated[
+        int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
+    ] = None,
+    push: Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")] = False,
+    harness: Annotated[str, typer.Option(help="local, python, claude, codex or openai.")] = "local",
+) -> None:
+    """Print the graph a template expands to (an outline, or the JSON to copy and change).
+
+    Example: zeroshot template show auto-research --iterations 3 --json > my-graph.json
+    """
+    from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+    try:
+        expansion = expand_template(
+            name, TemplateOptions(task=task, iterations=iterations, push=push, harness=harness)
+        )
+    except KeyError as unknown:
+        fail_usage(str(unknown.args[0]))
+    if as_json:
+        print_json({"graph": expansion.graph, "input": expansion.input,
+                    "runtime": expansion.runtime})
+        return
+    for line in outline(expansion.graph["root"]):
+        typer.echo(line)
+
+
+def outline(node: dict[str, Any], depth: int = 0) -> list[str]:
+    """One line per node, indented by nesting, with what routes it."""
+    pad = "  " * depth
+    kind = node["kind"]
+    lines = [f"{pad}{kind} {node['name']}" + _detail(node)]
+    if kind == "seq":
+        lines += [line for child in node["children"] for line in outline(child, depth + 1)]
+    elif kind == "par":
+        lines += [line for child in node["branches"] for line in outline(child, depth + 1)]
+    elif kind == "choice":
+        for branch in node["branches"]:
+            lines += outline(branch["node"], depth + 1)
+        if node["otherwise"] is not None:
+            lines += outline(node["otherwise"], depth + 1)
+    elif kind in ("loop", "map"):
+        lines += outline(node["body"], depth + 1)
+    return lines
+
+
+def _detail(node: dict[str, Any]) -> str:
+    kind = node["kind"]
+    if kind in ("step", "verifier"):
+        return f"  ({node['worker']})"
+    if kind == "loop":
+        return f"  (at most {node['maxIterations']} iterations)"
+    if kind == "par":
+        return f"  (join {node['join']['kind']})"
+    if kind == "fail":
+        return f"  (reason {node['reason']})"
+    return ""

@@ -1,0 +1,114 @@
+"""Built-in templates. Each expands to an ordinary graph, its run input and a runtime
+plan: exactly what a user could write by hand, and print with ``zeroshot template show``.
+
+>>> sorted(template_names())
+['auto-research', 'single-worker']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from zeroshot_kernel.templates.auto_research import (
+    DEFAULT_ITERATIONS,
+    STRATEGIES,
+    auto_research_graph,
+    auto_research_input,
+)
+from zeroshot_kernel.templates.single_worker import single_worker_graph
+
+
+@dataclass(frozen=True)
+class TemplateOptions:
+    """What a user may choose when expanding a template."""
+
+    task: str = ""
+    iterations: int | None = None
+    push: bool = False
+    harness: str = "local"
+    provider: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A template expanded: submit ``graph`` with ``input`` and ``runtime``."""
+
+    graph: dict[str, Any]
+    input: dict[str, Any]
+    runtime: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    summary: str
+    expand: Callable[[TemplateOptions], Expansion]
+
+
+def _agent(options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
+           ) -> dict[str, Any]:
+    binding: dict[str, Any] = {"kind": "agent", "sessionScope": scope}
+    if options.harness == "local" and agent is not None:
+        binding["agent"] = agent
+    return binding
+
+
+def _plan(options: TemplateOptions, nodes: dict[str, Any]) -> dict[str, Any]:
+    plan: dict[str, Any] = {"harness": options.harness, "nodes": nodes}
+    if options.provider:
+        plan["provider"] = options.provider
+    if options.model:
+        plan["model"] = options.model
+    return plan
+
+
+def _single_worker(options: TemplateOptions) -> Expansion:
+    return Expansion(
+        graph=single_worker_graph(),
+        input={"task": options.task},
+        runtime=_plan(options, {"worker": _agent(options, scope="node_instance")}),
+    )
+
+
+def _auto_research(options: TemplateOptions) -> Expansion:
+    iterations = options.iterations or DEFAULT_ITERATIONS
+    nodes: dict[str, Any] = {
+        f"scout_{s}": _agent(options, scope="node_instance", agent=f"research.scout.{s}")
+        for s in STRATEGIES
+    }
+    nodes["researcher"] = _agent(options, scope="node_instance", agent="research.researcher")
+    nodes["reviewer"] = _agent(options, agent="research.reviewer")
+    if options.push:
+        nodes["deliver"] = {"kind": "git_delivery"}
+    return Expansion(
+        graph=auto_research_graph(iterations, push=options.push),
+        input=auto_research_input(options.task, options.iterations),
+        runtime=_plan(options, nodes),
+    )
+
+
+TEMPLATES: dict[str, Template] = {
+    "single-worker": Template(
+        "single-worker", "One agent completes a task; an error fails the run.", _single_worker
+    ),
+    "auto-research": Template(
+        "auto-research",
+        "Reviewed rounds of three read-only scouts, one researcher and a fresh reviewer "
+        "that improve a candidate against a measured metric.",
+        _auto_research,
+    ),
+}
+
+
+def template_names() -> list[str]:
+    return list(TEMPLATES)
+
+
+def expand_template(name: str, options: TemplateOptions | None = None) -> Expansion:
+    """Expand a built-in template; ``KeyError`` names the known ones."""
+    if name not in TEMPLATES:
+        raise KeyError(f"unknown template {name!r}; known: {', '.join(TEMPLATES)}")
+    return TEMPLATES[name].expand(options or TemplateOptions())
