@@ -6,23 +6,26 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lab lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Stamp files re-run the install whenever pyproject.toml changes.
-$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+$(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[lab]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
 	touch $@
 
-demo: $(VENV)/.installed-base
+demo: $(VENV)/.installed-lab
 	$(BIN)/python -m zeroshot_kernel.demo
+
+lab: $(VENV)/.installed-lab
+	$(BIN)/jupyter lab --notebook-dir=notebooks
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
@@ -31,7 +34,11 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check zeroshot_kernel widgets tests
 	$(BIN)/mypy
 
-bench: $(VENV)/.installed-test
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench
 
 clean:

@@ -125,13 +125,32 @@ def graph_nodes() -> st.SearchStrategy[dict[str, Any]]:
     return st.recursive(leaf, _groups, max_leaves=8)
 
 
+def _unique_names(node: dict[str, Any], counter: list[int]) -> dict[str, Any]:
+    """Node names are unique in any graph that can be compiled; make them so."""
+    node = dict(node)
+    counter[0] += 1
+    node["name"] = f"{node['name']}_{counter[0]}"
+    for key in ("children", "branches"):
+        if key in node:
+            node[key] = [
+                {**b, "node": _unique_names(b["node"], counter)} if "when" in b
+                else _unique_names(b, counter)
+                for b in node[key]
+            ]
+    for key in ("body", "otherwise"):
+        if node.get(key) is not None:
+            node[key] = _unique_names(node[key], counter)
+    return node
+
+
 def graphs() -> st.SearchStrategy[dict[str, Any]]:
-    """Valid ``openengine.graph.full/v1`` documents (syntax only; not verified)."""
+    """Valid ``openengine.graph.full/v1`` documents (syntax only; not verified), with
+    unique node names."""
     return st.fixed_dictionaries({
         "profile": st.just("openengine.graph.full/v1"),
         "initialInput": payload_types(2),
         "policy": st.builds(lambda ref: {"policy": ref, "default": "deny"}, WORKERS),
-        "root": graph_nodes(),
+        "root": graph_nodes().map(lambda root: _unique_names(root, [0])),
     })
 
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from zeroshot_kernel.cli import graph_commands, run_commands, template_commands, validate_command
+from zeroshot_kernel.cli import (
+    graph_commands,
+    research_commands,
+    run_commands,
+    template_commands,
+    validate_command,
+)
 
 app = typer.Typer(
     name="zeroshot",
@@ -22,6 +28,7 @@ app = typer.Typer(
 )
 validate_command.register(app)
 run_commands.register(app)
+app.add_typer(research_commands.research_app, name="research")
 app.add_typer(template_commands.template_app, name="template")
 app.add_typer(graph_commands.graph_app, name="graph")
 app.add_typer(graph_commands.schema_app, name="schema")

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from zeroshot_kernel.contract.graph import StepNode, VerifierNode
 from zeroshot_kernel.contract.outcome import WorkerOutcome
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
-from zeroshot_kernel.ledger.events import LogStream, Usage
+from zeroshot_kernel.ledger.events import LogStream, RunEvent, Usage
 
 LogSink = Callable[[LogStream, str], None]
 
@@ -37,6 +37,10 @@ class ExecutionRequest:
     """Values of the declared environment names and connections: passed to the worker,
     never logged or recorded."""
     log: LogSink = field(default=lambda stream, line: None, repr=False)
+    run_input: Any = None
+    """The run's initial input, as admitted."""
+    events: Callable[[], list[RunEvent]] = field(default=list, repr=False)
+    """Reads the run's recorded events so far (embedded agents derive context from them)."""
 
     @property
     def harness(self) -> str:

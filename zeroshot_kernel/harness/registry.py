@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from zeroshot_kernel.harness.base import Harness
+from zeroshot_kernel.harness.local_harness import LocalHarness
 from zeroshot_kernel.harness.python_harness import PythonHarness
 
-AVAILABLE_HARNESSES = frozenset({"python"})
+AVAILABLE_HARNESSES = frozenset({"python", "local"})
 
 
 class HarnessUnavailable(LookupError):
@@ -16,4 +17,6 @@ def harness_for(name: str, *, in_process: bool = False) -> Harness:
     """A fresh harness for one controller (harnesses pool processes and sessions)."""
     if name == "python":
         return PythonHarness(in_process=in_process)
+    if name == "local":
+        return LocalHarness(in_process=in_process)
     raise HarnessUnavailable(f"the {name} harness is not available in this installation")

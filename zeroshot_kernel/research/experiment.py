@@ -2,12 +2,15 @@
 
 The budget is enforced here, not by the experiment: the command runs in its own process
 group and the whole group is killed when the budget is over, so a hung experiment (or one
-that left children behind) never outlives it. Every way an experiment can end is a typed
-:class:`ExperimentResult`, never an exception, because a crash is evidence too.
+that left children behind) never outlives it. Tasks that declare ``preload`` modules fork
+their Python experiments from a warm interpreter instead (see ``warm``), under the same
+rules. Every way an experiment can end is a typed :class:`ExperimentResult`, never an
+exception, because a crash is evidence too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -24,6 +27,7 @@ from typing import Literal
 
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.research.task import PYTHON_PLACEHOLDER, ResearchTask
+from zeroshot_kernel.research.warm import start_warm, wait_exit
 
 METRIC_PREFIX = "ZEROSHOT_METRIC "
 SEED_VARIABLE = "ZEROSHOT_SEED"
@@ -56,41 +60,26 @@ def run_experiment(task: ResearchTask, candidate: Path, *, seed: int) -> Experim
         workdir = Path(scratch) / "candidate"
         shutil.copytree(candidate, workdir, ignore=shutil.ignore_patterns("__pycache__"))
         log_path = Path(scratch) / "output.log"
-        started = time.monotonic()
-        with log_path.open("wb") as log:
-            try:
-                process = subprocess.Popen(
-                    argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                )
-            except OSError as exc:
-                return ExperimentResult(
-                    status="crashed", metric=None, seed=seed,
-                    duration_seconds=time.monotonic() - started, exit_code=None,
-                    output_tail=f"cannot start {argv[0]!r}: {exc}",
-                )
-            timed_out = False
-            try:
-                process.wait(timeout=spec.budget_seconds)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(process.pid)
-                process.wait()
-            finally:
-                _kill_group(process.pid)  # children left behind never outlive the experiment
-        duration = time.monotonic() - started
+        log_path.touch()
+        try:
+            timed_out, exit_code, duration = _run(task, argv, workdir, env, log_path)
+        except OSError as exc:
+            return ExperimentResult(
+                status="crashed", metric=None, seed=seed, duration_seconds=0.0,
+                exit_code=None, output_tail=f"cannot start {argv[0]!r}: {exc}",
+            )
         output = log_path.read_text(encoding="utf-8", errors="replace")
     metric = parse_metric(output, spec.metric)
     status: ExperimentStatus
     if timed_out:
         status = "timed_out"
-    elif process.returncode != 0:
+    elif exit_code != 0:
         status = "crashed"
     else:
         status = "ok" if metric is not None else "no_metric"
     return ExperimentResult(
         status=status, metric=metric if status == "ok" else None, seed=seed,
-        duration_seconds=round(duration, 4), exit_code=process.returncode,
+        duration_seconds=duration, exit_code=exit_code,
         output_tail=output[-TAIL_CHARACTERS:],
     )
 
@@ -123,8 +112,43 @@ def parse_metric(output: str, name: str) -> float | None:
     return value
 
 
-def _kill_group(pgid: int) -> None:
+def _run(
+    task: ResearchTask, argv: list[str], workdir: Path, env: dict[str, str], log_path: Path
+) -> tuple[bool, int | None, float]:
+    """Run to the end or the budget: (timed out, exit code, seconds). Raises ``OSError``."""
+    budget = task.spec.budget_seconds
+    if task.spec.preload:
+        status = log_path.with_name("status")
+        pid = start_warm(argv[1], argv[2:], cwd=workdir, env=env, task_env=task.spec.env,
+                         preload=task.spec.preload, log=log_path, status=status)
+        started = time.monotonic()
+        timed_out = not wait_exit(pid, budget)
+        _kill_group(pid)  # over budget, or children left behind: the group goes
+        if timed_out:
+            wait_exit(pid, budget)
+        duration = round(time.monotonic() - started, 4)
+        try:
+            return timed_out, int(status.read_text()), duration
+        except (FileNotFoundError, ValueError):
+            return timed_out, None, duration  # killed by a signal before it could say
+    started = time.monotonic()
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
     try:
+        process.wait(timeout=budget)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process.pid)
+        process.wait()
+    finally:
+        _kill_group(process.pid)  # children left behind never outlive the experiment
+    return timed_out, process.returncode, round(time.monotonic() - started, 4)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

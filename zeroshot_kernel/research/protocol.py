@@ -3,13 +3,16 @@
 They are the payloads the auto-research graph passes between nodes, so they follow the
 contract's rules: camelCase on the wire, unknown fields rejected, and no ``null``: a field
 without a value (``metric`` of a crashed run) is left out of :meth:`ResearchModel.to_wire`.
+Parameters are a dict in Python and JSON text (``paramsJson``) on the wire, because the
+contract's records have fixed fields while parameter names belong to the task.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, PlainSerializer
 
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.research.experiment import ExperimentStatus
@@ -26,6 +29,24 @@ REMEASURE = "challenge:remeasure"
 
 Round = Annotated[int, Field(ge=0, le=100_000)]
 Seed = Annotated[int, Field(ge=0, le=2**53 - 1)]
+
+
+def _params_from_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"paramsJson is not JSON: {exc}") from exc
+
+
+ParamsJson = Annotated[
+    Params,
+    BeforeValidator(_params_from_text),
+    PlainSerializer(lambda params: json.dumps(params, sort_keys=True), return_type=str),
+    Field(alias="paramsJson"),
+]
+"""Parameters: a dict in Python, JSON text under ``paramsJson`` on the wire."""
 
 
 class ResearchModel(ContractModel):
@@ -47,7 +68,7 @@ class ScoutInput(ResearchModel):
 class ScoutProposal(ResearchModel):
     strategy: Strategy
     approach: Annotated[str, Field(min_length=1)]
-    params: Params
+    params: ParamsJson
     rationale: str
 
 
@@ -68,7 +89,7 @@ class ResearchResult(ResearchModel):
     candidate_id: str
     strategy: Origin
     approach: str
-    params: Params
+    params: ParamsJson
     experiment_status: ExperimentStatus
     metric: float | None = None
     """Mean of the candidate's successful measurements; absent when none succeeded."""
@@ -85,8 +106,10 @@ class ResearchResult(ResearchModel):
     justification: str
     bytes_verified: bool
     candidate_sha256: str
-    reconsidered: bool = False
-    corrections_addressed: str = ""
+    reconsidered: bool
+    """Whether this round reconsidered (new mechanism, archived parent, more repeats)."""
+    reconsideration_due: bool
+    """Whether the input said reconsideration was due."""
 
 
 class ReviewerInput(ResearchModel):

@@ -6,6 +6,7 @@ visible and testable rather than a sentence in a prompt.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,7 +43,7 @@ def reconsideration_due(rounds: Sequence[Mapping[str, Any]], iterations: int) ->
     if len(same) < window + 1 or any(e.get("approach") != approach for e in recent[-window:]):
         return False
     gains = [_realised(entry) for entry in same[-(window + 1):]]
-    return all(later < earlier for earlier, later in zip(gains, gains[1:], strict=False))
+    return all(later < earlier for earlier, later in itertools.pairwise(gains))
 
 
 def _realised(entry: Mapping[str, Any]) -> float:

@@ -17,12 +17,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from pydantic import Field
+
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.research.experiment import ExperimentResult
+from zeroshot_kernel.research.experiment import ExperimentResult, ExperimentStatus
 from zeroshot_kernel.research.protocol import ResearchResult, ScoutProposal
 from zeroshot_kernel.research.task import Params
 
@@ -49,7 +53,7 @@ class CandidateManifest(ContractModel):
     files: dict[str, str]
     """Relative POSIX path -> SHA-256 of the file's bytes."""
     content_sha256: str
-    measurements: list[Measurement] = []
+    measurements: list[Measurement] = Field(default_factory=list)
 
     @property
     def values(self) -> list[float]:
@@ -60,6 +64,14 @@ class CandidateManifest(ContractModel):
     def metric(self) -> float | None:
         values = self.values
         return sum(values) / len(values) if values else None
+
+    @property
+    def status(self) -> ExperimentStatus:
+        """``ok`` when every measurement succeeded, else the first failure's status."""
+        if not self.measurements:
+            return "no_metric"
+        failed = [m.experiment.status for m in self.measurements if m.experiment.status != "ok"]
+        return failed[0] if failed else "ok"
 
 
 class RoundPass(ContractModel):
@@ -72,8 +84,8 @@ class RoundPass(ContractModel):
     parent_id: str
     candidate_id: str
     incumbent_before: str
-    measurements: list[Measurement] = []
-    notes: list[str] = []
+    measurements: list[Measurement] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
     result: ResearchResult | None = None
 
 
@@ -83,8 +95,8 @@ class RoundRecord(ContractModel):
 
     @property
     def result(self) -> ResearchResult | None:
-        """The latest finished result of the round (the one a review judges)."""
-        return self.passes[-1].result if self.passes else None
+        """The latest finished pass's result (a pass cut short does not hide it)."""
+        return next((p.result for p in reversed(self.passes) if p.result is not None), None)
 
 
 class IncumbentRecord(ContractModel):
@@ -186,13 +198,17 @@ class ResearchRecords:
             record = _read(path, RoundRecord)
             if record is not None:
                 rounds[record.round] = record
-        candidates = {}
+        return ResearchState(rounds=rounds, candidates=self.candidates(),
+                             incumbent=self.read_incumbent())
+
+    def candidates(self) -> dict[str, CandidateManifest]:
+        """Every candidate's manifest, by id."""
+        found = {}
         for path in sorted((self.root / "candidates").glob("*/manifest.json")):
             manifest = _read(path, CandidateManifest)
             if manifest is not None:
-                candidates[manifest.candidate_id] = manifest
-        return ResearchState(rounds=rounds, candidates=candidates,
-                             incumbent=self.read_incumbent())
+                found[manifest.candidate_id] = manifest
+        return found
 
     def begin_pass(self, round_number: int, started: RoundPass) -> RoundRecord:
         """Record the row for a pass before any restore or reset happens."""
@@ -210,12 +226,30 @@ class ResearchRecords:
         self.write_round(RoundRecord(round=round_number, passes=[*existing.passes[:-1], finished]))
 
 
+_CACHE_SIZE = 4096
+_cache: OrderedDict[Path, tuple[tuple[int, int, int], ContractModel]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 def _read(path: Path, model: type[Model]) -> Model | None:
+    """Parse a record file, once per version of it: agents re-read the records every call,
+    and parsing every round again would make a round's cost grow with the run."""
     try:
-        text = path.read_text(encoding="utf-8")
+        stat = path.stat()
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        with _cache_lock:
+            cached = _cache.get(path)
+            if cached is not None and cached[0] == stamp and isinstance(cached[1], model):
+                _cache.move_to_end(path)
+                return cached[1]
+        value = model.from_wire(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
-    return model.from_wire(json.loads(text))
+    with _cache_lock:
+        _cache[path] = (stamp, value)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return value
 
 
 def _write_json(path: Path, model: ContractModel) -> None:

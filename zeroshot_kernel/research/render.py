@@ -6,11 +6,9 @@ and manifests they describe.
 
 from __future__ import annotations
 
-import json
-
 from zeroshot_kernel.research.evidence import fmt, noise_sigma, ranked
 from zeroshot_kernel.research.records import ResearchState
-from zeroshot_kernel.research.task import Params, ResearchTask
+from zeroshot_kernel.research.task import ResearchTask, params_key
 
 BACKLOG_LIMIT = 20
 
@@ -68,7 +66,7 @@ def summary(task: ResearchTask, state: ResearchState) -> str:
 
 def backlog(state: ResearchState) -> str:
     """Open ideas: proposals a round did not take whose parameters were never measured."""
-    tried = {_key(m.params) for m in state.candidates.values()}
+    tried = {params_key(m.params) for m in state.candidates.values()}
     lines = ["# Backlog (open ideas)", ""]
     count = 0
     for number in sorted(state.rounds, reverse=True):
@@ -77,16 +75,11 @@ def backlog(state: ResearchState) -> str:
         for proposal in final.proposals:
             if count >= BACKLOG_LIMIT or proposal == final.proposal:
                 continue
-            if _key(proposal.params) in tried:
+            if params_key(proposal.params) in tried:
                 continue
-            lines.append(f"- round {number}, {proposal.approach}: `{_key(proposal.params)}`: "
+            lines.append(f"- round {number}, {proposal.approach}: `{params_key(proposal.params)}`: "
                          f"{proposal.rationale}")
             count += 1
     if count == 0:
         lines.append("(none)")
     return "\n".join(lines) + "\n"
-
-
-def _key(params: Params) -> str:
-    return json.dumps(params, sort_keys=True)
-

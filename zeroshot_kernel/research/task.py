@@ -7,16 +7,17 @@ folder and the offending field.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.parse import DocumentError, loads_document
 
 TASK_FILE = "task.yaml"
 CANDIDATE_DIR = "candidate"
@@ -103,12 +104,18 @@ class TaskSpec(ContractModel):
     params_file: str = "params.json"
     target: float | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    preload: list[str] = Field(default_factory=list)
+    """Modules a warm interpreter imports once for ``{python} script.py`` experiments."""
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:
         names = [p.name for p in self.search_space]
         if len(set(names)) != len(names):
             raise ValueError("search space parameter names must be unique")
+        if self.preload and (self.command[0] != PYTHON_PLACEHOLDER or len(self.command) < 2
+                             or not self.command[1].endswith(".py")):
+            raise ValueError(f"preload needs a command of the form "
+                             f"['{PYTHON_PLACEHOLDER}', 'script.py', ...]")
         params_path = Path(self.params_file)
         if params_path.is_absolute() or ".." in params_path.parts:
             raise ValueError("paramsFile must be a relative path inside candidate/")
@@ -153,18 +160,11 @@ def load_task(path: str | Path) -> ResearchTask:
     if not root.is_dir():
         raise TaskError(f"research task {root}: not a directory")
     task_file = root / TASK_FILE
-    if not task_file.is_file():
-        raise TaskError(f"research task {root}: {TASK_FILE} is missing")
     try:
-        document = yaml.safe_load(task_file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise TaskError(f"research task {root}: {TASK_FILE} is not valid YAML: {exc}") from exc
-    if not isinstance(document, dict):
-        raise TaskError(f"research task {root}: {TASK_FILE} must be a mapping of fields")
-    try:
-        spec = TaskSpec.from_wire(document)
-    except ValidationError as exc:
-        raise TaskError(f"research task {root}: {TASK_FILE} is invalid:\n{_describe(exc)}") from exc
+        stat = task_file.stat()
+    except FileNotFoundError:
+        raise TaskError(f"research task {root}: {TASK_FILE} is missing") from None
+    spec = _read_spec(task_file, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
     candidate = root / CANDIDATE_DIR
     if not candidate.is_dir() or not any(candidate.iterdir()):
         raise TaskError(f"research task {root}: {CANDIDATE_DIR}/ is missing or empty")
@@ -187,10 +187,32 @@ def load_task(path: str | Path) -> ResearchTask:
     return ResearchTask(root=root, spec=spec, start_params=start)
 
 
+@functools.lru_cache(maxsize=64)
+def _read_spec(task_file: Path, stamp: tuple[int, int, int]) -> TaskSpec:
+    """Parse ``task.yaml`` once per version of the file (``stamp``): every agent call loads
+    the task, and parsing YAML costs more than the rest of a round's bookkeeping."""
+    root = task_file.parent
+    try:
+        document = loads_document(task_file.read_text(encoding="utf-8"))
+    except (DocumentError, OSError, UnicodeDecodeError) as exc:
+        raise TaskError(f"research task {root}: {TASK_FILE} cannot be read: {exc}") from exc
+    if not isinstance(document, dict):
+        raise TaskError(f"research task {root}: {TASK_FILE} must be a mapping of fields")
+    try:
+        return TaskSpec.from_wire(document)
+    except ValidationError as exc:
+        raise TaskError(f"research task {root}: {TASK_FILE} is invalid:\n{_describe(exc)}") from exc
+
+
 def resolve_task(task: str, workspace: str | Path) -> ResearchTask:
     """Load ``task`` as given in an agent input: relative paths are inside the workspace."""
     path = Path(task)
     return load_task(path if path.is_absolute() else Path(workspace) / path)
+
+
+def params_key(params: Params) -> str:
+    """A canonical text form of ``params``, for recognising a parameter set already tried."""
+    return json.dumps(params, sort_keys=True)
 
 
 def _describe(exc: ValidationError) -> str:

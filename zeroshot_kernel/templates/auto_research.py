@@ -57,6 +57,7 @@ RESULT = record(
         "round": integer(), "parentId": string(), "candidateId": string(), "strategy": string(),
         "approach": string(), "paramsJson": string(), "experimentStatus": string(),
         "incumbentId": string(), "gain": number(), "noiseFloor": number(),
+        "metricRepeats": {"kind": "array", "items": number()},
         "evidence": string(), "disposition": enum("adopt", "reject", "stop"),
         "justification": string(), "bytesVerified": boolean(), "candidateSha256": string(),
         "reconsidered": boolean(), "reconsiderationDue": boolean(),

@@ -38,7 +38,7 @@ def from_unit(p: SearchParameter, unit: float) -> ParamValue:
     value = math.exp(x) if p.log else x
     assert p.low is not None and p.high is not None
     value = min(p.high, max(p.low, value))
-    return int(round(value)) if p.type == "int" else value
+    return round(value) if p.type == "int" else value
 
 
 def distribution(p: SearchParameter) -> BaseDistribution:

@@ -1,0 +1,71 @@
+"""Ten real rounds on each bundled task with the embedded agents (scouts, researcher,
+reviewer), checking the research discipline and that the records agree with the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from research_driver import BUNDLED, TEMPLATES, drive
+
+from zeroshot_kernel.contract.payload import RecordType, check_value
+from zeroshot_kernel.research import ResearchRecords, load_task, verify_candidate
+from zeroshot_kernel.research.payloads import payload_types
+from zeroshot_kernel.templates import auto_research
+
+ROUNDS = 10
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_ten_rounds_on_a_bundled_task(tmp_path: Path, name: str) -> None:
+    task = load_task(TEMPLATES / name)
+    run = drive(task.root, tmp_path, ROUNDS, seed=11)
+    assert [r.round for r in run.results] == list(range(1, ROUNDS + 1))
+    records = ResearchRecords(tmp_path)
+    state = records.snapshot()
+    baseline = state.rounds[0].result
+    assert baseline is not None and baseline.metric is not None
+
+    types = payload_types()
+    declared = {name: RecordType.from_wire(getattr(auto_research, name))
+                for name in ("PROPOSAL", "RESULT", "REVIEW")}
+    incumbent, incumbent_metric = "c000", baseline.metric
+    for result, verdict in zip(run.results, run.verdicts, strict=True):
+        assert verdict.verdict == "accepted", verdict.reason
+        # every payload is JSON-ready and fits its declared contract type
+        assert check_value(result.to_wire(), types["ResearchResult"]) == []
+        assert check_value(verdict.to_wire(), types["ReviewVerdict"]) == []
+        for proposal in state.rounds[result.round].passes[0].proposals:
+            assert check_value(proposal.to_wire(), types["ScoutProposal"]) == []
+            assert check_value(proposal.to_wire(), declared["PROPOSAL"]) == []
+        # ... and what the auto-research template declares for its nodes
+        assert check_value(result.to_wire(), declared["RESULT"]) == []
+        review = {k: v for k, v in verdict.to_wire().items() if k != "verdict"}
+        assert check_value(review, declared["REVIEW"]) == []
+        # the result is compared against the incumbent the previous rounds left
+        assert result.incumbent_id == incumbent
+        assert result.bytes_verified and result.parent_id in state.candidates
+        if result.disposition == "adopt":
+            assert result.metric is not None
+            assert task.spec.gain(incumbent_metric, result.metric) > 0
+            assert result.gain > result.noise_floor
+            incumbent, incumbent_metric = result.candidate_id, result.metric
+        else:
+            # every non-adoption is recorded with its reason
+            assert result.disposition == "reject" and result.justification.strip()
+        # the records agree with the returned result
+        record = state.rounds[result.round]
+        assert record.result == result and record.passes[-1].status == "done"
+        manifest = state.candidates[result.candidate_id]
+        assert manifest.content_sha256 == result.candidate_sha256
+        assert manifest.values[: len(result.metric_repeats)] == result.metric_repeats
+        assert result.justification in records.summary_path.read_text()
+
+    assert state.incumbent is not None and state.incumbent.candidate_id == incumbent
+    # the incumbent never got worse than the baseline
+    assert task.spec.gain(baseline.metric, incumbent_metric) >= 0
+    for candidate_id in state.candidates:
+        assert verify_candidate(records, candidate_id).ok
+    assert records.charter_path.read_text().startswith(f"# Charter: {task.spec.name}")
+    assert f"Incumbent: {incumbent}" in records.summary_path.read_text()
+    assert records.backlog_path.read_text().startswith("# Backlog")

@@ -1,0 +1,149 @@
+"""``zeroshot research run | show``: auto-research on a task folder, and its rounds."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from zeroshot_kernel.cli.options import LedgerOption, open_client
+from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.client import Run
+    from zeroshot_kernel.research.views import ResearchView, RoundView
+
+research_app = typer.Typer(help="Auto-research: improve a candidate in reviewed rounds.",
+                           no_args_is_help=True)
+
+
+@research_app.command("run")
+def run(
+    task: Annotated[Path, typer.Argument(help="Research task folder (holds task.yaml).")],
+    iterations: Annotated[
+        int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
+    ] = None,
+    harness: Annotated[
+        str, typer.Option(help="local (embedded agents), claude, codex or openai.")
+    ] = "local",
+    model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
+    push: Annotated[
+        bool, typer.Option("--push", help="Publish each accepted round with git.")
+    ] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    ledger: LedgerOption = None,
+) -> None:
+    """Run auto-research on TASK, printing each reviewed round as it closes.
+
+    Example: zeroshot research run research_templates/rosenbrock --iterations 5
+    """
+    from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.research.task import TaskError, load_task
+    from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+    try:
+        loaded = load_task(task)
+    except TaskError as problem:
+        fail_usage(str(problem))
+    client = open_client(ledger)
+    expansion = expand_template("auto-research", TemplateOptions(
+        task=_task_reference(task, client.workspace), iterations=iterations, push=push,
+        harness=harness, model=model,
+    ))
+    try:
+        started = client.submit(expansion.graph, input=expansion.input,
+                                runtime=expansion.runtime, title=f"auto-research: {loaded.spec.name}")
+    except AdmissionRejected as rejected:
+        print_diagnostics(rejected.diagnostics)
+        raise typer.Exit(EXIT_REJECTED) from None
+    typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
+               f"(metric {loaded.spec.metric}, {loaded.spec.direction})")
+    if detach:
+        typer.echo(f"follow it with: zeroshot research show {started.id}")
+        raise typer.Exit(EXIT_OK)
+    _follow(started)
+
+
+def _task_reference(task: Path, workspace: Path) -> str:
+    """The task as the run records it: relative to the workspace when inside it."""
+    resolved = task.resolve()
+    try:
+        return str(resolved.relative_to(workspace))
+    except ValueError:
+        return str(resolved)
+
+
+def _follow(run_handle: Run) -> None:
+    from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.ledger.events import SucceededResult
+    from zeroshot_kernel.research.views import ResearchViewBuilder
+
+    builder = ResearchViewBuilder()
+    shown = 0
+    cursor = None
+    try:
+        while True:
+            snapshot, tail = run_handle.client.ledger.snapshot_and_tail(run_handle.id, cursor)
+            cursor = snapshot.cursor
+            view = builder.feed(event for _, event in tail).view()
+            for round_view in view.rounds[shown:]:
+                typer.echo(round_line(round_view))
+            shown = len(view.rounds)
+            if view.terminal is not None:
+                typer.echo(f"finished: {describe_result(view.terminal)}")
+                _summary(view)
+                ok = isinstance(view.terminal, SucceededResult)
+                raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+            time.sleep(0.3)
+    except KeyboardInterrupt:
+        typer.echo(f"\ndetached; {run_handle.id} keeps running. "
+                   f"See it with: zeroshot research show {run_handle.id}", err=True)
+        raise typer.Exit(130) from None
+
+
+def round_line(r: RoundView) -> str:
+    metric = "crashed" if r.metric is None else f"{r.metric:.6g}"
+    change = "ADOPTED" if r.adopted else "kept incumbent"
+    extra = f", {r.passes} passes" if r.passes > 1 else ""
+    reconsider = ", reconsidered" if r.reconsidered else ""
+    return (f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
+            f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}")
+
+
+def _summary(view: ResearchView) -> None:
+    if view.incumbent is not None:
+        metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
+        typer.echo(f"incumbent: {view.incumbent.candidate_id} (metric {metric}, adopted in "
+                   f"round {view.incumbent.round}); plateau: {view.plateau} round(s)")
+
+
+@research_app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id of an auto-research run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    ledger: LedgerOption = None,
+) -> None:
+    """Show an auto-research run's rounds, incumbent and plateau, from the ledger alone."""
+    from dataclasses import asdict
+
+    from zeroshot_kernel.ledger import RunNotFound
+    from zeroshot_kernel.research.views import load_research_view
+
+    client = open_client(ledger)
+    try:
+        view = load_research_view(client.ledger, run_id)
+    except RunNotFound:
+        fail_usage(f"no run {run_id} in ledger {client.display_url}")
+    if as_json:
+        document = asdict(view)
+        document["terminal"] = view.terminal.to_wire() if view.terminal else None
+        typer.echo(json.dumps(document, indent=2, default=str))
+        return
+    typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
+               + ("" if view.terminal else f", round {view.active_round} in progress"))
+    for round_view in view.rounds:
+        typer.echo(round_line(round_view))
+    _summary(view)

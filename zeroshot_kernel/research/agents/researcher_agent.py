@@ -1,0 +1,346 @@
+"""The researcher agent: the only writer of the research records.
+
+One call is one pass over a round: choose a proposal and a parent, restore and verify the
+parent's bytes, build and store the candidate, run the real experiment (repeats for the
+noise floor), and propose a disposition. With corrections it makes a new pass over the same
+round: re-verify (rebuilding damaged bytes), take a discriminating measurement of both the
+candidate and the incumbent, and decide again on the larger evidence.
+
+The disposition takes effect in ``incumbent.json`` at once; a review that disagrees sends
+corrections back here, and the correcting pass rewrites it, so once a round is accepted the
+records say what the review accepted.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zeroshot_kernel.research.agents.seeding import derive_seed
+from zeroshot_kernel.research.agents.selection import Plan, plan_round
+from zeroshot_kernel.research.candidates import (
+    repair_candidate,
+    restore_candidate,
+    store_candidate,
+    verify_candidate,
+    write_params,
+)
+from zeroshot_kernel.research.evidence import Comparison, compare, fmt
+from zeroshot_kernel.research.experiment import run_repeats
+from zeroshot_kernel.research.protocol import (
+    REMEASURE,
+    Disposition,
+    ResearcherInput,
+    ResearchResult,
+    ScoutProposal,
+)
+from zeroshot_kernel.research.records import (
+    CandidateManifest,
+    IncumbentRecord,
+    Measurement,
+    ResearchRecords,
+    RoundPass,
+)
+from zeroshot_kernel.research.render import backlog, charter, summary
+from zeroshot_kernel.research.task import ResearchTask, resolve_task
+
+BASELINE_ID = "c000"
+
+
+def candidate_id_for(round_number: int) -> str:
+    return f"c{round_number:03d}"
+
+
+def researcher(request: ResearcherInput) -> ResearchResult:
+    """Run one pass of ``request.round`` and return its result (also written to the records)."""
+    task = resolve_task(request.task, request.workspace)
+    records = ResearchRecords(request.workspace)
+    if not records.initialised():
+        _measure_baseline(task, records, request.seed)
+    previous = records.read_round(request.round)
+    if request.corrections.strip() and previous is not None and previous.passes:
+        last = previous.passes[-1]
+        work = _Pass(
+            round=request.round, corrections=request.corrections, proposals=last.proposals,
+            proposal=last.proposal, parent_id=last.parent_id, candidate_id=last.candidate_id,
+            incumbent_before=last.incumbent_before,
+            remeasure=last.candidate_id == last.incumbent_before,
+            reconsidered=bool(last.result and last.result.reconsidered),
+            repeats=task.spec.repeats, build=False, racing=False, discriminating=True,
+            stop_check=bool(last.result and last.result.disposition == "stop"),
+            reconsideration_due=request.reconsideration_due,
+        )
+    else:
+        work = _plan(task, records, request)
+    return _run_pass(task, records, work, request.seed)
+
+
+@dataclass
+class _Pass:
+    """What one pass is doing, gathered as it goes."""
+
+    round: int
+    corrections: str
+    proposals: list[ScoutProposal]
+    proposal: ScoutProposal | None
+    parent_id: str
+    candidate_id: str
+    incumbent_before: str
+    remeasure: bool
+    reconsidered: bool
+    repeats: int
+    build: bool
+    """Build the candidate from its parent even if an earlier pass stored one."""
+    racing: bool
+    discriminating: bool
+    stop_check: bool
+    reconsideration_due: bool = False
+    notes: list[str] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)
+
+    def row(self, result: ResearchResult | None = None) -> RoundPass:
+        return RoundPass(
+            status="started" if result is None else "done", corrections=self.corrections,
+            proposals=self.proposals, proposal=self.proposal, parent_id=self.parent_id,
+            candidate_id=self.candidate_id, incumbent_before=self.incumbent_before,
+            measurements=self.measurements, notes=self.notes, result=result,
+        )
+
+
+def _plan(task: ResearchTask, records: ResearchRecords, request: ResearcherInput) -> _Pass:
+    state = records.snapshot()
+    incumbent_id = state.incumbent_before(request.round) or BASELINE_ID
+    incumbent = state.candidates[incumbent_id]
+    if incumbent.metric is not None and task.spec.meets_target(incumbent.metric):
+        plan = Plan(
+            proposal=ScoutProposal(strategy="challenge", approach=REMEASURE,
+                                   params=incumbent.params,
+                                   rationale="confirm the incumbent meets the target"),
+            params=incumbent.params, parent_id=incumbent_id, remeasure=True,
+            reconsidered=False, repeats=task.spec.repeats,
+            why=f"the incumbent {incumbent_id} meets the target; confirming before stopping",
+        )
+    else:
+        plan = plan_round(task, state, request.proposals, incumbent_id=incumbent_id,
+                          round_number=request.round,
+                          reconsideration_due=request.reconsideration_due)
+    chosen = plan.proposal.model_copy(update={"params": plan.params})
+    return _Pass(
+        round=request.round, corrections=request.corrections, proposals=request.proposals,
+        proposal=chosen, parent_id=plan.parent_id,
+        candidate_id=incumbent_id if plan.remeasure else candidate_id_for(request.round),
+        incumbent_before=incumbent_id, remeasure=plan.remeasure,
+        reconsidered=plan.reconsidered, repeats=plan.repeats, build=not plan.remeasure,
+        racing=not (plan.remeasure or plan.reconsidered),
+        discriminating=False, stop_check=plan.remeasure and task.spec.target is not None,
+        reconsideration_due=request.reconsideration_due, notes=[plan.why],
+    )
+
+
+def _run_pass(
+    task: ResearchTask, records: ResearchRecords, work: _Pass, seed: int
+) -> ResearchResult:
+    records.begin_pass(work.round, work.row())  # the row exists before any restore
+    if work.corrections:
+        work.notes.append(f"addressing corrections: {work.corrections.strip()}")
+    verified = _ensure_bytes(task, records, work.parent_id, work.notes)
+    if verified and (work.build or records.read_manifest(work.candidate_id) is None):
+        _build(task, records, work)
+    if verified and work.candidate_id != work.parent_id:
+        verified = _ensure_bytes(task, records, work.candidate_id, work.notes)
+    if verified:
+        _measure(task, records, work, work.candidate_id, work.repeats, seed)
+        if work.discriminating and not work.remeasure and \
+                _ensure_bytes(task, records, work.incumbent_before, work.notes):
+            _measure(task, records, work, work.incumbent_before, task.spec.repeats, seed)
+    return _finish(task, records, work, verified)
+
+
+def _build(task: ResearchTask, records: ResearchRecords, work: _Pass) -> None:
+    """Restore the parent into a scratch directory, apply the proposal, store the candidate."""
+    assert work.proposal is not None
+    with tempfile.TemporaryDirectory(prefix="zeroshot-candidate-") as scratch:
+        source = Path(scratch) / "source"
+        check = restore_candidate(records, work.parent_id, source)
+        if not check.ok:
+            raise RuntimeError(f"parent {work.parent_id} changed while restoring: {check}")
+        write_params(source, task, work.proposal.params)
+        store_candidate(records, source, candidate_id=work.candidate_id,
+                        parent_id=work.parent_id, round_number=work.round,
+                        params=work.proposal.params)
+
+
+def _ensure_bytes(
+    task: ResearchTask, records: ResearchRecords, candidate_id: str, notes: list[str]
+) -> bool:
+    """Verify a stored candidate; rebuild it from the task and its params when damaged."""
+    check = verify_candidate(records, candidate_id)
+    if check.ok:
+        return True
+    notes.append(f"stored bytes of {candidate_id} do not match its manifest: "
+                 f"{', '.join(check.problems)}")
+    repaired = repair_candidate(records, task, candidate_id)
+    notes.append(f"rebuilt {candidate_id} from the task and its params; verified"
+                 if repaired.ok else
+                 f"cannot restore {candidate_id}: {', '.join(repaired.problems)}")
+    return repaired.ok
+
+
+def _measure(
+    task: ResearchTask, records: ResearchRecords, work: _Pass, candidate_id: str, count: int,
+    seed: int,
+) -> None:
+    """Run ``count`` more measurements; when racing, stop after one that is clearly worse."""
+    manifest = records.read_manifest(candidate_id)
+    assert manifest is not None
+    start = len(manifest.measurements)
+    seeds = [derive_seed(seed, "experiment", candidate_id, start + i) for i in range(count)]
+    first, rest = (seeds[:1], seeds[1:]) if work.racing else (seeds, [])
+    manifest = _record_runs(task, records, work, manifest, first)
+    if rest:
+        early = _early_stop(task, records, work, manifest)
+        if early:
+            work.notes.append(early)
+            return
+        _record_runs(task, records, work, manifest, rest)
+
+
+def _record_runs(
+    task: ResearchTask, records: ResearchRecords, work: _Pass, manifest: CandidateManifest,
+    seeds: list[int],
+) -> CandidateManifest:
+    runs = run_repeats(task, records.source_dir(manifest.candidate_id), seeds)
+    new = [Measurement(candidate_id=manifest.candidate_id, round=work.round, experiment=r)
+           for r in runs]
+    updated = manifest.model_copy(update={"measurements": [*manifest.measurements, *new]})
+    records.write_manifest(updated)
+    work.measurements.extend(new)
+    return updated
+
+
+def _early_stop(
+    task: ResearchTask, records: ResearchRecords, work: _Pass, manifest: CandidateManifest
+) -> str:
+    """Why further repeats are pointless (a failed run, or clearly worse), or ``""``."""
+    if manifest.status != "ok":
+        return f"stopped after a {manifest.status} run; no further repeats"
+    comparison = compare(task.spec, records.candidates(), work.candidate_id,
+                         work.incumbent_before)
+    if comparison.worse_beyond_noise:
+        return ("stopped after one run: worse than the incumbent beyond the noise floor ("
+                + comparison.describe(task.spec.metric) + ")")
+    return ""
+
+
+def _finish(
+    task: ResearchTask, records: ResearchRecords, work: _Pass, verified: bool
+) -> ResearchResult:
+    spec = task.spec
+    state = records.snapshot()
+    manifest = state.candidates.get(work.candidate_id)
+    comparison = compare(spec, state.candidates, work.candidate_id, work.incumbent_before)
+    disposition, justification = _decide(task, work, manifest, comparison, verified)
+    evidence = [comparison.describe(spec.metric)]
+    if manifest is not None and manifest.status != "ok":
+        failed = next(m.experiment for m in manifest.measurements
+                      if m.experiment.status != "ok")
+        tail = failed.output_tail.strip().splitlines()[-1:] or [""]
+        evidence.append(f"{failed.status} (exit {failed.exit_code}, seed {failed.seed}, "
+                        f"{failed.duration_seconds:g} s): {tail[0][:200]}")
+    evidence += work.notes
+    proposal = work.proposal
+    result = ResearchResult(
+        round=work.round, parent_id=work.parent_id, candidate_id=work.candidate_id,
+        strategy=proposal.strategy if proposal else "baseline",
+        approach=proposal.approach if proposal else "baseline",
+        params=manifest.params if manifest else (proposal.params if proposal else {}),
+        experiment_status=manifest.status if manifest else "no_metric",
+        metric=manifest.metric if manifest else None,
+        metric_repeats=manifest.values if manifest else [],
+        incumbent_id=work.incumbent_before, incumbent_metric=comparison.incumbent_mean,
+        gain=comparison.gain, noise_floor=comparison.noise_floor, evidence="\n".join(evidence),
+        disposition=disposition, justification=justification, bytes_verified=verified,
+        candidate_sha256=manifest.content_sha256 if manifest else "",
+        reconsidered=work.reconsidered, reconsideration_due=work.reconsideration_due,
+    )
+    incumbent_id = work.candidate_id if disposition == "adopt" else work.incumbent_before
+    incumbent = state.candidates[incumbent_id]
+    records.write_incumbent(IncumbentRecord(
+        candidate_id=incumbent_id, adopted_round=incumbent.round, metric=incumbent.metric,
+        content_sha256=incumbent.content_sha256,
+    ))
+    records.finish_pass(work.round, work.row(result))
+    _render(task, records)
+    return result
+
+
+def _decide(
+    task: ResearchTask, work: _Pass, manifest: CandidateManifest | None,
+    comparison: Comparison, verified: bool,
+) -> tuple[Disposition, str]:
+    spec = task.spec
+    if not verified or manifest is None:
+        return "reject", "the bytes could not be verified, so nothing was measured or adopted"
+    if manifest.status != "ok":
+        return "reject", (f"the experiment ended {manifest.status}; the failure is recorded and "
+                          f"the incumbent {work.incumbent_before} is kept")
+    if work.remeasure:
+        if work.stop_check and manifest.metric is not None and spec.meets_target(manifest.metric):
+            return "stop", (f"the incumbent {work.candidate_id} meets the charter's target: "
+                            f"{spec.metric} {fmt(manifest.metric)} over {len(manifest.values)} "
+                            f"measurements against target {fmt(spec.target)}")
+        return "reject", (f"re-measured the incumbent {work.candidate_id}: {spec.metric} "
+                          f"{fmt(manifest.metric)} over {len(manifest.values)} measurements; "
+                          f"nothing new to adopt")
+    if comparison.incumbent_mean is None:
+        return "adopt", (f"the incumbent {work.incumbent_before} has no successful measurement "
+                         f"and {work.candidate_id} has")
+    if comparison.beats_noise:
+        return "adopt", (f"gain {fmt(comparison.gain)} beats the noise floor "
+                         f"{fmt(comparison.noise_floor)}")
+    if comparison.gain > 0:
+        return "reject", (f"gain {fmt(comparison.gain)} is within the noise floor "
+                          f"{fmt(comparison.noise_floor)}; not a real improvement yet")
+    return "reject", (f"no improvement: {spec.metric} {fmt(comparison.candidate_mean)} against "
+                      f"the incumbent's {fmt(comparison.incumbent_mean)}")
+
+
+def _measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int) -> None:
+    """Round 0: store the task's starting candidate and measure it as the first incumbent."""
+    records.write_text(records.charter_path, charter(task))
+    work = _Pass(
+        round=0, corrections="", proposals=[], proposal=None, parent_id="",
+        candidate_id=BASELINE_ID, incumbent_before=BASELINE_ID, remeasure=False,
+        reconsidered=False, repeats=task.spec.repeats, build=False, racing=False,
+        discriminating=False, stop_check=False,
+        notes=["the task's starting candidate, measured as the baseline"],
+    )
+    records.begin_pass(0, work.row())
+    store_candidate(records, task.candidate_dir, candidate_id=BASELINE_ID, parent_id="",
+                    round_number=0, params=task.start_params)
+    _measure(task, records, work, BASELINE_ID, task.spec.repeats, seed)
+    state = records.snapshot()
+    manifest = state.candidates[BASELINE_ID]
+    comparison = compare(task.spec, state.candidates, BASELINE_ID, BASELINE_ID)
+    result = ResearchResult(
+        round=0, parent_id="", candidate_id=BASELINE_ID, strategy="baseline",
+        approach="baseline", params=manifest.params, experiment_status=manifest.status,
+        metric=manifest.metric, metric_repeats=manifest.values, incumbent_id="",
+        gain=0.0, noise_floor=comparison.noise_floor, evidence="\n".join(work.notes),
+        disposition="adopt", justification="the starting candidate is the first incumbent",
+        bytes_verified=True, candidate_sha256=manifest.content_sha256, reconsidered=False,
+        reconsideration_due=False,
+    )
+    records.write_incumbent(IncumbentRecord(
+        candidate_id=BASELINE_ID, adopted_round=0, metric=manifest.metric,
+        content_sha256=manifest.content_sha256,
+    ))
+    records.finish_pass(0, work.row(result))
+    _render(task, records)
+
+
+def _render(task: ResearchTask, records: ResearchRecords) -> None:
+    state = records.snapshot()
+    records.write_text(records.summary_path, summary(task, state))
+    records.write_text(records.backlog_path, backlog(state))

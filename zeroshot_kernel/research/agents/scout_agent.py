@@ -1,0 +1,27 @@
+"""The scout agent: read the records, propose one direction by strategy. Never writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from zeroshot_kernel.research.agents.challenge import challenge
+from zeroshot_kernel.research.agents.exploration import explore
+from zeroshot_kernel.research.agents.seeding import derive_seed
+from zeroshot_kernel.research.agents.synthesis import synthesize
+from zeroshot_kernel.research.protocol import ScoutInput, ScoutProposal, Strategy
+from zeroshot_kernel.research.records import ResearchRecords, ResearchState
+from zeroshot_kernel.research.task import ResearchTask, resolve_task
+
+_STRATEGIES: dict[Strategy, Callable[[ResearchTask, ResearchState, int], ScoutProposal]] = {
+    "exploration": explore,
+    "synthesis": synthesize,
+    "challenge": challenge,
+}
+
+
+def scout(request: ScoutInput) -> ScoutProposal:
+    """Propose parameters for the next round; deterministic given the records and the seed."""
+    task = resolve_task(request.task, request.workspace)
+    state = ResearchRecords(request.workspace).snapshot()
+    seed = derive_seed(request.seed, "scout", request.strategy, request.round)
+    return _STRATEGIES[request.strategy](task, state, seed)

@@ -1,0 +1,110 @@
+"""The embedded research agents as the ``local`` harness calls them.
+
+Each function takes ``{"input": <the node's graph input>, "engine": <context>}`` and
+returns what the graph declares: a scout its proposal (as a verifier answer), the
+researcher its result, the reviewer its verdict. The context comes from the ledger (see
+:func:`engine_context`), so the round number and "reconsideration due" are facts of the
+run, not guesses of the agent.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.harness.base import ExecutionRequest
+from zeroshot_kernel.research.agents import researcher as run_researcher
+from zeroshot_kernel.research.agents import reviewer as run_reviewer
+from zeroshot_kernel.research.agents import scout as run_scout
+from zeroshot_kernel.research.protocol import (
+    STRATEGIES,
+    ResearcherInput,
+    ResearchResult,
+    ReviewerInput,
+    ScoutInput,
+    ScoutProposal,
+    Strategy,
+)
+from zeroshot_kernel.research.reconsider import reconsideration_due
+from zeroshot_kernel.research.views import research_view
+from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS
+from zeroshot_kernel.workers import Verdict, WorkerContext
+
+
+def engine_context(request: ExecutionRequest) -> dict[str, Any]:
+    """Round number, reconsideration and seed, derived from the run's recorded events."""
+    view = research_view(request.events())
+    accepted = [
+        {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
+         "reconsidered": r.reconsidered}
+        for r in view.rounds
+    ]
+    options = (request.run_input or {}).get("options") or {}
+    iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
+    return {
+        "round": view.active_round,
+        "iterations": iterations,
+        "reconsiderationDue": reconsideration_due(accepted, iterations),
+        "seed": _seed(request.run_id),
+    }
+
+
+def _seed(run_id: str) -> int:
+    return int.from_bytes(run_id.encode()[-6:].ljust(6, b"\0"), "big") % (2**31)
+
+
+def _workspace(context: WorkerContext) -> str:
+    return str(Path(context.workspace).resolve())
+
+
+def _scout(strategy: Strategy, call: dict[str, Any], context: WorkerContext) -> Verdict:
+    engine = call["engine"]
+    proposal = run_scout(ScoutInput(
+        task=call["input"]["task"], workspace=_workspace(context), round=engine["round"],
+        strategy=strategy, seed=engine["seed"],
+    ))
+    return Verdict(signals={}, output={"proposal": proposal.to_wire()})
+
+
+def scout_exploration(call: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scout("exploration", call, context)
+
+
+def scout_synthesis(call: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scout("synthesis", call, context)
+
+
+def scout_challenge(call: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scout("challenge", call, context)
+
+
+def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
+    graph_input, engine = call["input"], call["engine"]
+    proposals = [ScoutProposal.model_validate(graph_input[s]) for s in STRATEGIES
+                 if graph_input[s].get("approach") != "none yet"]
+    result = run_researcher(ResearcherInput(
+        task=graph_input["task"], workspace=_workspace(context), round=engine["round"],
+        proposals=proposals, corrections=graph_input["corrections"],
+        reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
+    ))
+    return {"result": _finite(result.to_wire())}
+
+
+def reviewer(call: dict[str, Any], context: WorkerContext) -> Verdict:
+    graph_input = call["input"]
+    verdict = run_reviewer(ReviewerInput(
+        task=graph_input["task"], workspace=_workspace(context),
+        result=ResearchResult.model_validate(graph_input["result"]),
+    ))
+    return Verdict(
+        signals={"verdict": verdict.verdict},
+        diagnostic={"reason": verdict.reason, "corrections": verdict.corrections,
+                    "title": verdict.title, "description": verdict.description},
+    )
+
+
+def _finite(document: dict[str, Any]) -> dict[str, Any]:
+    """Drop non-finite numbers (a crashed experiment has no metric, not NaN)."""
+    return {k: v for k, v in document.items()
+            if not (isinstance(v, float) and not math.isfinite(v))}
