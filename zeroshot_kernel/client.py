@@ -2,12 +2,13 @@
 
 Example::
 
-    from zeroshot_kernel import Client
+    from zeroshot_kernel.client import Client
 
     client = Client()                       # the workspace's ledger
     run = client.submit("graph.json", input={"task": "..."},
                         runtime={"harness": "python",
-                                 "nodes": {"work": {"callable": "workers:work"}}})
+                                 "nodes": {"work": {"kind": "agent",
+                                                    "callable": "workers:work"}}})
     for cursor, event in run.events(follow=True):
         print(cursor, event.kind)
     print(run.wait().status)
@@ -273,7 +274,7 @@ def _graph(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]) -> Any
     if isinstance(graph, GraphSpec | Mapping):
         return graph
     try:
-        return load_document(graph)
+        return load_document(Path(graph))
     except DocumentError as error:
         raise ValueError(str(error)) from error
 

@@ -49,13 +49,16 @@ def run(
     except TaskError as problem:
         fail_usage(str(problem))
     client = open_client(ledger)
+    if push:
+        _check_push(client.workspace)
     expansion = expand_template("auto-research", TemplateOptions(
         task=_task_reference(task, client.workspace), iterations=iterations, push=push,
         harness=harness, model=model,
     ))
     try:
         started = client.submit(expansion.graph, input=expansion.input,
-                                runtime=expansion.runtime, title=f"auto-research: {loaded.spec.name}")
+                                runtime=expansion.runtime,
+                                title=f"auto-research: {loaded.spec.name}")
     except AdmissionRejected as rejected:
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
@@ -65,6 +68,19 @@ def run(
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
     _follow(started)
+
+
+def _check_push(workspace: Path) -> None:
+    """Refuse ``--push`` before any round runs when the workspace cannot deliver (not a
+    repository, no commit, remote missing or unreachable), not after the first round."""
+    import asyncio
+
+    from zeroshot_kernel.delivery import DeliveryRefused, preflight
+
+    try:
+        asyncio.run(preflight(workspace))
+    except DeliveryRefused as refused:
+        fail_usage(str(refused))
 
 
 def _task_reference(task: Path, workspace: Path) -> str:

@@ -14,14 +14,14 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.contract.graph import CompiledGraphIr, StepNode, VerifierNode
 from pydantic import TypeAdapter
 
+from zeroshot_kernel.contract.graph import CompiledGraphIr, StepNode, VerifierNode
 from zeroshot_kernel.contract.outcome import ErrorOutcome, WorkerOutcome, error
 from zeroshot_kernel.engine.decisions import Decisions, Dispatch
 from zeroshot_kernel.engine.history import Active, HistoryEntry, Settled, Voided
@@ -29,9 +29,9 @@ from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
-from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
+from zeroshot_kernel.harness.plan import NodeBinding, RuntimePlan
 from zeroshot_kernel.harness.registry import harness_for
-from zeroshot_kernel.ledger import Ledger, parse_cursor
+from zeroshot_kernel.ledger import EventRejected, Ledger, parse_cursor
 from zeroshot_kernel.ledger import state as ledger_state
 from zeroshot_kernel.ledger.events import (
     Completion,
@@ -158,7 +158,14 @@ class Controller:
         snapshot = self.ledger.snapshot(self.run_id)
         if snapshot.terminal is not None:
             return snapshot.terminal
-        self._append(self._attach_events(snapshot))
+        try:
+            self._append(self._attach_events(snapshot))
+        except EventRejected:
+            if not self._stop_arrived():
+                raise
+            # Stopped before it started, so run_started is refused: attach to the stopping
+            # run instead; the first cycle closes it.
+            self._append(self._attach_events(self.ledger.snapshot(self.run_id)))
         while True:
             self._check_lease()
             snapshot = self.ledger.snapshot(self.run_id)
@@ -211,7 +218,16 @@ class Controller:
                     input=dispatch.input,
                 )
             )
-        self._append([*self._logs.drain(), *started])
+        logs = self._logs.drain()
+        try:
+            self._append([*logs, *started])
+        except EventRejected:
+            if not self._stop_arrived():
+                raise
+            # Stopped since this cycle read the run, so node_started is refused: start
+            # nothing; the next cycle closes the run (and records these lines).
+            self._logs.pending[:0] = logs
+            return
         for dispatch, event in zip(dispatches, started, strict=True):
             assert isinstance(event, NodeStarted)
             node = self._nodes[dispatch.occurrence.node]
@@ -267,8 +283,8 @@ class Controller:
         self, reference: ExecutionReference, node: StepNode | VerifierNode, dispatch: Dispatch
     ) -> HarnessResult:
         binding = self._plan.nodes.get(node.name)
-        if not isinstance(binding, AgentBinding):
-            return HarnessResult(error("refusal"), f"node {node.name} has no agent binding")
+        if binding is None:
+            return HarnessResult(error("refusal"), f"node {node.name} has no binding")
         missing = sorted(self._missing_env.get(node.name, ()))
         if missing:
             return HarnessResult(
@@ -287,6 +303,8 @@ class Controller:
             workspace=self.workspace,
             env=_env_for(binding, self._plan, self._env),
             log=self._logs.sink(reference.execution),
+            run_input=self._input,
+            events=self._recorded_events,
         )
         harness = self._harness(request.harness)
         timeout_s = node.timeout_ms / 1000
@@ -313,6 +331,10 @@ class Controller:
             usage=result.usage,
         )
 
+    def _recorded_events(self) -> list[RunEvent]:
+        """The run's events so far (for harnesses whose agents reason over the run)."""
+        return [event for _, event in self.ledger.snapshot_and_tail(self.run_id)[1]]
+
     def _harness(self, name: str) -> Harness:
         if name not in self._harnesses:
             self._harnesses[name] = harness_for(name, in_process=self._in_process)
@@ -332,10 +354,15 @@ class Controller:
 
     # -- ledger and lease ---------------------------------------------------------------
 
-    def _append(self, events: list[RunEvent]) -> None:
+    def _append(self, events: Sequence[RunEvent]) -> None:
         if events:
             self._check_lease()
             self.ledger.append(self.run_id, events)
+
+    def _stop_arrived(self) -> bool:
+        """Whether a refused batch was refused because a stop was recorded after this cycle
+        read the run (``run_started`` and ``node_started`` need a running run)."""
+        return self.ledger.snapshot(self.run_id).force_stop_requested
 
     def _check_lease(self) -> None:
         if self._lease_lost.is_set():
@@ -396,7 +423,7 @@ def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]
     return values, missing
 
 
-def _env_for(binding: AgentBinding, plan: RuntimePlan, env: dict[str, str]) -> dict[str, str]:
+def _env_for(binding: NodeBinding, plan: RuntimePlan, env: dict[str, str]) -> dict[str, str]:
     names = set(binding.env)
     for connection in binding.connections:
         resolved = plan.connection(connection)

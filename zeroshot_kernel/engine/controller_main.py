@@ -2,6 +2,8 @@
 
 ``python -m zeroshot_kernel.engine.controller_main RUN_ID --workspace DIR``; the ledger URL
 comes from ``ZEROSHOT_LEDGER`` (never the command line, where it could show a password).
+``ZEROSHOT_LEASE_TTL_S`` shortens the lease (default 15 s), so that a run whose controller
+died can be resumed sooner (tests); heartbeats then come five times per lease.
 """
 
 from __future__ import annotations
@@ -9,13 +11,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import os
 import sys
 from pathlib import Path
 
-from zeroshot_kernel.engine.controller import Controller, LeaseUnavailable
+from zeroshot_kernel.engine.controller import (
+    HEARTBEAT_S,
+    LEASE_TTL_S,
+    Controller,
+    LeaseUnavailable,
+)
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.workspace import LEDGER_ENV
+
+LEASE_TTL_ENV = "ZEROSHOT_LEASE_TTL_S"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,10 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     if not url:
         print(f"{LEDGER_ENV} is not set", file=sys.stderr)
         return 2
+    ttl = _lease_ttl()
+    if ttl is None:
+        print(f"{LEASE_TTL_ENV} must be a positive number of seconds", file=sys.stderr)
+        return 2
     os.chdir(args.workspace)
     sys.path.insert(0, str(args.workspace))
     with Ledger(url) as ledger:
-        controller = Controller(ledger, args.run_id, workspace=args.workspace)
+        controller = Controller(
+            ledger, args.run_id, workspace=args.workspace,
+            lease_ttl_s=ttl, heartbeat_s=min(HEARTBEAT_S, ttl / 5),
+        )
         try:
             result = asyncio.run(controller.run())
         except LeaseUnavailable as busy:
@@ -39,6 +56,16 @@ def main(argv: list[str] | None = None) -> int:
             return 3
     logging.info("run %s ended: %s", args.run_id, result)
     return 0
+
+
+def _lease_ttl() -> float | None:
+    """The lease duration: ``ZEROSHOT_LEASE_TTL_S`` if set, else the default; None if the
+    variable is not a positive number."""
+    try:
+        ttl = float(os.environ.get(LEASE_TTL_ENV, LEASE_TTL_S))
+    except ValueError:
+        return None
+    return ttl if 0 < ttl < math.inf else None
 
 
 if __name__ == "__main__":

@@ -3,10 +3,14 @@
 Each runs on a clone of its parent's context and, when it falls through, promotes its
 ``promotedStatePaths`` and merges its facts back. A pending or terminal status passes up
 unchanged (a terminal anywhere below ends the graph, unless a par branch absorbs it).
+
+A tracked seq (the root, and a seq child its parent resumed at) resumes at the point the
+last reduction left and, before the child it waited on then, leaves a new one.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from zeroshot_kernel.contract.graph import ChoiceNode, GraphNode, LoopNode, SeqNode
@@ -14,6 +18,7 @@ from zeroshot_kernel.engine.bindings import promote
 from zeroshot_kernel.engine.context import Context
 from zeroshot_kernel.engine.errors import NoChoiceRoute
 from zeroshot_kernel.engine.guards import holds
+from zeroshot_kernel.engine.memo import NO_TRACK, Track
 from zeroshot_kernel.engine.traversal import Done, Ended, Status, Traversal
 
 if TYPE_CHECKING:
@@ -21,15 +26,28 @@ if TYPE_CHECKING:
 
 
 def eval_seq(walker: Walker, node: SeqNode, ctx: Context, tr: Traversal) -> Status:
-    local = ctx.clone()
-    position = 0
-    for child in node.children:
-        status = walker.walk(child, local, tr)
-        if isinstance(status, Ended):
-            return status.after(position)
+    track = walker.claim(node)
+    point = walker.resume(track.point) if track is not None else None
+    local = point.context.clone() if point is not None else ctx.clone()
+    position = point.position if point is not None else 0
+    for index in range(point.index if point is not None else 0, len(node.children)):
+        child = node.children[index]
+        if track is not None and index == track.frontier and (point is None or point.index < index):
+            point = walker.point(index, local, position)
+        at_point = point if point is not None and point.index == index else None
+        if at_point is not None and isinstance(child, SeqNode):
+            walker.hand(child, at_point.inner or NO_TRACK)
+            status = walker.walk(child, local, tr)
+            point = replace(at_point, inner=walker.take_back())
+        else:
+            status = walker.walk(child, local, tr)
         if not isinstance(status, Done):
-            return status
+            if track is not None:
+                walker.give_back(Track(point, index))
+            return status.after(position) if isinstance(status, Ended) else status
         position = max(position, status.position)
+    if track is not None:
+        walker.give_back(Track(point, None))
     return finish(walker, node.name, node.promoted_state_paths, local, ctx, tr, position)
 
 

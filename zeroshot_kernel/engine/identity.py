@@ -1,12 +1,16 @@
-"""Deterministic identities, so that replaying a history reproduces every id it recorded."""
+"""Deterministic identities, so that replaying a history reproduces every id it recorded.
+
+Every reduction recomputes the ids of the occurrences it walks, so they are memoised."""
 
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 _EXECUTION_DOMAIN = b"zeroshot/native-v2/execution-ref/v1\0"
 
 
+@lru_cache(maxsize=1 << 16, typed=True)
 def node_instance_id(node: str, map_indices: tuple[int, ...], visit: int) -> str:
     """One occurrence of ``node``: its map item indices and which visit it is (loop
     iterations revisit a node). Readable, e.g. ``review[0][2]#3``; node names cannot contain
@@ -15,6 +19,7 @@ def node_instance_id(node: str, map_indices: tuple[int, ...], visit: int) -> str
     return f"{node}{scope}#{visit}"
 
 
+@lru_cache(maxsize=1 << 16, typed=True)
 def execution_id(run_id: str, node: str, node_instance: str, attempt: int) -> str:
     """The contract's execution-id hash, with the attempt as the per-instance dispatch
     counter: every retry is a new execution of the same instance."""

@@ -1,10 +1,11 @@
-"""Static facts about a graph that the walk needs at every node."""
+"""Static facts about a graph that the walk needs at every node, computed once per graph."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zeroshot_kernel.contract.graph import GraphNode, MapNode
+from zeroshot_kernel.engine.cache import IdentityCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +30,11 @@ class GraphIndex:
     def scope(self, node: str, map_indices: tuple[int, ...]) -> tuple[int, ...]:
         """The indices that identify ``node``'s occurrence from a walk at ``map_indices``."""
         return map_indices[: self.map_depth.get(node, 0)]
+
+
+_INDEXES: IdentityCache[GraphNode, GraphIndex] = IdentityCache(64)
+
+
+def index_of(root: GraphNode) -> GraphIndex:
+    """``GraphIndex.of(root)``, computed once for each graph object."""
+    return _INDEXES.get_or_make(root, GraphIndex.of)

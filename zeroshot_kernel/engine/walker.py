@@ -1,19 +1,20 @@
-"""The walk: re-evaluates the whole graph against the recorded history, node by node.
+"""The walk: re-evaluates the graph against the recorded history, node by node.
 
 Executables either find their recorded executions (and apply the final outcome) or ask for a
 dispatch; groups live in ``groups``, ``par`` and ``map``. The walker also keeps the
 reduction's books: which executions the walk consumed, which it voided and from which
-position, and the decisions it emitted.
+position, the decisions it emitted, and every history lookup it made, so that a sequence
+can resume at a :class:`~zeroshot_kernel.engine.memo.Point` the last reduction left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from zeroshot_kernel.contract.canonical import dump_canonical
 from zeroshot_kernel.contract.graph import (
     ChoiceNode,
     ExecutableNode,
@@ -45,10 +46,11 @@ from zeroshot_kernel.engine.decisions import (
 )
 from zeroshot_kernel.engine.errors import HistoryMismatch, PayloadTypeError, ReducerError
 from zeroshot_kernel.engine.groups import eval_choice, eval_loop, eval_seq
-from zeroshot_kernel.engine.history import HistoryEntry, Settled
+from zeroshot_kernel.engine.history import History, HistoryEntry, Settled
 from zeroshot_kernel.engine.identity import execution_id, node_instance_id
 from zeroshot_kernel.engine.index import GraphIndex
 from zeroshot_kernel.engine.map import eval_map
+from zeroshot_kernel.engine.memo import FORGOTTEN, Point, Reads, Recalled, Track, same_json
 from zeroshot_kernel.engine.outcomes import is_retryable
 from zeroshot_kernel.engine.par import eval_par
 from zeroshot_kernel.engine.traversal import PENDING, Done, Ended, Status, Traversal
@@ -68,26 +70,33 @@ class Walker:
     """One reduction: the walk itself plus its books (consumed executions, void cutoffs,
     emitted dispatches and progress)."""
 
-    def __init__(self, run_id: str, index: GraphIndex, history: Sequence[HistoryEntry]) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        index: GraphIndex,
+        history: Sequence[HistoryEntry],
+        recalled: Recalled = FORGOTTEN,
+    ) -> None:
         self.run_id = run_id
+        self.recalled = recalled
         self.index = index
-        self.entries: dict[str, HistoryEntry] = {}
-        self._attempts: dict[str, dict[int, HistoryEntry]] = {}
-        for entry in history:
-            if entry.execution in self.entries:
-                raise HistoryMismatch(f"execution {entry.execution} is recorded twice")
-            attempts = self._attempts.setdefault(entry.node_instance, {})
-            if entry.attempt in attempts:
-                raise HistoryMismatch(
-                    f"{entry.node_instance} attempt {entry.attempt} is recorded twice"
-                )
-            self.entries[entry.execution] = entry
-            attempts[entry.attempt] = entry
+        self.entries: Mapping[str, HistoryEntry]
+        self._attempts: Mapping[tuple[str, int], HistoryEntry]
+        if isinstance(history, History):
+            self.entries, self._attempts = history.by_execution, history.by_attempt
+        else:
+            self.entries = {entry.execution: entry for entry in history}
+            self._attempts = {(entry.node_instance, entry.attempt): entry for entry in history}
+        if not len(self.entries) == len(self._attempts) == len(history):
+            _reject_duplicates(history)
         self.consumed: set[str] = set()
         self.void_cutoffs: dict[str, tuple[int, VoidReason]] = {}
         self.dispatches: list[Dispatch] = []
         self.progress: list[Progress] = []
+        self.reads: Reads = {}
         self._touching: list[set[str]] = []
+        self._handed: tuple[GraphNode, Track] | None = None
+        self._returned: Track | None = None
 
     # --- the walk -----------------------------------------------------------------------
 
@@ -131,12 +140,13 @@ class Walker:
         instance = node_instance_id(node.name, tr.map_indices, visit)
         payload = build_payload(node.input_bindings, ctx.state, tr.item)
         require_fits(payload, node.input, f"the input of {node.name}")
-        occurrence = Occurrence(node=node.name, map_indices=list(tr.map_indices))
-        recorded = self._attempts.get(instance, {})
+        occurrence = _occurrence(node.name, tr.map_indices)
         attempt = 1
         while True:
             execution = execution_id(self.run_id, node.name, instance, attempt)
-            entry = recorded.get(attempt)
+            key = (instance, attempt)
+            entry = self._attempts.get(key)
+            self.reads[key] = entry
             if entry is None:
                 if tr.decide and tr.cutoff is None:
                     self.dispatches.append(
@@ -169,14 +179,14 @@ class Walker:
     def _consume(
         self, entry: HistoryEntry, execution: str, occurrence: Occurrence, payload: Any
     ) -> None:
-        if entry.execution != execution or entry.occurrence != occurrence:
+        if entry.execution != execution or not (
+            entry.occurrence is occurrence or entry.occurrence == occurrence
+        ):
             raise HistoryMismatch(
                 f"{entry.node_instance} attempt {entry.attempt} was recorded as execution "
                 f"{entry.execution} of {entry.occurrence}, expected {execution} of {occurrence}"
             )
-        if dump_canonical(entry.input, allow_floats=True) != dump_canonical(
-            payload, allow_floats=True
-        ):
+        if not same_json(entry.input, payload):
             raise HistoryMismatch(
                 f"execution {entry.execution} ({entry.node_instance}) was dispatched with a "
                 "different input than the graph builds now"
@@ -250,6 +260,49 @@ class Walker:
         if tr.decide and values:
             self.progress.append(Promote(node, tr.map_indices, values))
 
+    # --- resuming -----------------------------------------------------------------------
+
+    def hand(self, node: GraphNode, track: Track) -> None:
+        """Give the sequence ``node``, walked next, the track the last reduction left it."""
+        self._handed = (node, track)
+
+    def claim(self, node: GraphNode) -> Track | None:
+        """The track handed to ``node``; None when it walks untracked."""
+        handed, self._handed = self._handed, None
+        return handed[1] if handed is not None and handed[0] is node else None
+
+    def give_back(self, track: Track) -> None:
+        """A tracked sequence's track for the next reduction."""
+        self._returned = track
+
+    def take_back(self) -> Track | None:
+        returned, self._returned = self._returned, None
+        return returned
+
+    def resume(self, point: Point | None) -> Point | None:
+        """Restore the books as they were at ``point`` if this history answers every lookup
+        made on the way there the way it did then; else None."""
+        if point is None or not self.recalled.holds(point, self._attempts):
+            return None
+        self.consumed = set(point.consumed)
+        self.progress = list(point.progress)
+        self.void_cutoffs = dict(point.void_cutoffs)
+        self.reads = dict(point.reads)
+        return point
+
+    def point(self, index: int, local: Context, position: int) -> Point:
+        """Where a sequence stands before child ``index``, every earlier one done (a walk
+        that stands there has emitted no dispatch and collects no touched set)."""
+        return Point(
+            index=index,
+            context=local.clone(),
+            position=position,
+            consumed=frozenset(self.consumed),
+            progress=tuple(self.progress),
+            void_cutoffs=dict(self.void_cutoffs),
+            reads=dict(self.reads),
+        )
+
     @contextmanager
     def _collecting(self, touched: set[str]) -> Iterator[None]:
         self._touching.append(touched)
@@ -257,6 +310,27 @@ class Walker:
             yield
         finally:
             self._touching.pop()
+
+
+@lru_cache(maxsize=1 << 16, typed=True)
+def _occurrence(node: str, map_indices: tuple[int, ...]) -> Occurrence:
+    """Occurrences are immutable values, built once per (node, indices)."""
+    return Occurrence(node=node, map_indices=list(map_indices))
+
+
+def _reject_duplicates(history: Sequence[HistoryEntry]) -> None:
+    """Raise for the first entry that repeats an execution or an (instance, attempt)."""
+    executions: set[str] = set()
+    attempts: set[tuple[str, int]] = set()
+    for entry in history:
+        if entry.execution in executions:
+            raise HistoryMismatch(f"execution {entry.execution} is recorded twice")
+        if (entry.node_instance, entry.attempt) in attempts:
+            raise HistoryMismatch(
+                f"{entry.node_instance} attempt {entry.attempt} is recorded twice"
+            )
+        executions.add(entry.execution)
+        attempts.add((entry.node_instance, entry.attempt))
 
 
 def require_fits(value: Any, declared: PayloadType, what: str) -> None:

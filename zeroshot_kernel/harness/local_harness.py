@@ -16,6 +16,7 @@ from typing import Any
 
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
+from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_harness import PythonHarness
 
 
@@ -54,16 +55,16 @@ class LocalHarness:
         self._python = PythonHarness(in_process=in_process)
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
-        agent = EMBEDDED_AGENTS.get(request.binding.agent or "")
+        binding = request.binding
+        name = binding.agent if isinstance(binding, AgentBinding) else None
+        agent = EMBEDDED_AGENTS.get(name or "")
         if agent is None:
-            return HarnessResult(
-                error("refusal"), f"no embedded agent named {request.binding.agent!r}"
-            )
+            return HarnessResult(error("refusal"), f"no embedded agent named {name!r}")
         context = _load(agent.context)(request)
         call = dataclasses.replace(
             request,
             input={"input": request.input, "engine": context},
-            binding=request.binding.model_copy(update={"callable": agent.callable}),
+            binding=binding.model_copy(update={"callable": agent.callable}),
         )
         return await self._python.execute(call)
 

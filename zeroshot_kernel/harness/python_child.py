@@ -2,21 +2,31 @@
 
 Started as ``python -m zeroshot_kernel.harness.python_child``. The protocol is JSON lines
 on a private copy of stdout; what the worker prints (``print`` and anything written to
-file descriptor 1 or 2) reaches the parent as log lines, never as protocol.
+file descriptor 1 or 2) reaches the parent as log lines, never as protocol. The process
+(with its whole group) ends when its controller dies, however it died.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
 from zeroshot_kernel.workers import WorkerContext
+
+PARENT_POLL_S = 0.2
+END_OF_CALL = "\x00zeroshot:end-of-call"
+"""Written to stderr after each call, before its reply, so the parent knows it has read
+all of that call's stderr (the two pipes are read independently)."""
 
 
 class _Protocol:
@@ -51,7 +61,22 @@ class _LogLines(io.TextIOBase):
             self._pending = ""
 
 
+def _die_with_parent() -> None:
+    """A controller killed with SIGKILL cannot kill its workers, and a resumed run retries
+    their executions: an orphan must not keep working on the workspace alongside the
+    retry. Orphans are re-parented, so watch the parent pid and kill this process group."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
+    _die_with_parent()
     protocol = _Protocol(os.fdopen(os.dup(1), "w", encoding="utf-8"))
     os.dup2(2, 1)  # native writes to stdout land on stderr, which the parent logs
     stdout = _LogLines(protocol)
@@ -60,10 +85,14 @@ def main() -> None:
         call = json.loads(line)
         reply = _answer(call, protocol)
         stdout.flush()
+        sys.stderr.flush()
+        with contextlib.suppress(OSError):  # a worker may have closed its stderr
+            os.write(2, f"{END_OF_CALL}\n".encode())
         try:
             protocol.send({"result": list(reply)})
         except (TypeError, ValueError) as error:
-            protocol.send({"result": ["malformed", None, f"the worker returned non-JSON data: {error}"]})
+            detail = f"the worker returned non-JSON data: {error}"
+            protocol.send({"result": ["malformed", None, detail]})
 
 
 def _answer(call: dict[str, Any], protocol: _Protocol) -> Reply:

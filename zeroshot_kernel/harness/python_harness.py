@@ -25,11 +25,14 @@ from zeroshot_kernel.contract.outcome import (
 )
 from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
+from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
+from zeroshot_kernel.harness.python_child import END_OF_CALL
 from zeroshot_kernel.workers import WorkerContext
 
 
 _LINE_LIMIT = 64 * 1024 * 1024  # one reply line carries a whole output
+_STDERR_GRACE_S = 2.0
 
 
 class WorkerProcess:
@@ -60,6 +63,10 @@ class WorkerProcess:
                     request.log("output", reply["log"])
                 else:
                     status, payload, detail = reply["result"]
+                    # The child marked the end of this call's stderr before replying: record
+                    # all of it here, not lose it (or log it under the next call). The grace
+                    # only matters if a worker took the mark's way out (closed its stderr).
+                    await asyncio.wait({errors}, timeout=_STDERR_GRACE_S)
                     return (status, payload, detail)
             code = await self.process.wait()
             return ("crash", None, f"worker process died (exit code {code})")
@@ -67,9 +74,14 @@ class WorkerProcess:
             errors.cancel()
 
     async def _forward_errors(self, request: ExecutionRequest) -> None:
+        """Forward stderr lines until the child's end-of-call mark (or end of file)."""
         assert self.process.stderr
         while line := await self.process.stderr.readline():
-            request.log("error", line.decode(errors="replace").rstrip("\n"))
+            text, end, _ = line.decode(errors="replace").rstrip("\n").partition(END_OF_CALL)
+            if text:
+                request.log("error", text)
+            if end:
+                return
 
     @property
     def alive(self) -> bool:
@@ -93,7 +105,7 @@ class PythonHarness:
         self._idle: list[WorkerProcess] = []
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
-        if request.binding.callable is None:
+        if not isinstance(request.binding, AgentBinding) or request.binding.callable is None:
             return HarnessResult(error("refusal"), "no callable is bound to this node")
         verifier = isinstance(request.node, VerifierNode)
         if self._in_process:

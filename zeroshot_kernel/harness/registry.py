@@ -6,7 +6,7 @@ from zeroshot_kernel.harness.base import Harness
 from zeroshot_kernel.harness.local_harness import LocalHarness
 from zeroshot_kernel.harness.python_harness import PythonHarness
 
-AVAILABLE_HARNESSES = frozenset({"python", "local"})
+AVAILABLE_HARNESSES = frozenset({"python", "local", "git_delivery"})
 
 
 class HarnessUnavailable(LookupError):
@@ -19,4 +19,8 @@ def harness_for(name: str, *, in_process: bool = False) -> Harness:
         return PythonHarness(in_process=in_process)
     if name == "local":
         return LocalHarness(in_process=in_process)
+    if name == "git_delivery":
+        from zeroshot_kernel.delivery import GitDeliveryHarness  # loaded by --push runs only
+
+        return GitDeliveryHarness()
     raise HarnessUnavailable(f"the {name} harness is not available in this installation")

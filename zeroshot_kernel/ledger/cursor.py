@@ -7,6 +7,7 @@ Clients store cursors and hand them back; only the ledger reads the number insid
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from zeroshot_kernel.ledger.errors import InvalidCursor
 
@@ -27,7 +28,15 @@ def format_cursor(sequence: int) -> str:
 
 def parse_cursor(cursor: object) -> int:
     """The sequence inside a cursor; anything but the exact canonical form is rejected."""
-    match = _CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
+    if not isinstance(cursor, str):
+        raise InvalidCursor(cursor)
+    return _parse(cursor)
+
+
+@lru_cache(maxsize=1 << 16)
+def _parse(cursor: str) -> int:
+    """Memoised: every reduction re-reads the cursors of the whole history."""
+    match = _CURSOR.fullmatch(cursor)
     if match is None or int(match.group(1)) > MAX_SEQUENCE:
         raise InvalidCursor(cursor)
     return int(match.group(1))

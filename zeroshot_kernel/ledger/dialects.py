@@ -54,6 +54,14 @@ def lock_schema(session: Session) -> None:
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY})
 
 
+def begin_raw(cursor: Any, dialect: str, *, write: bool) -> None:
+    """Open a transaction on a raw DBAPI cursor the way ``_on_begin`` opens sessions':
+    SQLite connections are in autocommit mode, so BEGIN is explicit; PostgreSQL begins
+    implicitly and locks rows with ``FOR UPDATE``."""
+    if dialect == "sqlite":
+        cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -2,9 +2,11 @@
 
 Every write is one short transaction that locks the run first (``BEGIN IMMEDIATE`` on
 SQLite, ``SELECT ... FOR UPDATE`` on PostgreSQL), checks the whole batch against the
-event rules, then writes the events and the new snapshot together. Reads take the
-snapshot row and the events up to its sequence, so a tail never runs ahead of the
-snapshot it is returned with, whatever the database's isolation level.
+event rules, then writes the events and what they changed (the run row, the execution
+rows) together: an append costs its batch, never the run's length. Reads take the run
+row and everything up to its sequence, so a tail never runs ahead of the snapshot it is
+returned with, whatever the database's isolation level; a snapshot already known at an
+older sequence is brought forward with the newer events only.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from typing import Any, Self
 from pydantic import TypeAdapter
 from sqlalchemy import URL, Engine
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from zeroshot_kernel.contract.canonical import dump_canonical
 from zeroshot_kernel.ledger import leases
+from zeroshot_kernel.ledger.cache import SnapshotCache
 from zeroshot_kernel.ledger.cursor import format_cursor, parse_cursor
 from zeroshot_kernel.ledger.dialects import open_engines
 from zeroshot_kernel.ledger.errors import (
@@ -46,10 +48,25 @@ from zeroshot_kernel.ledger.events import (
     RunEvent,
     TerminalResult,
 )
+from zeroshot_kernel.ledger.projection import (
+    Header,
+    Statements,
+    partial_snapshot,
+    read_header,
+    read_snapshot,
+    referenced,
+)
 from zeroshot_kernel.ledger.records import Lease, RunSummary, utc
 from zeroshot_kernel.ledger.schema import ensure_schema
-from zeroshot_kernel.ledger.state import EVENT_KINDS, RunSnapshot, admitted_snapshot, replay
-from zeroshot_kernel.ledger.tables import AdmittedRow, EventRow, LeaseRow, RunRow
+from zeroshot_kernel.ledger.state import (
+    EVENT_KINDS,
+    Active,
+    RunSnapshot,
+    admitted_snapshot,
+    fold_batch,
+)
+from zeroshot_kernel.ledger.statements import Cursor, Row, raw_transaction
+from zeroshot_kernel.ledger.tables import AdmittedRow, LeaseRow, RunRow
 
 WORKSPACE_LEDGER = Path(".zeroshot") / "ledger.db"
 MAX_TITLE_CHARS = 256
@@ -70,9 +87,11 @@ class Ledger:
         """
         self._engines = open_engines(url)
         self._clock = clock
+        self._cache = SnapshotCache()
         try:
             with self._writing() as session:
                 ensure_schema(session)
+            self._statements = Statements(self._engines.read)
         except BaseException:
             self._engines.dispose()
             raise
@@ -152,7 +171,7 @@ class Ledger:
                     title=title,
                     phase=snapshot.phase,
                     sequence=0,
-                    snapshot_json=snapshot.model_dump_json(),
+                    force_stop_requested=False,
                     created_at=now,
                     updated_at=now,
                 )
@@ -176,12 +195,7 @@ class Ledger:
 
     def runs(self) -> list[RunSummary]:
         """Every run, oldest first, without reading snapshots or events."""
-        query = (
-            select(RunRow)
-            # Listing must not read documents; sqlmodel types columns as their values.
-            .options(defer(RunRow.snapshot_json))  # type: ignore[arg-type]
-            .order_by(col(RunRow.created_at), col(RunRow.run_id))
-        )
+        query = select(RunRow).order_by(col(RunRow.created_at), col(RunRow.run_id))
         with self._reading() as session:
             rows = session.exec(query).all()
         return [_summary(row) for row in rows]
@@ -196,24 +210,32 @@ class Ledger:
         """
         if not events:
             raise InvalidArgument("a batch must hold at least one event")
-        with self._writing() as session:
-            row = _locked_run(session, run_id)
-            return self._append_locked(session, row, _snapshot_of(row), events)
+        documents = _documents(events)
+        with self._raw(write=True) as cursor:
+            header = self._header(cursor, run_id, lock=True)
+            snapshot = self._append_locked(cursor, header, events, documents)
+        return self._keep(snapshot)
 
     def request_force_stop(self, run_id: str) -> str:
         """Record the intent to force-stop once; repeating it, or asking after the run
         finished, changes nothing. Returns the run's cursor."""
-        with self._writing() as session:
-            row = _locked_run(session, run_id)
-            snapshot = _snapshot_of(row)
-            if snapshot.force_stop_requested or snapshot.terminal is not None:
-                return snapshot.cursor
-            return self._append_locked(session, row, snapshot, [ForceStopRequested()])
+        events = [ForceStopRequested()]
+        documents = _documents(events)
+        with self._raw(write=True) as cursor:
+            header = self._header(cursor, run_id, lock=True)
+            if header.force_stop_requested or header.terminal_json is not None:
+                return format_cursor(header.sequence)
+            snapshot = self._append_locked(cursor, header, events, documents)
+        return self._keep(snapshot)
 
     def snapshot(self, run_id: str) -> RunSnapshot:
-        """The run's current projection (its ``cursor`` is the last event's)."""
-        with self._reading() as session:
-            return _snapshot_of(_run(session, run_id))
+        """The run's current projection (its ``cursor`` is the last event's).
+
+        Snapshots are immutable and may be shared between callers."""
+        with self._raw(write=False) as cursor:
+            snapshot = self._snapshot(cursor, self._header(cursor, run_id, lock=False))
+        self._cache.put(snapshot)
+        return snapshot
 
     def snapshot_and_tail(
         self,
@@ -234,20 +256,22 @@ class Ledger:
             raise InvalidArgument(f"limit must be at least 1, not {limit}")
         if kinds is not None and not kinds <= EVENT_KINDS:
             raise InvalidArgument(f"unknown event kinds: {', '.join(sorted(kinds - EVENT_KINDS))}")
-        with self._reading() as session:
-            row = _run(session, run_id)
-            if start > row.sequence:
-                raise CursorAhead(format_cursor(start), format_cursor(row.sequence))
-            query = select(EventRow.sequence, EventRow.event_json).where(
-                EventRow.run_id == run_id,
-                col(EventRow.sequence) > start,
-                col(EventRow.sequence) <= row.sequence,
-            )
-            if kinds is not None:
-                query = query.where(col(EventRow.kind).in_(sorted(kinds)))
-            query = query.order_by(col(EventRow.sequence)).limit(limit)
-            tail = session.exec(query).all()
-        return _snapshot_of(row), [
+        with self._raw(write=False) as cursor:
+            header = self._header(cursor, run_id, lock=False)
+            if start > header.sequence:
+                raise CursorAhead(format_cursor(start), format_cursor(header.sequence))
+            snapshot = self._snapshot(cursor, header)
+            tail: list[Row] = []
+            if kinds != set():
+                statement = self._statements.tail(kinds, limited=limit is not None)
+                bounds: dict[str, object] = {
+                    "run_id": run_id, "after": start, "sequence": header.sequence
+                }
+                if limit is not None:
+                    bounds["limit"] = limit
+                tail = cursor.rows(statement, **bounds)
+        self._cache.put(snapshot)
+        return snapshot, [
             (format_cursor(sequence), _EVENT.validate_json(document)) for sequence, document in tail
         ]
 
@@ -287,27 +311,80 @@ class Ledger:
 
     # -- plumbing -----------------------------------------------------------------------
 
+    def _header(self, cursor: Cursor, run_id: str, *, lock: bool) -> Header:
+        header = read_header(cursor, self._statements, run_id, lock=lock)
+        if header is None:
+            raise RunNotFound(run_id)
+        return header
+
+    def _snapshot(self, cursor: Cursor, header: Header) -> RunSnapshot:
+        cached = self._cache.get(header.run_id)
+        return read_snapshot(cursor, self._statements, header, cached and cached[1])
+
     def _append_locked(
-        self, session: Session, row: RunRow, snapshot: RunSnapshot, events: Sequence[RunEvent]
-    ) -> str:
-        """Check the batch, then stage its events and the new snapshot on the locked row."""
-        documents = [
-            _json_text(event.to_wire(), f"a {event.kind} event", MAX_EVENT_BYTES)
-            for event in events
-        ]
-        snapshot = replay(snapshot, events)
-        first = row.sequence + 1
-        session.add_all(
-            EventRow(run_id=row.run_id, sequence=first + offset, kind=event.kind, event_json=doc)
-            for offset, (event, doc) in enumerate(zip(events, documents, strict=True))
+        self,
+        cursor: Cursor,
+        header: Header,
+        events: Sequence[RunEvent],
+        documents: list[str],
+    ) -> tuple[RunSnapshot, bool]:
+        """Check the batch against the locked run, then write its events and what they
+        changed. Returns the new snapshot and whether it is complete: the rules need only
+        the executions the batch names and the active ones, so when the run's current
+        snapshot is not at hand only those are read."""
+        cached = self._cache.get(header.run_id)
+        complete = cached is not None and cached[0] == header.sequence
+        if cached is not None and complete:
+            before = cached[1]
+        else:
+            before = partial_snapshot(cursor, self._statements, header, referenced(events))
+        fold = fold_batch(before, events)
+        first = header.sequence + 1
+        last = header.sequence + len(events)
+        statements = self._statements
+        run_id = header.run_id
+        cursor.run_many(
+            statements.insert_event,
+            [
+                {"run_id": run_id, "sequence": first + offset, "kind": event.kind,
+                 "event_json": document}
+                for offset, (event, document) in enumerate(zip(events, documents, strict=True))
+            ],
         )
-        row.sequence = parse_cursor(snapshot.cursor)
-        row.phase = snapshot.phase
-        row.snapshot_json = snapshot.model_dump_json()
-        if snapshot.terminal is not None:
-            row.terminal_json = snapshot.terminal.model_dump_json()
-        row.updated_at = self._clock()
+        for execution, entry in fold.changed.items():
+            settled = None if isinstance(entry.state, Active) else parse_cursor(entry.state.at)
+            if execution in before.executions:
+                cursor.run(
+                    statements.settle_execution, run_id=run_id, execution=execution,
+                    settled=settled,
+                )
+            else:
+                cursor.run(
+                    statements.insert_execution, run_id=run_id, execution=execution,
+                    started=parse_cursor(entry.started_at), settled=settled,
+                )
+        cursor.run(
+            statements.update_run,
+            run_id=run_id,
+            sequence=last,
+            phase=fold.phase,
+            force_stop_requested=fold.force_stop_requested,
+            terminal_json=None if fold.terminal is None else fold.terminal.model_dump_json(),
+            updated_at=self._clock(),
+        )
+        return fold.snapshot(format_cursor(last)), complete
+
+    def _keep(self, appended: tuple[RunSnapshot, bool]) -> str:
+        """After the commit: cache a complete snapshot; return the cursor."""
+        snapshot, complete = appended
+        if complete:
+            self._cache.put(snapshot)
         return snapshot.cursor
+
+    @contextmanager
+    def _raw(self, *, write: bool) -> Iterator[Cursor]:
+        with raw_transaction(self._engines.read, write=write) as cursor:
+            yield cursor
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
@@ -328,13 +405,6 @@ def _transaction(engine: Engine) -> Iterator[Session]:
 
 def _run(session: Session, run_id: str) -> RunRow:
     row = session.get(RunRow, run_id)
-    if row is None:
-        raise RunNotFound(run_id)
-    return row
-
-
-def _locked_run(session: Session, run_id: str) -> RunRow:
-    row = session.exec(select(RunRow).where(RunRow.run_id == run_id).with_for_update()).first()
     if row is None:
         raise RunNotFound(run_id)
     return row
@@ -364,8 +434,10 @@ def _summary(row: RunRow) -> RunSummary:
     )
 
 
-def _snapshot_of(row: RunRow) -> RunSnapshot:
-    return RunSnapshot.model_validate_json(row.snapshot_json)
+def _documents(events: Sequence[RunEvent]) -> list[str]:
+    return [
+        _json_text(event.to_wire(), f"a {event.kind} event", MAX_EVENT_BYTES) for event in events
+    ]
 
 
 def _new_run_id() -> str:

@@ -7,14 +7,16 @@ Timestamps are UNIX seconds from the application clock, never the database's.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, ForeignKey, String, Text
+from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from zeroshot_kernel.ledger.events import RunPhase
 
-SCHEMA_VERSION = 1
-"""Bump with every schema change, together with a migration from the previous version."""
+SCHEMA_VERSION = 2
+"""Bump with every schema change, together with a migration from the previous version
+(``schema.py``). Version 2 moved executions out of a per-run snapshot document, which every
+append rewrote whole, into rows of their own, and made events an ordinary table."""
 
 
 class LedgerTable(SQLModel, registry=registry()):
@@ -31,7 +33,8 @@ class MetaRow(LedgerTable, table=True):
 
 
 class RunRow(LedgerTable, table=True):
-    """One run and its current snapshot, updated with each append; read on every poll."""
+    """One run and the scalar part of its snapshot, updated with each append; read on
+    every poll. Its executions are ``ExecutionRow`` rows, their facts the events they name."""
 
     __tablename__ = "ledger_runs"
 
@@ -43,8 +46,8 @@ class RunRow(LedgerTable, table=True):
     title: str = Field(sa_column=Column(String(256), nullable=False))
     phase: RunPhase = Field(sa_column=Column(String(16), nullable=False))
     sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
+    force_stop_requested: bool = Field(default=False, sa_column=Column(Boolean, nullable=False))
     terminal_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    snapshot_json: str = Field(sa_column=Column(Text, nullable=False))
     created_at: float = Field(sa_column=Column(Float, nullable=False, index=True))
     updated_at: float = Field(sa_column=Column(Float, nullable=False))
 
@@ -61,10 +64,13 @@ class AdmittedRow(LedgerTable, table=True):
 
 
 class EventRow(LedgerTable, table=True):
-    """One appended event; the primary key (run_id, sequence) is the tail index."""
+    """One appended event; the primary key (run_id, sequence) is the tail index.
+
+    An ordinary (rowid) table on SQLite: an index-organised one keeps at most about 1 KB
+    of a row in its page and spills the rest to an overflow page of its own, so an event
+    with a 1 KB input would take 5 KB on disk."""
 
     __tablename__ = "ledger_events"
-    __table_args__ = {"sqlite_with_rowid": False}
 
     run_id: str = Field(
         sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
@@ -85,3 +91,28 @@ class LeaseRow(LedgerTable, table=True):
     owner: str = Field(sa_column=Column(String(256), nullable=False))
     expires_at: float = Field(sa_column=Column(Float, nullable=False))
     heartbeat_at: float = Field(sa_column=Column(Float, nullable=False))
+
+
+class ExecutionRow(LedgerTable, table=True):
+    """One dispatched execution: where its ``node_started`` event is and, once it settled,
+    where its ``node_completed`` or ``execution_voided`` is. Indexes only (a few dozen
+    bytes): the input and outcome live in those events, stored once."""
+
+    __tablename__ = "ledger_executions"
+    __table_args__ = (
+        Index(
+            "ledger_executions_active",
+            "run_id",
+            "started_sequence",
+            sqlite_where=text("settled_sequence IS NULL"),
+            postgresql_where=text("settled_sequence IS NULL"),
+        ),
+        {"sqlite_with_rowid": False},
+    )
+
+    run_id: str = Field(
+        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
+    )
+    execution: str = Field(sa_column=Column(Text, primary_key=True))
+    started_sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
+    settled_sequence: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))

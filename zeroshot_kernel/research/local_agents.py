@@ -33,7 +33,8 @@ from zeroshot_kernel.workers import Verdict, WorkerContext
 
 
 def engine_context(request: ExecutionRequest) -> dict[str, Any]:
-    """Round number, reconsideration and seed, derived from the run's recorded events."""
+    """Round and pass numbers, reconsideration and seed, derived from the run's recorded
+    events (a retried execution gets the same ones)."""
     view = research_view(request.events())
     accepted = [
         {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
@@ -44,6 +45,7 @@ def engine_context(request: ExecutionRequest) -> dict[str, Any]:
     iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
     return {
         "round": view.active_round,
+        "pass": view.passes_in_progress + 1,
         "iterations": iterations,
         "reconsiderationDue": reconsideration_due(accepted, iterations),
         "seed": _seed(request.run_id),
@@ -87,6 +89,7 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
         task=graph_input["task"], workspace=_workspace(context), round=engine["round"],
         proposals=proposals, corrections=graph_input["corrections"],
         reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
+        pass_number=engine["pass"],
     ))
     return {"result": _finite(result.to_wire())}
 

@@ -9,7 +9,8 @@ Layout (the researcher writes, scouts and the reviewer only read)::
     candidates/<id>/source/...              every measurement; and the full restorable source
 
 A round's pass is written as ``started`` before anything is restored or reset, so a crash
-in the middle still leaves the row that says what was being tried.
+in the middle still leaves the row that says what was being tried (and how, so that a
+retried execution carries the pass on instead of starting it again).
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ class CandidateManifest(ContractModel):
         return failed[0] if failed else "ok"
 
 
+class PassPlan(ContractModel):
+    """How a pass builds and measures, kept in its ``started`` row so that a pass whose
+    execution was lost is carried on exactly as it was planned."""
+
+    remeasure: bool
+    reconsidered: bool
+    repeats: int
+    build: bool
+    racing: bool
+    discriminating: bool
+    stop_check: bool
+
+
 class RoundPass(ContractModel):
     """One researcher pass over a round: the first, or one answering corrections."""
 
@@ -87,6 +101,7 @@ class RoundPass(ContractModel):
     measurements: list[Measurement] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     result: ResearchResult | None = None
+    plan: PassPlan | None = None
 
 
 class RoundRecord(ContractModel):

@@ -16,8 +16,13 @@ from typing import Any
 
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome, VerifierOutcome
 from zeroshot_kernel.ledger import Ledger
-from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, RunEvent, Terminal
-from zeroshot_kernel.ledger.events import TerminalResult
+from zeroshot_kernel.ledger.events import (
+    NodeCompleted,
+    NodeStarted,
+    RunEvent,
+    Terminal,
+    TerminalResult,
+)
 
 SCOUTS = {"scout_exploration": "exploration", "scout_synthesis": "synthesis",
           "scout_challenge": "challenge"}

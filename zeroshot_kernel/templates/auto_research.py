@@ -45,8 +45,13 @@ MAX_ITERATIONS = 100
 REVIEW_PASSES = 64
 STRATEGIES = ("exploration", "synthesis", "challenge")
 REVIEWED = [["result"], ["corrections"], ["reviewTitle"], ["reviewDescription"]]
-"""State a work/review pass leaves for the rest of the round."""
+"""State a work/review pass leaves for the rest of the round (the reviewer writes all but
+``result``; groups pass on only what they promote)."""
 VERDICTS = ("accepted", "corrections", "stop_approved")
+ATTEMPTS = 2
+"""Tries of every execution: when a controller dies mid-execution, resume closes it as a
+crash (runtime_lost) and the retry carries on with the round, since the agents are
+idempotent per round and pass and delivery never commits a round twice."""
 
 PROPOSAL = record({
     "strategy": enum(*STRATEGIES), "approach": string(), "paramsJson": string(),
@@ -102,7 +107,7 @@ def scout(strategy: str) -> Doc:
         input=record({"task": string()}), output=record({"proposal": PROPOSAL}), signals={},
         diagnostic={"kind": "null"}, input_bindings=[from_state(["task"])],
         write_bindings=[write([strategy], name, "out", ["proposal"])],
-        instructions=SCOUT_INSTRUCTIONS[strategy],
+        instructions=SCOUT_INSTRUCTIONS[strategy], attempts=ATTEMPTS,
     )
 
 
@@ -114,7 +119,7 @@ def researcher() -> Doc:
         output=record({"result": RESULT}),
         input_bindings=[from_state([f]) for f in ("task", "corrections", *STRATEGIES)],
         write_bindings=[write(["result"], "researcher", "out", ["result"])],
-        instructions=RESEARCHER_INSTRUCTIONS,
+        instructions=RESEARCHER_INSTRUCTIONS, attempts=ATTEMPTS,
     )
 
 
@@ -127,7 +132,7 @@ def reviewer() -> Doc:
         write_bindings=[write(["corrections"], "reviewer", "diagnostic", ["corrections"]),
                         write(["reviewTitle"], "reviewer", "diagnostic", ["title"]),
                         write(["reviewDescription"], "reviewer", "diagnostic", ["description"])],
-        instructions=REVIEWER_INSTRUCTIONS,
+        instructions=REVIEWER_INSTRUCTIONS, attempts=ATTEMPTS,
     )
 
 
@@ -137,7 +142,8 @@ def review_cycle(push: bool) -> Doc:
     passage = seq("pass", STATE, [
         researcher(),
         choice("research_checked", STATE,
-               [branch(errored("researcher"), fail("research_failed"))], reviewer()),
+               [branch(errored("researcher"), fail("research_failed"))], reviewer(),
+               promoted=REVIEWED[1:]),
     ], promoted=REVIEWED)
     cycle = loop("review_cycle", STATE, passage, REVIEW_PASSES,
                  until=any_of(signal_in("reviewer", "verdict", "accepted", "stop_approved"),
@@ -170,7 +176,7 @@ def delivery() -> Doc:
         diagnostic={"kind": "null"},
         input_bindings=[from_state(["result"]), from_state(["title"], ["reviewTitle"]),
                         from_state(["description"], ["reviewDescription"])],
-        write_bindings=[],
+        write_bindings=[], attempts=ATTEMPTS,
     )
 
 

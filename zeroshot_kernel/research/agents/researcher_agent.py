@@ -39,8 +39,10 @@ from zeroshot_kernel.research.records import (
     CandidateManifest,
     IncumbentRecord,
     Measurement,
+    PassPlan,
     ResearchRecords,
     RoundPass,
+    RoundRecord,
 )
 from zeroshot_kernel.research.render import backlog, charter, summary
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
@@ -59,6 +61,13 @@ def researcher(request: ResearcherInput) -> ResearchResult:
     if not records.initialised():
         _measure_baseline(task, records, request.seed)
     previous = records.read_round(request.round)
+    recorded = _recorded_pass(previous, request.pass_number)
+    if recorded is not None and recorded.result is not None:
+        _render(task, records)  # the pass finished; only its execution was lost
+        return recorded.result
+    if recorded is not None and recorded.plan is not None:
+        work = _resumed(recorded, request)
+        return _run_pass(task, records, work, request.seed, resumed=True)
     if request.corrections.strip() and previous is not None and previous.passes:
         last = previous.passes[-1]
         work = _Pass(
@@ -74,6 +83,27 @@ def researcher(request: ResearcherInput) -> ResearchResult:
     else:
         work = _plan(task, records, request)
     return _run_pass(task, records, work, request.seed)
+
+
+def _recorded_pass(record: RoundRecord | None, pass_number: int | None) -> RoundPass | None:
+    """The records' row of this pass, when an earlier execution of it got that far."""
+    if record is None or pass_number is None or len(record.passes) < pass_number:
+        return None
+    return record.passes[pass_number - 1]
+
+
+def _resumed(row: RoundPass, request: ResearcherInput) -> _Pass:
+    """A started pass, carried on as planned: what it already measured is kept."""
+    assert row.plan is not None
+    return _Pass(
+        round=request.round, corrections=row.corrections, proposals=row.proposals,
+        proposal=row.proposal, parent_id=row.parent_id, candidate_id=row.candidate_id,
+        incumbent_before=row.incumbent_before,
+        reconsideration_due=request.reconsideration_due,
+        notes=[*row.notes, "carried on after its earlier execution was lost; measurements "
+                           "it had recorded are kept, not repeated"],
+        **row.plan.model_dump(),
+    )
 
 
 @dataclass
@@ -105,6 +135,9 @@ class _Pass:
             proposals=self.proposals, proposal=self.proposal, parent_id=self.parent_id,
             candidate_id=self.candidate_id, incumbent_before=self.incumbent_before,
             measurements=self.measurements, notes=self.notes, result=result,
+            plan=PassPlan(remeasure=self.remeasure, reconsidered=self.reconsidered,
+                          repeats=self.repeats, build=self.build, racing=self.racing,
+                          discriminating=self.discriminating, stop_check=self.stop_check),
         )
 
 
@@ -139,13 +172,19 @@ def _plan(task: ResearchTask, records: ResearchRecords, request: ResearcherInput
 
 
 def _run_pass(
-    task: ResearchTask, records: ResearchRecords, work: _Pass, seed: int
+    task: ResearchTask, records: ResearchRecords, work: _Pass, seed: int, *,
+    resumed: bool = False,
 ) -> ResearchResult:
-    records.begin_pass(work.round, work.row())  # the row exists before any restore
+    if not resumed:
+        records.begin_pass(work.round, work.row())  # the row exists before any restore
     if work.corrections:
         work.notes.append(f"addressing corrections: {work.corrections.strip()}")
     verified = _ensure_bytes(task, records, work.parent_id, work.notes)
-    if verified and (work.build or records.read_manifest(work.candidate_id) is None):
+    built = records.read_manifest(work.candidate_id)
+    # A resumed pass keeps the candidate its lost execution built: rebuilding would drop
+    # the measurements recorded since.
+    kept = resumed and built is not None and built.round == work.round
+    if verified and (built is None or (work.build and not kept)):
         _build(task, records, work)
     if verified and work.candidate_id != work.parent_id:
         verified = _ensure_bytes(task, records, work.candidate_id, work.notes)
@@ -194,22 +233,37 @@ def _measure(
     """Run ``count`` more measurements; when racing, stop after one that is clearly worse."""
     manifest = records.read_manifest(candidate_id)
     assert manifest is not None
-    start = len(manifest.measurements)
+    done = _recorded_by_pass(records, work, manifest)
+    work.measurements.extend(done)
+    start = len(manifest.measurements) - len(done)
     seeds = [derive_seed(seed, "experiment", candidate_id, start + i) for i in range(count)]
     first, rest = (seeds[:1], seeds[1:]) if work.racing else (seeds, [])
-    manifest = _record_runs(task, records, work, manifest, first)
-    if rest:
+    manifest = _record_runs(task, records, work, manifest, first[len(done):])
+    if rest and len(done) <= len(first):
         early = _early_stop(task, records, work, manifest)
         if early:
             work.notes.append(early)
             return
-        _record_runs(task, records, work, manifest, rest)
+    _record_runs(task, records, work, manifest, rest[max(0, len(done) - len(first)):])
+
+
+def _recorded_by_pass(
+    records: ResearchRecords, work: _Pass, manifest: CandidateManifest
+) -> list[Measurement]:
+    """Measurements of ``manifest`` this pass already recorded: those of its round that no
+    earlier pass of the round lists (none, unless an execution of this pass was lost)."""
+    record = records.read_round(work.round)
+    earlier = record.passes[:-1] if record else []
+    listed = sum(m.candidate_id == manifest.candidate_id for p in earlier for m in p.measurements)
+    return [m for m in manifest.measurements if m.round == work.round][listed:]
 
 
 def _record_runs(
     task: ResearchTask, records: ResearchRecords, work: _Pass, manifest: CandidateManifest,
     seeds: list[int],
 ) -> CandidateManifest:
+    if not seeds:
+        return manifest
     runs = run_repeats(task, records.source_dir(manifest.candidate_id), seeds)
     new = [Measurement(candidate_id=manifest.candidate_id, round=work.round, experiment=r)
            for r in runs]
@@ -316,9 +370,13 @@ def _measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int) -
         discriminating=False, stop_check=False,
         notes=["the task's starting candidate, measured as the baseline"],
     )
-    records.begin_pass(0, work.row())
-    store_candidate(records, task.candidate_dir, candidate_id=BASELINE_ID, parent_id="",
-                    round_number=0, params=task.start_params)
+    started = records.read_round(0)
+    if started is None or not started.passes:
+        records.begin_pass(0, work.row())
+    if records.read_manifest(BASELINE_ID) is None or \
+            not _ensure_bytes(task, records, BASELINE_ID, work.notes):
+        store_candidate(records, task.candidate_dir, candidate_id=BASELINE_ID, parent_id="",
+                        round_number=0, params=task.start_params)
     _measure(task, records, work, BASELINE_ID, task.spec.repeats, seed)
     state = records.snapshot()
     manifest = state.candidates[BASELINE_ID]
@@ -332,11 +390,11 @@ def _measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int) -
         bytes_verified=True, candidate_sha256=manifest.content_sha256, reconsidered=False,
         reconsideration_due=False,
     )
-    records.write_incumbent(IncumbentRecord(
+    records.finish_pass(0, work.row(result))
+    records.write_incumbent(IncumbentRecord(  # last: it marks the research as started
         candidate_id=BASELINE_ID, adopted_round=0, metric=manifest.metric,
         content_sha256=manifest.content_sha256,
     ))
-    records.finish_pass(0, work.row(result))
     _render(task, records)
 
 

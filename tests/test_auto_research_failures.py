@@ -1,0 +1,145 @@
+"""Auto-research when things go wrong, through the real engine: an experiment that hangs is
+killed at its budget and recorded, and a controller killed with SIGKILL mid-round is
+resumed without losing a round or repeating a recorded experiment."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from auto_research_support import Research, copy_task, new_workspace, start
+from engine_support import alive, controller_pid, eventually, kill, resume_when_free
+
+from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
+from zeroshot_kernel.ledger.events import SucceededResult
+
+HANG = '''\
+"""Hang (with a child) unless at the starting point; the pids go to $PIDS."""
+import json, os, runpy, subprocess, sys, time
+params = json.load(open("params.json"))
+if (params["x1"], params["x2"]) != (0.0, 0.0):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w") as out:
+        out.write(str(child.pid))
+    time.sleep(60)
+runpy.run_path("objective.py", run_name="__main__")
+'''
+
+SLOW = '''\
+"""Note the seed in $STARTS, take a while, then measure."""
+import os, runpy, time
+with open(os.environ["STARTS"], "a") as out:
+    out.write(os.environ["ZEROSHOT_SEED"] + "\\n")
+time.sleep(0.8)
+runpy.run_path("objective.py", run_name="__main__")
+'''
+
+
+def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path / "ws")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    task = copy_task(workspace, "branin", repeats=2, budgetSeconds=1.0,
+                     command=["{python}", "hang.py"], env={"PIDS": str(pids)})
+    (workspace / task / "candidate" / "hang.py").write_text(HANG)
+    research = start(workspace, task, 2)
+    terminal = research.wait()
+    assert isinstance(terminal, SucceededResult), terminal  # the run went on
+    view = research.view()
+    assert [r.round for r in view.rounds] == [1, 2]
+
+    hung = [r for r in view.rounds if r.experiment_status == "timed_out"]
+    assert hung and hung[0].round == 1  # round 1 explores away from the start
+    for round_view in hung:
+        assert not round_view.adopted and round_view.metric is None
+        assert "timed_out" in round_view.justification and round_view.reason
+        manifest = research.records.read_manifest(round_view.candidate_id)
+        assert manifest is not None
+        [measurement] = manifest.measurements  # no repeats after a failed run
+        assert measurement.experiment.status == "timed_out"
+        assert 1.0 <= measurement.experiment.duration_seconds < 5.0
+    started = [(int(p.name), int(p.read_text())) for p in pids.iterdir()]
+    assert len(started) == len(hung)
+    for parent, child in started:
+        assert not alive(parent) and not alive(child), "the budget kills the whole group"
+
+
+def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Short, so that resuming is quick; long enough for a busy machine to keep renewing it.
+    monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "4")
+    workspace = new_workspace(tmp_path / "ws")
+    starts = tmp_path / "starts.txt"
+    starts.touch()
+    # From a corner where branin is ~308, candidates rarely lose after one repeat, so the
+    # researcher records one repeat, then runs the others: the moment to kill it.
+    task = copy_task(workspace, "branin", params={"x1": -5.0, "x2": 0.0},
+                     command=["{python}", "slow.py"], env={"STARTS": str(starts)})
+    (workspace / task / "candidate" / "slow.py").write_text(SLOW)
+    research = start(workspace, task, 3)
+
+    def mid_experiment() -> bool:
+        active = research.run.status().status.active_executions or []
+        if not any(a.node == "researcher" for a in active):
+            return False
+        round_number = research.view().active_round
+        manifest = research.records.read_manifest(f"c{round_number:03d}")
+        measured = manifest is not None and any(
+            m.round == round_number for m in manifest.measurements)
+        return measured and bool(set(started_seeds(starts)) - recorded_seeds(research))
+
+    eventually(mid_experiment, 120, "a researcher with one repeat recorded, more running")
+    killed_round = research.view().active_round
+    pid = controller_pid(research.client, research.run.id)
+    kill(pid)
+    eventually(lambda: not alive(pid), 5, "the killed controller to go")
+    time.sleep(0.5)  # its workers notice and go too; nothing more gets recorded
+    recorded_at_kill = recorded_seeds(research)
+    in_flight = set(started_seeds(starts)) - recorded_at_kill
+    assert in_flight
+
+    resume_when_free(research.client, research.run.id)
+    terminal = research.wait()
+    assert isinstance(terminal, SucceededResult), terminal
+    view = research.view()
+    assert [r.round for r in view.rounds] == [1, 2, 3]
+
+    # The lost execution was closed as a crash and retried once, in the same round.
+    outcomes = [c.completion.outcome for c in research.completions("researcher")]
+    crashed = [i for i, o in enumerate(outcomes) if isinstance(o, ErrorOutcome)]
+    assert len(crashed) == 1 and all(isinstance(o, VerifiedOutcome)
+                                     for i, o in enumerate(outcomes) if i not in crashed)
+    assert len(outcomes) == len(view.rounds) + 1
+    # The retry carried the round's one pass on: no second pass, nothing measured twice.
+    record = research.records.read_round(killed_round)
+    assert record is not None and [p.status for p in record.passes] == ["done"]
+    assert any("carried on" in note for note in record.passes[0].notes)
+    starts_per_seed = started_seeds(starts)
+    for seed in recorded_at_kill:
+        assert starts_per_seed.count(seed) == 1, f"recorded experiment {seed} ran again"
+    for seed in set(starts_per_seed):
+        assert starts_per_seed.count(seed) == 1 or seed in in_flight
+    for manifest in research.records.candidates().values():
+        seeds = [m.experiment.seed for m in manifest.measurements]
+        assert len(seeds) == len(set(seeds)), f"{manifest.candidate_id} measured twice"
+    for number, round_record in research.records.snapshot().rounds.items():
+        for round_pass in round_record.passes:
+            per_candidate = [m.candidate_id for m in round_pass.measurements]
+            limit = 2 * load_repeats(research)
+            assert all(per_candidate.count(c) <= limit for c in per_candidate), number
+
+
+def started_seeds(starts: Path) -> list[int]:
+    return [int(line) for line in starts.read_text().split()]
+
+
+def recorded_seeds(research: Research) -> set[int]:
+    return {m.experiment.seed for manifest in research.records.candidates().values()
+            for m in manifest.measurements}
+
+
+def load_repeats(research: Research) -> int:
+    from zeroshot_kernel.research import load_task
+
+    return load_task(research.workspace / research.task).spec.repeats

@@ -1,0 +1,72 @@
+"""The work/review cycle through the real engine: corrections go back to the researcher
+within the round, 64 passes exhaust the review, and an early stop needs a justification."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from auto_research_agents import CORRECTED_ROUND, CORRECTIONS
+from auto_research_support import copy_task, new_workspace, python_node, start
+
+from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
+from zeroshot_kernel.templates.auto_research import REVIEW_PASSES
+
+
+def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path)
+    task = copy_task(workspace, "branin", repeats=2)
+    research = start(workspace, task, 3,
+                     nodes={"reviewer": python_node("reviewer_correcting_once")})
+    terminal = research.wait()
+    assert isinstance(terminal, SucceededResult), terminal
+    view = research.view()
+
+    assert [r.round for r in view.rounds] == [1, 2, 3]
+    assert [r.passes for r in view.rounds] == [1, 2, 1]
+    assert terminal.output["round"] == 3
+    # Both passes of round 2 are recorded against round 2; the second got the corrections.
+    researcher_rounds = [r["round"] for r in research.results()]
+    assert researcher_rounds == [1, 2, 2, 3]
+    record = research.records.read_round(CORRECTED_ROUND)
+    assert record is not None
+    assert [p.corrections for p in record.passes] == ["", CORRECTIONS]
+    # Corrections never re-scout: three scouts a round, whatever the passes.
+    assert len(research.starts("scout_exploration")) == 3
+    assert [v.signals["verdict"] for v in research.verdicts()] == [
+        "accepted", "corrections", "accepted", "accepted"]
+
+
+def test_sixty_four_passes_exhaust_the_review(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path)
+    task = copy_task(workspace, "branin")
+    research = start(workspace, task, 2, nodes={
+        "researcher": python_node("researcher_stub"),
+        "reviewer": python_node("reviewer_never_satisfied"),
+        **{f"scout_{s}": python_node("scout_stub")
+           for s in ("exploration", "synthesis", "challenge")},
+    })
+    terminal = research.wait()
+    assert isinstance(terminal, FailedResult) and terminal.reason == "review_exhausted"
+    view = research.view()
+    assert view.rounds == () and view.passes_in_progress == REVIEW_PASSES
+    assert len(research.starts("researcher")) == REVIEW_PASSES
+    assert len(research.verdicts()) == REVIEW_PASSES
+    assert len(research.starts("scout_exploration")) == 1
+
+
+def test_an_early_stop_comes_with_a_justification(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path)
+    # The starting point (0, 0) of branin measures about 55.6: the target is met already.
+    task = copy_task(workspace, "branin", repeats=2, target=60.0)
+    research = start(workspace, task, 10)
+    terminal = research.wait()
+    assert isinstance(terminal, SucceededResult), terminal
+    view = research.view()
+
+    assert 1 <= len(view.rounds) < 10
+    last = view.rounds[-1]
+    assert last.verdict == "stop_approved" and last.disposition == "stop"
+    assert terminal.output == {"round": last.round, "candidateId": last.candidate_id,
+                               "disposition": "stop"}
+    assert "target" in last.justification and last.reason == last.justification
+    assert all(r.verdict == "accepted" for r in view.rounds[:-1])

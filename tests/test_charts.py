@@ -1,0 +1,204 @@
+"""Static charts, tables and the headless report, on a real run and on hand-made views."""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+
+import pytest
+from matplotlib.collections import PathCollection, PolyCollection
+from workbench_support import PNG_SIGNATURE, finished_run
+from zeroshot_widgets.charts import crashed, plateau_figure, plateau_png, plateau_stretches
+from zeroshot_widgets.panels import IncumbentCard, PlateauChart, RoundsTable
+from zeroshot_widgets.report import build_report, report_html, show_report
+from zeroshot_widgets.tables import incumbent_card_html, rounds_table, rounds_table_html
+
+from zeroshot_kernel.research.views import (
+    ResearchView,
+    ResearchViewBuilder,
+    RoundView,
+    load_research_view,
+    research_view,
+)
+
+
+def make_round(number: int, metric: float | None, incumbent: float, *, adopt: bool = False,
+               status: str = "ok", reconsidered: bool = False, reason: str = "") -> RoundView:
+    return RoundView(
+        round=number, proposals=(), parent_id="c000", candidate_id=f"c{number:03d}",
+        strategy="exploration", approach="exploration:tpe", params={"x": 1.0},
+        experiment_status=status, metric=metric, incumbent_id="c000",
+        incumbent_metric=incumbent, gain=0.0, noise_floor=0.1, evidence="",
+        disposition="adopt" if adopt else "reject", justification="", verdict="accepted",
+        reason=reason, passes=1, reconsidered=reconsidered, reconsideration_due=False,
+    )
+
+
+def made_view(rounds: list[RoundView]) -> ResearchView:
+    builder = ResearchViewBuilder()
+    builder._rounds = rounds
+    return builder.view()
+
+
+# Rounds: 1 adopt, 2-4 plateau (3 crashed, 4 reconsidered), 5 adopt, 6 reject.
+HAND_MADE = made_view([
+    make_round(1, 8.0, 10.0, adopt=True),
+    make_round(2, 9.0, 8.0),
+    make_round(3, None, 8.0, status="crashed"),
+    make_round(4, 8.5, 8.0, reconsidered=True, reason="<b>not</b> better"),
+    make_round(5, 5.0, 8.0, adopt=True),
+    make_round(6, 6.0, 5.0),
+])
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == PNG_SIGNATURE
+    assert png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def marks(figure: object, label: str) -> int:
+    axes = figure.axes[0]  # type: ignore[attr-defined]
+    found = [c for c in axes.collections if c.get_label() == label]
+    if not found:
+        return 0
+    (collection,) = found
+    if isinstance(collection, PathCollection):
+        return len(collection.get_offsets())
+    assert isinstance(collection, PolyCollection)
+    return len(collection.get_paths())
+
+
+@pytest.fixture(scope="module")
+def view() -> ResearchView:
+    done = finished_run()
+    return load_research_view(done.client.ledger, done.run.id)
+
+
+def test_a_real_run_draws_a_sane_png_with_one_mark_per_round(view: ResearchView) -> None:
+    assert len(view.rounds) == 2 and view.terminal is not None
+    png = plateau_png(view)
+    assert png_size(png) == (800, 400)
+    assert 5_000 < len(png) < 500_000
+    figure = plateau_figure(view)
+    assert marks(figure, "adopted") == len(view.adoptions)
+    assert marks(figure, "rejected") == len([r for r in view.rounds if not r.adopted
+                                             and not crashed(r)])
+    (best,) = [line for line in figure.axes[0].lines if line.get_label() == "best so far"]
+    assert list(best.get_xdata()) == [0, 1, 2]
+    assert best.get_ydata()[-1] == view.best_so_far[-1]
+
+
+def test_every_kind_of_mark_is_drawn_once_per_round_it_concerns() -> None:
+    figure = plateau_figure(HAND_MADE, metric="loss", title="hand-made")
+    assert marks(figure, "adopted") == 2 == len(HAND_MADE.adoptions)
+    assert marks(figure, "rejected") == 3
+    assert marks(figure, "crashed") == 1
+    assert marks(figure, "reconsidered") == 1 == len(HAND_MADE.reconsiderations)
+    assert plateau_stretches(HAND_MADE) == [(2, 4)]
+    assert marks(figure, "plateau") == 1
+    axes = figure.axes[0]
+    assert axes.get_ylabel() == "loss" and axes.get_title(loc="left") == "hand-made"
+    assert {t.get_text() for t in axes.get_legend().get_texts()} >= {
+        "adopted", "rejected", "crashed", "reconsidered", "plateau", "best so far"}
+    assert png_size(plateau_png(HAND_MADE, size=(6, 3), dpi=50)) == (300, 150)
+
+
+def test_a_thousand_rounds_draw_with_one_artist_per_kind_of_mark() -> None:
+    rounds = [make_round(n, None if n % 50 == 0 else 100.0 - n / 20, 100.0,
+                         adopt=n % 7 == 0, status="crashed" if n % 50 == 0 else "ok",
+                         reconsidered=n % 30 == 0) for n in range(1, 1001)]
+    figure = plateau_figure(made_view(rounds))
+    axes = figure.axes[0]
+    assert len(axes.collections) == 6 and len(axes.lines) == 1  # whatever the length
+    assert marks(figure, "crashed") == 20
+    assert marks(figure, "adopted") == len([n for n in range(1, 1001) if n % 7 == 0
+                                            and n % 50 != 0])
+
+
+def test_plateau_stretches_need_two_rounds_and_include_a_trailing_one() -> None:
+    assert plateau_stretches(HAND_MADE, min_length=1) == [(2, 4), (6, 6)]
+    assert plateau_stretches(HAND_MADE, min_length=4) == []
+
+
+def test_an_empty_view_and_a_wide_metric_range_still_draw() -> None:
+    empty = research_view([])
+    figure = plateau_figure(empty)
+    assert [t.get_text() for t in figure.axes[0].texts] == ["no reviewed rounds yet"]
+    assert png_size(plateau_png(empty)) == (800, 400)
+    wide = made_view([make_round(1, 0.01, 100.0, adopt=True), make_round(2, 50.0, 0.01)])
+    assert plateau_figure(wide).axes[0].get_yscale() == "log"
+    assert plateau_figure(HAND_MADE).axes[0].get_yscale() == "linear"
+
+
+def test_rounds_table_rows_and_html(view: ResearchView) -> None:
+    rows = rounds_table(view)
+    assert [r.round for r in rows] == [1, 2]
+    for row, round_view in zip(rows, view.rounds, strict=True):
+        assert len(row.proposals) == 3
+        assert (row.parent, row.candidate, row.metric) == (
+            round_view.parent_id, round_view.candidate_id, round_view.metric)
+        assert (row.disposition, row.verdict, row.passes) == (
+            round_view.disposition, round_view.verdict, round_view.passes)
+        assert row.reason == round_view.reason and row.reason
+    html = rounds_table_html(rows, newest_first=True)
+    assert html.count("<tr class=") == 2
+    assert html.index(rows[1].candidate) < html.index(f"→ {rows[0].candidate}")
+
+
+def test_table_html_escapes_and_marks_outcomes() -> None:
+    html = rounds_table_html(rounds_table(HAND_MADE))
+    assert "&lt;b&gt;not&lt;/b&gt; better" in html and "<b>not</b>" not in html
+    outcomes = re.findall(r'<tr class="zeroshot-(\w+)"', html)
+    assert outcomes == ["adopted", "rejected", "crashed", "rejected", "adopted", "rejected"]
+    assert "crashed</td>" in html  # a crashed round shows its status for a metric
+
+
+def test_incumbent_card(view: ResearchView) -> None:
+    card = incumbent_card_html(view, metric="rosenbrock")
+    assert view.incumbent is not None
+    assert view.incumbent.candidate_id in card and "rosenbrock" in card
+    assert "run succeeded" in card
+    assert "no reviewed rounds yet" in incumbent_card_html(research_view([]))
+    assert "adopted in round 5" in incumbent_card_html(HAND_MADE)
+    assert "plateau 1 round " in incumbent_card_html(HAND_MADE)
+
+
+def test_panels_redraw_only_what_changed() -> None:
+    first = made_view(list(HAND_MADE.rounds[:3]))
+    chart, table, card = PlateauChart(), RoundsTable(max_rows=4), IncumbentCard()
+    assert chart.update(first) and table.update(first) and card.update(first)
+    assert not chart.update(first) and not table.update(first) and not card.update(first)
+    assert table.value.count("<tr class=") == 3 and "newest" not in table.value
+    assert chart.update(HAND_MADE) and table.update(HAND_MADE)
+    assert [r.round for r in table.rows] == [1, 2, 3, 4, 5, 6]
+    assert table.value.count("<tr class=") == 4 and "newest 4 of 6 rounds" in table.value
+    assert bytes(chart.value)[:8] == PNG_SIGNATURE
+
+
+def test_report_html_is_standalone_with_the_chart_embedded() -> None:
+    done = finished_run()
+    page = report_html(done.client.url, done.run.id)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    (encoded,) = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert png_size(base64.b64decode(encoded)) == (800, 400)
+    assert done.run.id in page and "zeroshot-incumbent" in page
+    report = build_report(done.client, done.run.id)
+    assert report.title.startswith(f"auto-research rosenbrock ({done.run.id}")
+    assert report.view == load_research_view(done.client.ledger, done.run.id)
+
+
+def test_show_report_displays_chart_card_and_table() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    done = finished_run()
+    with capture_output() as captured:
+        show_report(done.client, done.run.id)
+    kinds = [sorted(output.data) for output in captured.outputs]
+    assert ["image/png", "text/plain"] in kinds
+    html = "".join(o.data.get("text/html", "") for o in captured.outputs)
+    assert "zeroshot-rounds" in html and "zeroshot-incumbent" in html

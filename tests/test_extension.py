@@ -1,0 +1,210 @@
+"""The IPython extension and its magics, in a real ``InteractiveShell`` and a real kernel."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import yaml
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import CapturedIO, capture_output
+from nbclient import NotebookClient
+from typer.testing import CliRunner
+from workbench_support import TASK, finished_run, research_workspace, wait_for
+
+import zeroshot_kernel
+from zeroshot_kernel.admission.admit import verify_document
+from zeroshot_kernel.cli import app
+from zeroshot_kernel.ledger.events import FailedResult
+from zeroshot_kernel.magics import ZeroshotMagics
+from zeroshot_kernel.templates import expand_template
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def shell() -> Iterator[InteractiveShell]:
+    ip = InteractiveShell.instance()
+    zeroshot_kernel.load_ipython_extension(ip)
+    yield ip
+    zeroshot_kernel.unload_ipython_extension(ip)
+
+
+def line(ip: InteractiveShell, text: str) -> CapturedIO:
+    with capture_output() as captured:
+        ip.run_line_magic("zeroshot", text)
+    return captured
+
+
+def cell(ip: InteractiveShell, args: str, body: str) -> CapturedIO:
+    with capture_output() as captured:
+        ip.run_cell_magic("zeroshot_graph", args, body)
+    return captured
+
+
+def cli(*args: str) -> str:
+    """What ``zeroshot ARGS`` prints (stdout and stderr), run in this process."""
+    return CliRunner().invoke(app, list(args)).output
+
+
+def error_lines(text: str) -> list[str]:
+    return [x for x in text.splitlines() if x.lower().startswith("error")]
+
+
+def widgets_shown(captured: CapturedIO) -> int:
+    return sum(WIDGET in output.data for output in captured.outputs)
+
+
+def ours(ip: InteractiveShell) -> Any:
+    return ip.magics_manager.registry.get(ZeroshotMagics.__name__)
+
+
+def test_importing_the_engine_keeps_the_hooks_lazy() -> None:
+    code = textwrap.dedent("""
+        import sys, zeroshot_kernel
+        assert callable(zeroshot_kernel.load_ipython_extension)
+        assert callable(zeroshot_kernel.unload_ipython_extension)
+        print(sorted(m for m in sys.modules if m.split('.')[0] in
+                     {'IPython', 'ipywidgets', 'matplotlib', 'zeroshot_widgets'}))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_load_is_idempotent_and_unload_removes_only_what_load_added() -> None:
+    ip = InteractiveShell.instance()
+    before = {kind: dict(table) for kind, table in ip.magics_manager.magics.items()}
+    zeroshot_kernel.load_ipython_extension(ip)
+    first = ours(ip)
+    zeroshot_kernel.load_ipython_extension(ip)
+    assert ours(ip) is first
+    assert ip.magics_manager.magics["line"]["zeroshot"].__self__ is first
+    assert ip.magics_manager.magics["cell"]["zeroshot_graph"].__self__ is first
+
+    zeroshot_kernel.unload_ipython_extension(ip)
+    assert ours(ip) is None
+    assert ip.magics_manager.magics == before
+    zeroshot_kernel.unload_ipython_extension(ip)  # unloading twice is harmless
+
+    zeroshot_kernel.load_ipython_extension(ip)
+    assert ours(ip) is not None and ours(ip) is not first
+    assert "single-worker" in line(ip, "templates").stdout
+    zeroshot_kernel.unload_ipython_extension(ip)
+    assert ip.magics_manager.magics == before
+
+
+def test_listing_magics_print_what_the_cli_prints(shell: InteractiveShell) -> None:
+    done = finished_run()
+    ledger = done.client.url
+    assert line(shell, "templates").stdout == cli("template", "list")
+    assert line(shell, f"runs --ledger {ledger}").stdout == cli("list", "--ledger", ledger)
+    assert done.run.id in line(shell, f"runs --ledger {ledger}").stdout
+    status = line(shell, f"status {done.run.id} --ledger {ledger}").stdout
+    assert status == cli("status", done.run.id, "--ledger", ledger)
+    assert "phase:  finished" in status
+    assert line(shell, f"stop {done.run.id} --ledger {ledger}").stdout == (
+        f"{done.run.id} had already finished\n")
+
+
+def test_usage_errors_are_the_cli_errors(shell: InteractiveShell, tmp_path: Path) -> None:
+    ledger = str(tmp_path / "empty.db")
+    cases = [
+        ("runs --bogus", ["list", "--bogus"]),
+        ("stop", ["stop"]),
+        (f"stop run-missing --ledger {ledger}", ["stop", "run-missing", "--ledger", ledger]),
+        (f"monitor run-missing --ledger {ledger}", ["status", "run-missing", "--ledger", ledger]),
+        ("research x --iterations 0", ["template", "show", "auto-research", "--iterations", "0"]),
+    ]
+    for magic, command in cases:
+        printed = line(shell, magic)
+        assert printed.stdout == "" and printed.outputs == []
+        assert error_lines(printed.stderr) == error_lines(cli(*command)) != [], magic
+    assert "Usage: %zeroshot stop [OPTIONS]" in line(shell, "stop").stderr
+    assert "No such command 'nope'" in line(shell, "nope").stderr
+    assert "Commands:" in line(shell, "").stderr  # bare %zeroshot: help, as bare zeroshot
+    assert line(shell, "runs 'unbalanced").stderr.startswith("error: No closing quotation")
+
+
+def test_research_launches_and_shows_a_monitor_that_stop_stops(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(research_workspace(tmp_path))
+    missing = line(shell, "research no-such-task")
+    assert "error: research task" in missing.stderr and "not a directory" in missing.stderr
+    rejected = line(shell, f"research {TASK} --harness python")
+    assert "at runtime \u203a nodes \u203a researcher" in rejected.stdout
+    assert rejected.stdout.rstrip().endswith("problems found.")
+
+    launched = line(shell, f"research {TASK} --iterations 5")
+    assert launched.stdout.startswith("started run-")
+    assert widgets_shown(launched) == 1
+    (monitor,) = ours(shell).shown
+    assert monitor.progress.max == 5
+    stopped = line(shell, f"stop {monitor.run_id}").stdout
+    assert stopped.startswith(("stop requested", f"{monitor.run_id} closed"))
+    monitor.join(timeout=60)
+    assert monitor.terminal == FailedResult(status="failed", reason="force_stopped")
+
+    assert widgets_shown(line(shell, f"monitor {monitor.run_id}")) == 1
+    assert widgets_shown(line(shell, "browse")) == 1
+    assert len(ours(shell).shown) == 3
+
+
+def test_unloading_stops_the_pollers_of_the_monitors_shown(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(research_workspace(tmp_path))
+    line(shell, f"research {TASK} --iterations 5")
+    (monitor,) = ours(shell).shown
+    wait_for(lambda: monitor.polling or monitor.terminal is not None, what="polling")
+    zeroshot_kernel.unload_ipython_extension(shell)
+    assert not monitor.polling
+    monitor.stop_run()
+    zeroshot_kernel.load_ipython_extension(shell)  # the fixture unloads it again
+
+
+def test_graph_cell_shows_diagnostics_or_identity(shell: InteractiveShell) -> None:
+    graph = expand_template("single-worker").graph
+    verified = cell(shell, "", yaml.safe_dump(graph))
+    identity = verify_document(graph).identity
+    assert verified.stdout == f"graph: verified (identity {identity})\n"
+
+    broken = dict(graph, policy={"unknown": 1})
+    rejected = cell(shell, "", yaml.safe_dump(broken))
+    assert "at policy" in rejected.stdout and "found." in rejected.stdout
+    as_json = cell(shell, "--json", '{"profile": "nope"}')
+    assert '"status": "rejected"' in as_json.stdout
+    assert cell(shell, "", "profile: [").stderr.startswith("error: neither JSON nor YAML")
+    assert error_lines(cell(shell, "--bogus", "{}").stderr) == error_lines(
+        cli("validate", "x.json", "--bogus"))
+
+
+def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
+    done = finished_run()
+    graph = yaml.safe_dump(expand_template("single-worker").graph)
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
+        nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
+        nbformat.v4.new_code_cell("%zeroshot templates"),
+        nbformat.v4.new_code_cell(f"%zeroshot monitor {done.run.id} --ledger {done.client.url}"),
+        nbformat.v4.new_code_cell(f"%%zeroshot_graph\n{graph}"),
+        nbformat.v4.new_code_cell("%unload_ext zeroshot_kernel\n%zeroshot templates"),
+    ])
+    NotebookClient(notebook, timeout=120, startup_timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [c.outputs for c in notebook.cells]
+    texts = ["".join(o.get("text", "") for o in cell_outputs) for cell_outputs in outputs]
+    assert all(o.output_type != "error" for cell_outputs in outputs[:5] for o in cell_outputs)
+    assert "already loaded" in texts[1]
+    assert texts[2] == cli("template", "list")
+    (shown,) = [o for o in outputs[3] if o.output_type == "display_data"]
+    assert WIDGET in shown.data
+    assert texts[4].startswith("graph: verified (identity ")
+    assert texts[5] == "UsageError: Line magic function `%zeroshot` not found.\n"

@@ -1,0 +1,64 @@
+"""``Launcher``: diagnostics shown inline for what admission rejects; Launch shows a monitor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench_support import TASK, research_workspace
+from zeroshot_widgets import Launcher
+
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.ledger.events import FailedResult
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Client:
+    return Client(workspace=str(research_workspace(tmp_path)))
+
+
+def test_a_valid_form_is_admissible_and_creates_nothing(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, iterations=2)
+    assert TASK in launcher.task.options
+    assert launcher.validate()
+    assert "admissible: every check passed" in launcher.diagnostics.value
+    assert client.runs() == []
+
+
+def test_a_broken_graph_shows_its_diagnostics_with_readable_paths(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, graph={"profile": "nope", "root": {"kind": "x"}})
+    assert not launcher.validate()
+    shown = launcher.diagnostics.value
+    assert "invalid_graph_shape</b> at <code>profile</code>" in shown
+    assert "problems found" in shown
+    assert launcher.launch() is None and launcher.monitor is None
+    assert "invalid_graph_shape</b> at <code>profile</code>" in launcher.diagnostics.value
+    assert client.runs() == []
+
+
+def test_runtime_and_task_problems_are_shown_too(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, harness="python")
+    assert not launcher.validate()
+    assert "at <code>runtime \u203a nodes \u203a researcher</code>" in launcher.diagnostics.value
+    launcher.harness.value = "local"
+    launcher.task.value = "no-such-task"
+    assert not launcher.validate()
+    assert "task: research task" in launcher.diagnostics.value
+    assert "not a directory" in launcher.diagnostics.value
+    launcher.task.value = ""
+    launcher.validate_button.click()
+    assert "task: choose a research task folder" in launcher.diagnostics.value
+    assert launcher.launch() is None
+
+
+def test_launch_submits_and_shows_a_monitor(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, iterations=3)
+    launcher.launch_button.click()
+    monitor = launcher.monitor
+    assert monitor is not None and launcher.monitor_box.children == (monitor,)
+    (summary,) = client.runs()
+    assert summary.run_id == monitor.run_id and summary.title == f"auto-research {TASK}"
+    assert monitor.progress.max == 3
+    monitor.stop_run()
+    monitor.join(timeout=60)
+    assert monitor.terminal == FailedResult(status="failed", reason="force_stopped")

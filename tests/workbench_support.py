@@ -1,0 +1,69 @@
+"""Test support for the notebook workbench tests: real auto-research runs, kept small.
+
+Each run is a real one (embedded local agents, a detached controller, the rosenbrock
+task, about 4 s a round). ``finished_run`` is made once per test process and shared by
+every module that only reads a finished run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import PROJECT_ROOT
+
+from zeroshot_kernel.client import Client, Run
+from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+TASK = "rosenbrock"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass(frozen=True)
+class ResearchRun:
+    workspace: Path
+    client: Client
+    run: Run
+
+
+def research_workspace(root: Path) -> Path:
+    """A workspace holding a copy of the bundled rosenbrock task."""
+    shutil.copytree(PROJECT_ROOT / "research_templates" / TASK, root / TASK)
+    (root / ".zeroshot").mkdir(exist_ok=True)
+    return root
+
+
+def start_research(workspace: Path, iterations: int) -> ResearchRun:
+    client = Client(workspace=str(workspace))
+    expansion = expand_template("auto-research", TemplateOptions(task=TASK,
+                                                                  iterations=iterations))
+    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
+                        title=f"auto-research {TASK}")
+    return ResearchRun(workspace, client, run)
+
+
+@functools.cache
+def finished_run() -> ResearchRun:
+    """A two-round run, finished; one per test process (removed when the process ends)."""
+    root = Path(tempfile.mkdtemp(prefix="zeroshot-workbench-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    workspace = research_workspace(root)
+    started = start_research(workspace, iterations=2)
+    started.run.wait(timeout=180)
+    return started
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0,
+             what: str = "condition") -> None:
+    """Poll ``condition()`` until it is true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)

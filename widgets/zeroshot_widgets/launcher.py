@@ -1,0 +1,176 @@
+"""``Launcher``: choose a template, a task and a harness; validate; launch; monitor.
+
+Validate runs every admission check (nothing is created) and, for auto-research, loads
+the task folder, showing each problem inline with its readable path. Launch submits the
+same expansion and shows a :class:`RunMonitor` below the form.
+
+Example::
+
+    from zeroshot_widgets import Launcher
+
+    Launcher(task="research_templates/rosenbrock", iterations=3)
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import ipywidgets as widgets
+
+from zeroshot_kernel.client import AdmissionRejected, Client
+from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+from zeroshot_kernel.harness.plan import HarnessName
+from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
+from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
+from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS, MAX_ITERATIONS
+from zeroshot_widgets.monitor import RunMonitor
+
+RESEARCH = "auto-research"
+GraphSource = Mapping[str, Any] | str | os.PathLike[str]
+
+
+class Launcher(widgets.VBox):  # type: ignore[misc]
+    """A form that expands a built-in template and submits it.
+
+    ``graph`` replaces the template's graph (for instance one copied from
+    ``zeroshot template show auto-research --json`` and edited) while keeping the
+    template's input and runtime plan.
+    """
+
+    def __init__(
+        self,
+        client: Client | None = None,
+        *,
+        template: str = RESEARCH,
+        task: str = "",
+        iterations: int = DEFAULT_ITERATIONS,
+        harness: str = "local",
+        provider: str = "",
+        model: str = "",
+        graph: GraphSource | None = None,
+    ) -> None:
+        self.client = client or Client()
+        self.graph = graph
+        self.monitor: RunMonitor | None = None
+        style = {"description_width": "80px"}
+        self.template = widgets.Dropdown(options=template_names(), value=template,
+                                         description="template", style=style)
+        self.task = widgets.Combobox(value=task, options=_task_folders(self.client.workspace),
+                                     description="task", placeholder="research task folder",
+                                     ensure_option=False, style=style)
+        self.iterations = widgets.BoundedIntText(value=iterations, min=1, max=MAX_ITERATIONS,
+                                                 description="iterations", style=style)
+        self.harness = widgets.Dropdown(options=get_args(HarnessName), value=harness,
+                                        description="harness", style=style)
+        self.provider = widgets.Text(value=provider, description="provider", style=style,
+                                     placeholder="default")
+        self.model = widgets.Text(value=model, description="model", style=style,
+                                  placeholder="default")
+        self.validate_button = widgets.Button(description="Validate", icon="check")
+        self.launch_button = widgets.Button(description="Launch", icon="rocket",
+                                            button_style="primary")
+        self.diagnostics = widgets.HTML()
+        self.monitor_box = widgets.VBox()
+        self.validate_button.on_click(lambda _: self.validate())
+        self.launch_button.on_click(lambda _: self.launch())
+        super().__init__(children=[
+            widgets.HBox([self.template, self.task, self.iterations]),
+            widgets.HBox([self.harness, self.provider, self.model]),
+            widgets.HBox([self.validate_button, self.launch_button]),
+            self.diagnostics,
+            self.monitor_box,
+        ])
+
+    def options(self) -> TemplateOptions:
+        return TemplateOptions(
+            task=self.task.value.strip(), iterations=self.iterations.value,
+            harness=self.harness.value, provider=self.provider.value.strip() or None,
+            model=self.model.value.strip() or None,
+        )
+
+    def validate(self) -> bool:
+        """Every admission check plus the task folder; shows the problems, creates nothing."""
+        problems = self._task_problems()
+        try:
+            expansion = expand_template(self.template.value, self.options())
+            admission = self.client.validate(self.graph or expansion.graph,
+                                             input=expansion.input, runtime=expansion.runtime)
+        except ValueError as unreadable:
+            self._show([*problems, str(unreadable)], [])
+            return False
+        self._show(problems, admission.diagnostics)
+        return admission.ok and not problems
+
+    def launch(self) -> RunMonitor | None:
+        """Submit and show a monitor below the form; None (with the problems) if rejected."""
+        problems = self._task_problems()
+        if problems:
+            self._show(problems, [])
+            return None
+        expansion = expand_template(self.template.value, self.options())
+        title = f"{self.template.value} {self.task.value.strip()}".strip()
+        try:
+            run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
+                                     runtime=expansion.runtime, title=title)
+        except AdmissionRejected as rejected:
+            self._show([], rejected.diagnostics)
+            return None
+        except ValueError as unreadable:
+            self._show([str(unreadable)], [])
+            return None
+        if self.monitor is not None:
+            self.monitor.close()
+        self.diagnostics.value = f"launched <code>{html.escape(run.id)}</code>"
+        self.monitor = RunMonitor(self.client, run.id)
+        self.monitor_box.children = (self.monitor,)
+        return self.monitor
+
+    def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
+        super().close()
+
+    def _task_problems(self) -> list[str]:
+        if self.template.value != RESEARCH:
+            return []
+        task = self.task.value.strip()
+        if not task:
+            return ["task: choose a research task folder"]
+        try:
+            resolve_task(task, self.client.workspace)
+        except TaskError as problem:
+            return [f"task: {problem}"]
+        return []
+
+    def _show(self, problems: Sequence[str], diagnostics: Sequence[GraphDiagnostic]) -> None:
+        self.diagnostics.value = diagnostics_html(problems, diagnostics)
+
+
+def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnostic]) -> str:
+    """Problems and admission diagnostics (code, readable path, what to change) as HTML.
+
+    >>> diagnostics_html([], [])
+    '<div class="zeroshot-ok">admissible: every check passed; nothing was created</div>'
+    """
+    if not problems and not diagnostics:
+        return ('<div class="zeroshot-ok">admissible: every check passed; '
+                "nothing was created</div>")
+    items = [f"<li>{html.escape(p)}</li>" for p in problems]
+    items += [
+        f"<li><b>{html.escape(d.severity)}: {html.escape(d.code)}</b> at "
+        f"<code>{html.escape(d.readable_path())}</code><br>{html.escape(d.message)}</li>"
+        for d in diagnostics
+    ]
+    count = len(items)
+    return (f'<div class="zeroshot-diagnostics" style="color:#d62728">'
+            f"{count} problem{'s' if count != 1 else ''} found:<ul>{''.join(items)}</ul></div>")
+
+
+def _task_folders(workspace: Path) -> list[str]:
+    """Task folders one or two levels below the workspace, as the task field takes them."""
+    found = [*workspace.glob(f"*/{TASK_FILE}"), *workspace.glob(f"*/*/{TASK_FILE}")]
+    return sorted(p.parent.relative_to(workspace).as_posix() for p in found)

@@ -1,0 +1,165 @@
+"""The evidence table of an auto-research run and its incumbent card, as plain rows and HTML.
+
+No pandas: a row is a small frozen dataclass, and the HTML is built one row at a time so a
+live monitor renders only the rounds it has not rendered yet (:func:`row_html`).
+
+Example::
+
+    rows = rounds_table(view)
+    html = rounds_table_html(rows, newest_first=True)
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zeroshot_kernel.research.views import ResearchView, RoundView
+from zeroshot_widgets.charts import crashed
+
+COLUMNS = ("round", "proposals", "parent → candidate", "metric", "gain / noise floor",
+           "disposition", "verdict", "reason", "passes")
+_TABLE_STYLE = ("border-collapse:collapse;font-size:12px;width:100%;"
+                "font-family:var(--jp-ui-font-family,sans-serif)")
+_CELL_STYLE = "padding:3px 6px;border-bottom:1px solid #ddd;vertical-align:top;text-align:left"
+_ROW_STYLES = {"adopted": "background:rgba(44,160,44,0.12)",
+               "crashed": "background:rgba(214,39,40,0.10)", "rejected": ""}
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """One reviewed round, flattened for a table."""
+
+    round: int
+    proposals: tuple[str, ...]
+    """Each scout's proposal: ``approach (param=value, ...)``."""
+    chosen: str
+    parent: str
+    candidate: str
+    metric: float | None
+    experiment_status: str
+    gain: float
+    noise_floor: float
+    disposition: str
+    verdict: str
+    reason: str
+    passes: int
+    outcome: str
+    """``adopted``, ``rejected`` or ``crashed``: how the chart marks this round."""
+    reconsidered: bool
+
+    @classmethod
+    def of(cls, round_view: RoundView) -> RoundRow:
+        outcome = ("adopted" if round_view.adopted
+                   else "crashed" if crashed(round_view) else "rejected")
+        return cls(
+            round=round_view.round,
+            proposals=tuple(f"{p.approach} ({_params(p.params)})"
+                            for p in round_view.proposals),
+            chosen=round_view.approach,
+            parent=round_view.parent_id,
+            candidate=round_view.candidate_id,
+            metric=round_view.metric,
+            experiment_status=round_view.experiment_status,
+            gain=round_view.gain,
+            noise_floor=round_view.noise_floor,
+            disposition=round_view.disposition,
+            verdict=round_view.verdict,
+            reason=round_view.reason,
+            passes=round_view.passes,
+            outcome=outcome,
+            reconsidered=round_view.reconsidered,
+        )
+
+
+def rounds_table(view: ResearchView) -> list[RoundRow]:
+    """One row per reviewed round, oldest first.
+
+    >>> from zeroshot_kernel.research.views import research_view
+    >>> rounds_table(research_view([]))
+    []
+    """
+    return [RoundRow.of(r) for r in view.rounds]
+
+
+def row_html(row: RoundRow) -> str:
+    """One ``<tr>``; the chosen proposal is bold, crashed rounds show their status."""
+    proposals = "<br>".join(
+        f"<b>{_e(text)}</b>" if text.startswith(row.chosen + " (") else _e(text)
+        for text in row.proposals
+    ) or _e(row.chosen)
+    metric = _number(row.metric) if row.metric is not None else _e(row.experiment_status)
+    disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
+    cells = (
+        str(row.round), proposals, f"{_e(row.parent)} → {_e(row.candidate)}", metric,
+        f"{_number(row.gain)} / {_number(row.noise_floor)}", _e(disposition), _e(row.verdict),
+        _e(row.reason), str(row.passes),
+    )
+    tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
+    return f'<tr class="zeroshot-{row.outcome}" style="{_ROW_STYLES[row.outcome]}">{tds}</tr>'
+
+
+def table_html(body: Iterable[str], *, caption: str = "") -> str:
+    """Wrap rendered rows (from :func:`row_html`) in a table with the column headers."""
+    head = "".join(f'<th style="{_CELL_STYLE};border-bottom:2px solid #999">{c}</th>'
+                   for c in COLUMNS)
+    caption_html = (f'<caption style="text-align:left;caption-side:top">{_e(caption)}</caption>'
+                    if caption else "")
+    return (f'<table class="zeroshot-rounds" style="{_TABLE_STYLE}">{caption_html}'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def rounds_table_html(rows: Sequence[RoundRow], *, newest_first: bool = False) -> str:
+    """The whole evidence table as one HTML string.
+
+    >>> "<table" in rounds_table_html([])
+    True
+    """
+    ordered = reversed(rows) if newest_first else iter(rows)
+    return table_html(row_html(row) for row in ordered)
+
+
+def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
+    """The incumbent, the round that adopted it, the plateau and the run's outcome.
+
+    >>> from zeroshot_kernel.research.views import research_view
+    >>> "no reviewed rounds yet" in incumbent_card_html(research_view([]))
+    True
+    """
+    style = ("border:1px solid #ccc;border-radius:4px;padding:8px 12px;font-size:13px;"
+             "line-height:1.6;font-family:var(--jp-ui-font-family,sans-serif)")
+    incumbent = view.incumbent
+    if incumbent is None:
+        body = "<b>Incumbent</b><br>no reviewed rounds yet"
+    else:
+        origin = (f"adopted in round {incumbent.round}" if incumbent.round
+                  else "the starting candidate")
+        value = "-" if incumbent.metric is None else _number(incumbent.metric)
+        body = (
+            f"<b>Incumbent</b> {_e(incumbent.candidate_id)} · {_e(metric)} {value}"
+            f" · {origin}<br>"
+            f"rounds reviewed {len(view.rounds)} · adoptions {len(view.adoptions)}"
+            f" · rejections {len(view.rejections)}<br>"
+            f"plateau {view.plateau} round{'s' if view.plateau != 1 else ''}"
+            f" · reconsiderations {len(view.reconsiderations)}"
+        )
+    if view.terminal is not None:
+        result = view.terminal.status
+        reason = getattr(view.terminal, "reason", "")
+        body += f"<br>run {_e(result)}" + (f": {_e(reason)}" if reason else "")
+    return f'<div class="zeroshot-incumbent" style="{style}">{body}</div>'
+
+
+def _params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_number(v) if isinstance(v, float) else v}"
+                     for k, v in params.items())
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=False)
