@@ -51,6 +51,7 @@ class Observer(threading.Thread):
         while not self.done.is_set():
             self.seen.add(cursor_of(self.client, self.run_id))
             time.sleep(0.001)
+        self.client.close()
 
 
 def stop_while_active(ws: Workspace, run: Run, active: int) -> list[str]:

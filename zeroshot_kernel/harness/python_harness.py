@@ -9,6 +9,7 @@ workers are cancelled, but a sync worker thread cannot be killed, only abandoned
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -17,19 +18,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import (
     VerifiedOutcome,
     VerifierOutcome,
     WorkerOutcome,
     error,
 )
-from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
 from zeroshot_kernel.harness.python_child import END_OF_CALL
 from zeroshot_kernel.workers import WorkerContext
-
 
 _LINE_LIMIT = 64 * 1024 * 1024  # one reply line carries a whole output
 _STDERR_GRACE_S = 2.0
@@ -90,10 +90,8 @@ class WorkerProcess:
     async def kill(self) -> None:
         """Kill the whole process group (timeouts and stops)."""
         if self.process.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         await self.process.wait()
 
 
