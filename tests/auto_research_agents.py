@@ -11,7 +11,7 @@ from zeroshot_kernel.research import ResearchRecords
 from zeroshot_kernel.research.local_agents import reviewer as embedded_reviewer
 from zeroshot_kernel.workers import Verdict, WorkerContext
 
-CORRECTED_ROUND = 2
+CORRECTED_ROUND = 1
 CORRECTIONS = "Re-measure the candidate and the incumbent before deciding (test request)."
 
 
@@ -22,7 +22,7 @@ def _corrections(round_number: int, text: str) -> Verdict:
 
 
 def reviewer_correcting_once(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    """Ask for corrections on the first pass of round 2, then judge like the embedded
+    """Ask for corrections on the first pass of round 1, then judge like the embedded
     reviewer. The pass count comes from the records, so the worker needs no memory."""
     round_number = int(value["result"]["round"])
     record = ResearchRecords(context.workspace).read_round(round_number)

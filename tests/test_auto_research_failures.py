@@ -13,6 +13,7 @@ from engine_support import alive, controller_pid, eventually, kill, resume_when_
 
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.research import ResearchRecords, load_task
 
 HANG = '''\
 """Hang (with a child) unless at the starting point; the pids go to $PIDS."""
@@ -31,7 +32,7 @@ SLOW = '''\
 import os, runpy, time
 with open(os.environ["STARTS"], "a") as out:
     out.write(os.environ["ZEROSHOT_SEED"] + "\\n")
-time.sleep(0.8)
+time.sleep(0.5)
 runpy.run_path("objective.py", run_name="__main__")
 '''
 
@@ -77,7 +78,7 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     task = copy_task(workspace, "branin", params={"x1": -5.0, "x2": 0.0},
                      command=["{python}", "slow.py"], env={"STARTS": str(starts)})
     (workspace / task / "candidate" / "slow.py").write_text(SLOW)
-    research = start(workspace, task, 3)
+    research = start(workspace, task, 2)
 
     def mid_experiment() -> bool:
         active = research.run.status().status.active_executions or []
@@ -103,7 +104,7 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     terminal = research.wait()
     assert isinstance(terminal, SucceededResult), terminal
     view = research.view()
-    assert [r.round for r in view.rounds] == [1, 2, 3]
+    assert [r.round for r in view.rounds] == [1, 2]
 
     # The lost execution was closed as a crash and retried once, in the same round.
     outcomes = [c.completion.outcome for c in research.completions("researcher")]
@@ -130,6 +131,28 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
             assert all(per_candidate.count(c) <= limit for c in per_candidate), number
 
 
+def test_a_retried_pass_that_had_finished_returns_its_result(tmp_path: Path) -> None:
+    """A pass whose execution was lost after it finished (before the engine recorded its
+    completion) is not done again: the retry returns the recorded result."""
+    from zeroshot_kernel.research.agents import researcher, scout
+    from zeroshot_kernel.research.protocol import STRATEGIES, ResearcherInput, ScoutInput
+
+    task = copy_task(tmp_path, "branin", repeats=2)
+    workspace = str(tmp_path)
+    proposals = [scout(ScoutInput(task=task, workspace=workspace, round=1, strategy=s))
+                 for s in STRATEGIES]
+    call = ResearcherInput(task=task, workspace=workspace, round=1, proposals=proposals,
+                           pass_id="run/round-1/pass-1")
+    first = researcher(call)
+    measured = {c: len(m.measurements) for c, m in
+                ResearchRecords(tmp_path).candidates().items()}
+    assert researcher(call) == first
+    assert {c: len(m.measurements) for c, m in
+            ResearchRecords(tmp_path).candidates().items()} == measured
+    record = ResearchRecords(tmp_path).read_round(1)
+    assert record is not None and len(record.passes) == 1
+
+
 def started_seeds(starts: Path) -> list[int]:
     return [int(line) for line in starts.read_text().split()]
 
@@ -140,6 +163,4 @@ def recorded_seeds(research: Research) -> set[int]:
 
 
 def load_repeats(research: Research) -> int:
-    from zeroshot_kernel.research import load_task
-
     return load_task(research.workspace / research.task).spec.repeats

@@ -5,6 +5,7 @@ non-adoption says why, and the incumbent restored from the records reproduces it
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,9 @@ def assert_incumbent_reproduces(research: Research, view: ResearchView, fresh: P
     check = restore_candidate(records, manifest.candidate_id, fresh)
     assert check.ok, check.problems
     recorded = [m.experiment for m in manifest.measurements if m.experiment.metric is not None]
-    again = [reproduce(research.workspace, research.task, fresh, m.seed) for m in recorded]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        again = list(pool.map(
+            lambda m: reproduce(research.workspace, research.task, fresh, m.seed), recorded))
     assert again == pytest.approx([m.metric for m in recorded], rel=1e-9, abs=1e-12)
     mean = sum(v for v in again if v is not None) / len(again)
     floor = max(r.noise_floor for r in view.rounds)

@@ -89,7 +89,7 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
         task=graph_input["task"], workspace=_workspace(context), round=engine["round"],
         proposals=proposals, corrections=graph_input["corrections"],
         reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
-        pass_number=engine["pass"],
+        pass_id=f"{context.run_id}/round-{engine['round']}/pass-{engine['pass']}",
     ))
     return {"result": _finite(result.to_wire())}
 

@@ -81,11 +81,11 @@ class ResearcherInput(ResearchModel):
     """The reviewer's corrections for this same round; empty for a new round."""
     reconsideration_due: bool = False
     seed: Seed = 0
-    pass_number: int | None = Field(default=None, ge=1)
-    """Which pass of the round this call is (1: the first), as the engine counts them. With
-    it, a pass the records already hold is carried on or returned, never started again:
-    a retried execution repeats no recorded experiment. Without it, every call is a new
-    pass."""
+    pass_id: str | None = None
+    """Names this pass (the engine's run, round and pass), so that a retried execution finds
+    the row an earlier execution of it recorded and carries that pass on, or returns its
+    result, instead of starting it again: no recorded experiment is repeated. Without it,
+    every call is a new pass."""
 
 
 class ResearchResult(ResearchModel):

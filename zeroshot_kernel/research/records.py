@@ -102,6 +102,8 @@ class RoundPass(ContractModel):
     notes: list[str] = Field(default_factory=list)
     result: ResearchResult | None = None
     plan: PassPlan | None = None
+    pass_id: str | None = None
+    """The engine's name for this pass (see ``ResearcherInput.pass_id``)."""
 
 
 class RoundRecord(ContractModel):

@@ -61,7 +61,7 @@ def researcher(request: ResearcherInput) -> ResearchResult:
     if not records.initialised():
         _measure_baseline(task, records, request.seed)
     previous = records.read_round(request.round)
-    recorded = _recorded_pass(previous, request.pass_number)
+    recorded = _recorded_pass(previous, request.pass_id)
     if recorded is not None and recorded.result is not None:
         _render(task, records)  # the pass finished; only its execution was lost
         return recorded.result
@@ -78,18 +78,18 @@ def researcher(request: ResearcherInput) -> ResearchResult:
             reconsidered=bool(last.result and last.result.reconsidered),
             repeats=task.spec.repeats, build=False, racing=False, discriminating=True,
             stop_check=bool(last.result and last.result.disposition == "stop"),
-            reconsideration_due=request.reconsideration_due,
+            reconsideration_due=request.reconsideration_due, pass_id=request.pass_id,
         )
     else:
         work = _plan(task, records, request)
     return _run_pass(task, records, work, request.seed)
 
 
-def _recorded_pass(record: RoundRecord | None, pass_number: int | None) -> RoundPass | None:
+def _recorded_pass(record: RoundRecord | None, pass_id: str | None) -> RoundPass | None:
     """The records' row of this pass, when an earlier execution of it got that far."""
-    if record is None or pass_number is None or len(record.passes) < pass_number:
+    if record is None or pass_id is None:
         return None
-    return record.passes[pass_number - 1]
+    return next((p for p in record.passes if p.pass_id == pass_id), None)
 
 
 def _resumed(row: RoundPass, request: ResearcherInput) -> _Pass:
@@ -99,10 +99,10 @@ def _resumed(row: RoundPass, request: ResearcherInput) -> _Pass:
         round=request.round, corrections=row.corrections, proposals=row.proposals,
         proposal=row.proposal, parent_id=row.parent_id, candidate_id=row.candidate_id,
         incumbent_before=row.incumbent_before,
-        reconsideration_due=request.reconsideration_due,
+        reconsideration_due=request.reconsideration_due, pass_id=row.pass_id,
         notes=[*row.notes, "carried on after its earlier execution was lost; measurements "
                            "it had recorded are kept, not repeated"],
-        **row.plan.model_dump(),
+        **row.plan.model_dump(by_alias=False),
     )
 
 
@@ -126,6 +126,7 @@ class _Pass:
     discriminating: bool
     stop_check: bool
     reconsideration_due: bool = False
+    pass_id: str | None = None
     notes: list[str] = field(default_factory=list)
     measurements: list[Measurement] = field(default_factory=list)
 
@@ -135,6 +136,7 @@ class _Pass:
             proposals=self.proposals, proposal=self.proposal, parent_id=self.parent_id,
             candidate_id=self.candidate_id, incumbent_before=self.incumbent_before,
             measurements=self.measurements, notes=self.notes, result=result,
+            pass_id=self.pass_id,
             plan=PassPlan(remeasure=self.remeasure, reconsidered=self.reconsidered,
                           repeats=self.repeats, build=self.build, racing=self.racing,
                           discriminating=self.discriminating, stop_check=self.stop_check),
@@ -167,7 +169,8 @@ def _plan(task: ResearchTask, records: ResearchRecords, request: ResearcherInput
         reconsidered=plan.reconsidered, repeats=plan.repeats, build=not plan.remeasure,
         racing=not (plan.remeasure or plan.reconsidered),
         discriminating=False, stop_check=plan.remeasure and task.spec.target is not None,
-        reconsideration_due=request.reconsideration_due, notes=[plan.why],
+        reconsideration_due=request.reconsideration_due, pass_id=request.pass_id,
+        notes=[plan.why],
     )
 
 

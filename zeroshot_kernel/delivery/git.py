@@ -1,0 +1,74 @@
+"""Plain ``git`` subprocess calls for delivery: no library, no shell, never interactive.
+
+Each call runs in its own process group so that a cancelled delivery (the node's timeout,
+a stop) kills git and whatever it started (ssh, credential helpers) instead of leaving
+them behind; network calls also get their own deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+LOCAL_TIMEOUT_S = 60.0
+NETWORK_TIMEOUT_S = 300.0
+QUIET_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",  # fail instead of asking for a password nobody can type
+    "GIT_SSH_COMMAND": "ssh -o BatchMode=yes",
+    "LC_ALL": "C",  # stable messages to classify
+}
+
+
+class GitError(RuntimeError):
+    """A git command failed; ``stderr`` says why."""
+
+    def __init__(self, args: tuple[str, ...], code: int | None, stderr: str) -> None:
+        self.args_run = args
+        self.code = code
+        self.stderr = stderr.strip()
+        last = self.stderr.splitlines()[-1] if self.stderr else f"exit code {code}"
+        super().__init__(f"git {' '.join(args[:2])} failed: {last}")
+
+
+@dataclass(frozen=True)
+class Git:
+    """git commands run in ``cwd`` (a work tree), with ``env`` added to the environment."""
+
+    cwd: Path
+    env: Mapping[str, str] | None = None
+
+    async def __call__(self, *args: str, timeout: float = LOCAL_TIMEOUT_S,
+                       check: bool = True) -> str:
+        """stdout of ``git <args>``; raises :class:`GitError` on failure (unless not
+        ``check``, then the output of a failed call is ``""``) or on timeout."""
+        env = {**os.environ, **QUIET_ENV, **(self.env or {})}
+        process = await asyncio.create_subprocess_exec(
+            "git", *args, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError:
+            await _kill(process)
+            raise GitError(args, None, f"no answer within {timeout:g} s") from None
+        except BaseException:
+            await asyncio.shield(_kill(process))
+            raise
+        if process.returncode != 0:
+            if not check:
+                return ""
+            raise GitError(args, process.returncode, stderr.decode(errors="replace"))
+        return stdout.decode(errors="replace").strip()
+
+
+async def _kill(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()

@@ -1,0 +1,114 @@
+"""The repository a workspace lives in, its push remote, and one git worktree per run.
+
+Delivery never touches the user's checkout: each run publishes from its own worktree at
+``<workspace>/.zeroshot/worktrees/<run-id>`` on the managed branch ``zeroshot/<run-id>``,
+made from the repository's HEAD at the run's first delivery and reused after that (also by
+a resumed controller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from zeroshot_kernel.delivery.git import Git, GitError
+
+BRANCH_PREFIX = "zeroshot/"
+WORKTREES = Path(".zeroshot") / "worktrees"
+DEFAULT_REMOTE = "origin"
+FALLBACK_IDENTITY = {
+    "GIT_AUTHOR_NAME": "zeroshot delivery", "GIT_AUTHOR_EMAIL": "zeroshot@localhost",
+    "GIT_COMMITTER_NAME": "zeroshot delivery", "GIT_COMMITTER_EMAIL": "zeroshot@localhost",
+}
+"""Who commits when the repository configures nobody (a commit needs a name)."""
+
+
+class DeliveryRefused(RuntimeError):
+    """The workspace cannot take a delivery: not a repository, no commit, no usable remote."""
+
+
+@dataclass(frozen=True)
+class Remote:
+    name: str
+    url: str
+
+    @property
+    def display(self) -> str:
+        """The URL without any user or password in it, for logs and receipts."""
+        parts = urlsplit(self.url)
+        if not parts.netloc or "@" not in parts.netloc:
+            return self.url
+        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@dataclass(frozen=True)
+class Repository:
+    root: Path
+    """The top level of the work tree that holds the workspace."""
+    git: Git
+
+
+@dataclass(frozen=True)
+class RunWorktree:
+    path: Path
+    branch: str
+    git: Git
+
+
+async def open_repository(workspace: Path) -> Repository:
+    """The repository holding ``workspace``; refuses a workspace outside git or without a
+    commit to branch from."""
+    git = Git(workspace)
+    try:
+        root = Path(await git("rev-parse", "--show-toplevel"))
+    except (GitError, FileNotFoundError) as failure:
+        raise DeliveryRefused(
+            f"the workspace {workspace} is not a git repository ({failure}); --push publishes "
+            "accepted rounds with git, so run it inside a repository with a remote"
+        ) from None
+    if not await git("rev-parse", "--verify", "-q", "HEAD", check=False):
+        raise DeliveryRefused(f"the repository {root} has no commit to branch from yet")
+    identity = await git("config", "user.email", check=False)
+    return Repository(root, Git(root, None if identity else FALLBACK_IDENTITY))
+
+
+async def push_remote(repository: Repository) -> Remote:
+    """The upstream remote of the current branch when it has one, else ``origin``."""
+    git = repository.git
+    branch = await git("symbolic-ref", "-q", "--short", "HEAD", check=False)
+    name = await git("config", "--get", f"branch.{branch}.remote", check=False) if branch else ""
+    if not name or name == ".":
+        name = DEFAULT_REMOTE
+    url = await git("remote", "get-url", name, check=False)
+    if not url:
+        raise DeliveryRefused(
+            f"the repository {repository.root} has no remote {name!r} to push to; add one "
+            f"(git remote add {name} URL) or set the current branch's upstream"
+        )
+    return Remote(name, url)
+
+
+async def check_reachable(repository: Repository, remote: Remote) -> None:
+    """Refuse, saying why, when the remote cannot be read (unreachable, no access)."""
+    try:
+        await repository.git("ls-remote", "--heads", remote.name, timeout=60)
+    except GitError as failure:
+        raise DeliveryRefused(
+            f"the remote {remote.name} ({remote.display}) cannot be reached: {failure.stderr}"
+        ) from None
+
+
+async def run_worktree(repository: Repository, workspace: Path, run_id: str) -> RunWorktree:
+    """This run's worktree, made on first use from the repository's current HEAD."""
+    path = workspace / WORKTREES / run_id
+    branch = BRANCH_PREFIX + run_id
+    git = Git(path, repository.git.env)
+    if (path / ".git").exists():
+        return RunWorktree(path, branch, git)
+    await repository.git("worktree", "prune")  # a removed worktree leaves its registration
+    if await repository.git("rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False):
+        await repository.git("worktree", "add", "-q", str(path), branch)
+    else:
+        await repository.git("worktree", "add", "-q", "-b", branch, str(path), "HEAD")
+    return RunWorktree(path, branch, git)
