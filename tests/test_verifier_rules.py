@@ -4,7 +4,6 @@ plus determinism and robustness under random graph mutations."""
 from __future__ import annotations
 
 import copy
-import time
 from pathlib import Path
 from typing import Any
 
@@ -315,7 +314,9 @@ def test_only_the_full_profile_is_executable() -> None:
     assert ("invalid_graph_shape", "profile", []) in found(verify(document))
 
 
-def test_wide_routing_hits_the_assignment_ceiling_quickly() -> None:
+def test_wide_routing_hits_the_assignment_ceiling() -> None:
+    """3^9 assignments exceed the ceiling: reported, not enumerated (time is measured in
+    bench/b3, never asserted here)."""
     checks = [verifier(f"check{i}", signals={"verdict": ["a", "b", "c"]}) for i in range(9)]
     when = {"kind": "all", "guards": [
         {"kind": "in", "labels": ["a"], "value": {"name": f"check{i}", "source": "signal",
@@ -323,9 +324,7 @@ def test_wide_routing_hits_the_assignment_ceiling_quickly() -> None:
         for i in range(9)
     ]}
     document = graph(seq("root", *checks, choice("decision", [(when, succeed())], fail())))
-    started = time.perf_counter()
     diagnostics = found(verify(document))
-    assert time.perf_counter() - started < 5
     assert diagnostics == [("ceiling_exceeded", "root/root/children/9/decision/branches", [])]
 
 
