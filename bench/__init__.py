@@ -1,4 +1,4 @@
-"""Benchmarks B1-B3 of ``shared/design/benchmarks.md``: ``python -m bench [NAME ...]``.
+"""Benchmarks B1-B5 of ``shared/design/benchmarks.md``: ``python -m bench [NAME ...]``.
 
 Benchmarks measure; they never assert on time (tests check behaviour).
 """
