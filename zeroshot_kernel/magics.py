@@ -26,12 +26,9 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from zeroshot_kernel.cli import run_commands, template_commands
 from zeroshot_kernel.cli.options import LedgerOption, open_client
 from zeroshot_kernel.cli.output import (
-    EXIT_OK,
     EXIT_REJECTED,
     fail_usage,
     print_diagnostics,
-    print_json,
-    read_inline_or_file,
 )
 from zeroshot_kernel.cli.run_commands import RunArgument
 
@@ -138,41 +135,15 @@ def graph_cell(
 
     Example: %%zeroshot_graph --input '{"task": "x"}'
     """
-    from zeroshot_kernel.admission.admit import admit, verify_document
-    from zeroshot_kernel.admission.registry import FileRegistry, RegistryFileError
+    from zeroshot_kernel.cli.validate_command import report_validation
     from zeroshot_kernel.contract.parse import DocumentError, loads_document
 
     try:
         document = loads_document(_invocation(ctx).cell)
     except DocumentError as error:
         fail_usage(str(error))
-    workers = None
-    if registry is not None:
-        try:
-            workers = FileRegistry.load(registry)
-        except RegistryFileError as problem:
-            fail_usage(str(problem))
-    verification = verify_document(document, workers)
-    envelope, diagnostics = verification.envelope(), verification.diagnostics
-    if verification.compiled_ir is not None and (input is not None or runtime is not None):
-        admission = admit(
-            document,
-            initial_input=read_inline_or_file(input, "--input") if input is not None else None,
-            runtime=read_inline_or_file(runtime, "--runtime") if runtime is not None else None,
-            registry=workers,
-            require_runtime=runtime is not None,
-        )
-        if not admission.ok:
-            diagnostics = admission.diagnostics
-            envelope = {"status": "rejected", "diagnostics": [d.to_wire() for d in diagnostics]}
-    ok = envelope["status"] == "verified"
-    if as_json:
-        print_json(envelope)
-    elif ok:
-        typer.echo(f"graph: verified (identity {envelope['identity']})")
-    else:
-        print_diagnostics(diagnostics)
-    raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+    report_validation(document, "graph", input=input, runtime=runtime, registry=registry,
+                      as_json=as_json)
 
 
 @magics_class

@@ -46,7 +46,21 @@ def validate(
 
     Example: zeroshot validate graph.json --input '{"task": "x"}' --runtime @plan.json --json
     """
-    document = read_document(graph)
+    report_validation(read_document(graph), str(graph), input=input, runtime=runtime,
+                      registry=registry, as_json=as_json)
+
+
+def report_validation(
+    document: object,
+    label: str,
+    *,
+    input: str | None,
+    runtime: str | None,
+    registry: Path | None,
+    as_json: bool,
+) -> None:
+    """Run the admission checks on a parsed document, print the outcome and exit with
+    its status (shared by ``zeroshot validate`` and ``%%zeroshot_graph``)."""
     workers = None
     if registry is not None:
         try:
@@ -58,7 +72,7 @@ def validate(
     diagnostics = verification.diagnostics
     if verification.compiled_ir is not None and (input is not None or runtime is not None):
         admission = admit(
-            document,
+            document,  # type: ignore[arg-type]
             initial_input=read_inline_or_file(input, "--input") if input is not None else None,
             runtime=read_inline_or_file(runtime, "--runtime") if runtime is not None else None,
             registry=workers,
@@ -71,7 +85,7 @@ def validate(
     if as_json:
         print_json(envelope)
     elif ok:
-        typer.echo(f"{graph}: verified (identity {envelope['identity']})")
+        typer.echo(f"{label}: verified (identity {envelope['identity']})")
     else:
         print_diagnostics(diagnostics)
     raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
