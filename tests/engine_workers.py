@@ -4,8 +4,9 @@ Every worker first records its pid in ``pids/<execution>`` and, when it returns,
 one line ``{execution, node, attempt}`` to ``effects.jsonl``: the side-effect counter the
 resume tests read. ``behaviour.json`` in the workspace scripts per node what a worker does
 before its work: ``sleep`` seconds (or ``sleep_by_value`` keyed by the input's value or
-item n); ``wait_for_workers`` / ``wait_for_effects``: wait until that many workers (of any
-node) have started / returned (a number, or a mapping keyed like ``sleep_by_value``);
+item n); ``wait_for_workers`` / ``wait_for_effects`` / ``wait_for_completions``: wait until
+that many workers (of any node) have started / returned / had their completion recorded in the
+run's ledger (a number, or a mapping keyed like ``sleep_by_value``);
 ``crash_until``/``exit_until``/``hang_until``: misbehave on attempts below that number.
 """
 
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.ledger.events import NodeCompleted
 from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 
@@ -46,6 +49,10 @@ def _start(value: Any, context: WorkerContext) -> None:
     _wait_for(behaviour, "wait_for_workers", key, lambda: len(list(pids.iterdir())))
     _wait_for(behaviour, "wait_for_effects", key,
               lambda: len(effects.read_text().splitlines()) if effects.exists() else 0)
+    if behaviour.get("wait_for_completions"):
+        run = Client(context.workspace / ".zeroshot" / "ledger.db").run(context.run_id)
+        _wait_for(behaviour, "wait_for_completions", key,
+                  lambda: sum(isinstance(event, NodeCompleted) for _, event in run.events()))
 
 
 def _wait_for(behaviour: dict[str, Any], name: str, key: str, count: Callable[[], int]) -> None:

@@ -119,7 +119,8 @@ def test_par_any_first_completion_wins_and_the_loser_is_voided_and_killed(
 
 
 def test_par_quorum_takes_the_earliest_completions_in_order(ws: Workspace) -> None:
-    ws.behave(b={"wait_for_effects": 2}, c={"sleep": 60})  # b answers after a and a_ok
+    # b answers once a's and a_ok's completions are recorded.
+    ws.behave(b={"wait_for_completions": 2}, c={"sleep": 60})
     run = ws.submit(g.par_graph({"kind": "quorum", "count": 2}, ["a", "b", "c"]), {"value": 1})
     # Both winners wrote ``winner``; their writes apply in completion order, b's last.
     assert wire(finish(run)) == {"status": "succeeded", "output": {"winner": "b"}}
@@ -145,7 +146,7 @@ def test_par_quorum_unreachable_keeps_going_and_routes_on_joined(ws: Workspace) 
 
 
 def test_par_first_counts_only_completions_satisfying_when(ws: Workspace) -> None:
-    ws.behave(a={"reject": True}, b={"wait_for_effects": 1}, c={"sleep": 60})
+    ws.behave(a={"reject": True}, b={"wait_for_completions": 1}, c={"sleep": 60})
     run = ws.submit(g.par_first_graph(["a", "b", "c"], "b"), {"value": 1})
     assert wire(finish(run)) == {"status": "succeeded", "output": None}
     assert_trace(
