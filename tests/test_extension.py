@@ -147,6 +147,8 @@ def test_research_launches_and_shows_a_monitor_that_stop_stops(
     assert widgets_shown(launched) == 1
     (monitor,) = ours(shell).shown
     assert monitor.progress.max == 5
+    impatient = line(shell, "wait --timeout 0")
+    assert f"error: run {monitor.run_id} still running after 0.0 s" in impatient.stderr
     stopped = line(shell, f"stop {monitor.run_id}").stdout
     assert stopped.startswith(("stop requested", f"{monitor.run_id} closed"))
     monitor.join(timeout=60)
@@ -208,3 +210,30 @@ def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     assert WIDGET in shown.data
     assert texts[4].startswith("graph: verified (identity ")
     assert texts[5] == "UsageError: Line magic function `%zeroshot` not found.\n"
+
+
+def test_wait_and_report_mean_the_run_shown_last(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert "error: no run launched or shown yet" in line(shell, "wait").stderr
+    done = finished_run()
+    ledger = done.client.url
+    line(shell, f"monitor {done.run.id} --ledger {ledger}")
+    waited = line(shell, f"wait --ledger {ledger}")
+    assert waited.stdout.startswith(f"{done.run.id} succeeded: ")
+    (monitor,) = ours(shell).shown
+    assert not monitor.polling and monitor.progress.value == 2
+    report = line(shell, f"report --ledger {ledger}")
+    assert [o for o in report.outputs if "image/png" in o.data]
+    assert line(shell, f"report {done.run.id} --ledger {ledger}").outputs
+
+
+def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell) -> None:
+    graph = expand_template("single-worker").graph
+    shell.user_ns.pop("authored", None)
+    assert cell(shell, "--as authored", yaml.safe_dump(graph)).stdout.startswith(
+        "graph: verified")
+    assert shell.user_ns["authored"] == graph
+    refused = cell(shell, "--as 1st", yaml.safe_dump(graph))
+    assert "error: --as '1st': not a Python variable name" in refused.stderr

@@ -93,6 +93,58 @@ def research(
     _show_monitor(ctx, client, run.id)
 
 
+LatestRunArgument = Annotated[
+    str | None,
+    typer.Argument(help="Run id (default: the run these magics launched or showed last).",
+                   show_default=False),
+]
+
+
+@line_app.command("wait")
+def wait(
+    ctx: typer.Context,
+    run_id: LatestRunArgument = None,
+    timeout: Annotated[
+        float | None, typer.Option(min=0, help="Give up after this many seconds (the run goes on).")
+    ] = None,
+    ledger: LedgerOption = None,
+) -> None:
+    """Wait until a run ends, let its monitors catch up, and print its result.
+
+    Useful in a notebook run top to bottom: the cells below see the finished run.
+    Example: %zeroshot wait --timeout 600
+    """
+    from zeroshot_kernel.cli.render import describe_result
+
+    magics = _invocation(ctx).magics
+    handle = run_commands._run_handle(open_client(ledger), _chosen_run(magics, run_id))
+    try:
+        result = handle.wait(timeout)
+    except TimeoutError as problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(EXIT_REJECTED) from None
+    for widget in magics.shown:
+        if getattr(widget, "run_id", None) == handle.id:
+            widget.join(timeout=10)
+    typer.echo(f"{handle.id} {describe_result(result)}")
+
+
+@line_app.command("report")
+def report(ctx: typer.Context, run_id: LatestRunArgument = None,
+           ledger: LedgerOption = None) -> None:
+    """Show a run's report: plateau chart, incumbent and every round's evidence.
+
+    Example: %zeroshot report run-abcdefghijkl
+    """
+    from zeroshot_widgets.report import show_report
+
+    magics = _invocation(ctx).magics
+    client = open_client(ledger)
+    handle = run_commands._run_handle(client, _chosen_run(magics, run_id))
+    magics.latest_run = handle.id
+    show_report(client, handle.id)
+
+
 @line_app.command("monitor")
 def monitor(ctx: typer.Context, run_id: RunArgument, ledger: LedgerOption = None) -> None:
     """Show a live monitor of a run (any run in the ledger, finished or not)."""
@@ -130,18 +182,27 @@ def graph_cell(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON envelope instead of text.")
     ] = False,
+    variable: Annotated[
+        str | None,
+        typer.Option("--as", help="Also keep the parsed graph in this notebook variable."),
+    ] = None,
 ) -> None:
     """Every admission check on the cell's graph, as ``zeroshot validate`` does.
 
-    Example: %%zeroshot_graph --input '{"task": "x"}'
+    Example: %%zeroshot_graph --as graph --input '{"task": "x"}'
     """
     from zeroshot_kernel.cli.validate_command import report_validation
     from zeroshot_kernel.contract.parse import DocumentError, loads_document
 
+    if variable is not None and not variable.isidentifier():
+        fail_usage(f"--as {variable!r}: not a Python variable name")
+    invocation = _invocation(ctx)
     try:
-        document = loads_document(_invocation(ctx).cell)
+        document = loads_document(invocation.cell)
     except DocumentError as error:
         fail_usage(str(error))
+    if variable is not None:
+        invocation.magics.shell.user_ns[variable] = document
     report_validation(document, "graph", input=input, runtime=runtime, registry=registry,
                       as_json=as_json)
 
@@ -154,17 +215,18 @@ class ZeroshotMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.shown: list[Any] = []
+        self.latest_run: str | None = None
 
     @line_magic
     def zeroshot(self, line: str) -> None:
-        """%zeroshot COMMAND [ARGS]: templates, research, runs, status, monitor, browse,
-        stop. ``%zeroshot COMMAND --help`` describes each."""
+        """%zeroshot COMMAND [ARGS]: templates, research, runs, status, monitor, wait,
+        report, browse, stop. ``%zeroshot COMMAND --help`` describes each."""
         _invoke(line_app, LINE_PROG, line, Invocation(self))
 
     @cell_magic
     def zeroshot_graph(self, line: str, cell: str) -> None:
-        """%%zeroshot_graph [--input JSON] [--runtime JSON] [--registry FILE] [--json]:
-        validate the graph written in the cell (JSON or YAML)."""
+        """%%zeroshot_graph [--as VAR] [--input JSON] [--runtime JSON] [--registry FILE]
+        [--json]: validate the graph written in the cell (JSON or YAML)."""
         _invoke(graph_app, CELL_PROG, line, Invocation(self, cell))
 
     def close(self) -> None:
@@ -178,8 +240,18 @@ def _show_monitor(ctx: typer.Context, client: Any, run_id: str) -> None:
     from zeroshot_widgets.monitor import RunMonitor
 
     widget = RunMonitor(client, run_id)
-    _invocation(ctx).magics.shown.append(widget)
+    magics = _invocation(ctx).magics
+    magics.shown.append(widget)
+    magics.latest_run = run_id
     _display(widget)
+
+
+def _chosen_run(magics: ZeroshotMagics, run_id: str | None) -> str:
+    if run_id is not None:
+        return run_id
+    if magics.latest_run is None:
+        fail_usage("no run launched or shown yet: name one (%zeroshot runs lists them)")
+    return magics.latest_run
 
 
 def _display(widget: Any) -> None:

@@ -20,9 +20,24 @@ research_app = typer.Typer(help="Auto-research: improve a candidate in reviewed 
                            no_args_is_help=True)
 
 
+@research_app.command("tasks")
+def tasks() -> None:
+    """List the bundled research tasks (use a name wherever a task folder is asked for).
+
+    Example: zeroshot research tasks
+    """
+    from zeroshot_kernel.research.task import BUNDLED_TASKS, bundled_tasks, load_task
+
+    for name in bundled_tasks():
+        spec = load_task(BUNDLED_TASKS / name).spec
+        typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), {spec.budget_seconds:g} s budget, "
+                   f"{len(spec.search_space)} parameters")
+
+
 @research_app.command("run")
 def run(
-    task: Annotated[Path, typer.Argument(help="Research task folder (holds task.yaml).")],
+    task: Annotated[Path, typer.Argument(
+        help="Research task folder (holds task.yaml), or a bundled task's name.")],
     iterations: Annotated[
         int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
     ] = None,
@@ -38,21 +53,21 @@ def run(
 ) -> None:
     """Run auto-research on TASK, printing each reviewed round as it closes.
 
-    Example: zeroshot research run research_templates/rosenbrock --iterations 5
+    Example: zeroshot research run rosenbrock --iterations 5
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.task import TaskError, load_task
+    from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
     try:
-        loaded = load_task(task)
+        loaded = resolve_task(str(task), Path.cwd())
     except TaskError as problem:
         fail_usage(str(problem))
     client = open_client(ledger)
     if push:
         _check_push(client.workspace)
     expansion = expand_template("auto-research", TemplateOptions(
-        task=_task_reference(task, client.workspace), iterations=iterations, push=push,
+        task=_task_reference(loaded.root, client.workspace), iterations=iterations, push=push,
         harness=harness, model=model,
     ))
     try:

@@ -47,7 +47,9 @@ from zeroshot_kernel.research.task import (
     SearchParameter,
     TaskError,
     TaskSpec,
+    bundled_tasks,
     load_task,
+    resolve_task,
 )
 
 __all__ = [
@@ -74,10 +76,12 @@ __all__ = [
     "TaskError",
     "TaskSpec",
     "content_sha256",
+    "bundled_tasks",
     "load_task",
     "parse_metric",
     "reconsideration_due",
     "repair_candidate",
+    "resolve_task",
     "restore_candidate",
     "run_experiment",
     "run_repeats",

@@ -204,10 +204,32 @@ def _read_spec(task_file: Path, stamp: tuple[int, int, int]) -> TaskSpec:
         raise TaskError(f"research task {root}: {TASK_FILE} is invalid:\n{_describe(exc)}") from exc
 
 
+_PACKAGE = Path(__file__).resolve().parent.parent
+BUNDLED_TASKS = next(
+    (d for d in (_PACKAGE / "research_templates", _PACKAGE.parent / "research_templates")
+     if d.is_dir()),
+    _PACKAGE / "research_templates",
+)
+"""The bundled research tasks: inside the installed package, or the source tree's
+``research_templates/``."""
+
+
+def bundled_tasks() -> list[str]:
+    """Names of the bundled research tasks, e.g. ``["branin", "rosenbrock", "svc-digits"]``."""
+    if not BUNDLED_TASKS.is_dir():
+        return []
+    return sorted(d.name for d in BUNDLED_TASKS.iterdir() if (d / TASK_FILE).is_file())
+
+
 def resolve_task(task: str, workspace: str | Path) -> ResearchTask:
-    """Load ``task`` as given in an agent input: relative paths are inside the workspace."""
+    """Load ``task`` as given in an agent input: relative paths are inside the workspace; a
+    bare name that is no folder there is a bundled task (``rosenbrock``)."""
     path = Path(task)
-    return load_task(path if path.is_absolute() else Path(workspace) / path)
+    if not path.is_absolute():
+        inside = Path(workspace) / path
+        bundled = BUNDLED_TASKS / task
+        path = bundled if not inside.exists() and task in bundled_tasks() else inside
+    return load_task(path)
 
 
 def params_key(params: Params) -> str:

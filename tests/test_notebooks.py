@@ -1,0 +1,192 @@
+"""Every shipped notebook, executed top to bottom in a real kernel with small parameters.
+
+Each runs in a copy of the repository's layout (``<ws>/.zeroshot``, ``<ws>/notebooks``), so
+the notebooks find their workspace exactly as they do in a checkout or on Binder; bundled
+tasks are found by name. Parameters are injected by papermill (an ``injected-parameters``
+cell after the ``parameters`` cell), then nbclient executes and keeps the widget state.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import papermill
+from conftest import PROJECT_ROOT
+from nbclient import NotebookClient
+from workbench_support import PNG_SIGNATURE, finished_run
+
+from zeroshot_kernel.admission.admit import verify_document
+from zeroshot_kernel.batch import read_results
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.contract.parse import loads_document
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.research.views import load_research_view
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+NOTEBOOKS = PROJECT_ROOT / "notebooks"
+RESEARCH_NOTEBOOK = PROJECT_ROOT / "research_templates" / "research.ipynb"
+
+
+def execute(source: Path, root: Path, **parameters: Any) -> nbformat.NotebookNode:
+    """Execute a copy of ``source`` from ``<root>/notebooks`` (``root`` being the workspace)
+    and save it there."""
+    (root / ".zeroshot").mkdir(parents=True, exist_ok=True)
+    folder = root / "notebooks"
+    folder.mkdir(exist_ok=True)
+    target = folder / source.name
+    papermill.execute_notebook(str(source), str(target), parameters=parameters,
+                               prepare_only=True, progress_bar=False)
+    notebook = nbformat.read(target, as_version=4)
+    NotebookClient(notebook, timeout=300, startup_timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    nbformat.write(notebook, target)
+    return notebook
+
+
+def outputs(notebook: nbformat.NotebookNode) -> list[dict[str, Any]]:
+    return [output for cell in notebook.cells if cell.cell_type == "code"
+            for output in cell.outputs]
+
+
+def text(notebook: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in outputs(notebook))
+
+
+def pngs(notebook: nbformat.NotebookNode) -> list[bytes]:
+    return [base64.b64decode(output["data"]["image/png"]) for output in outputs(notebook)
+            if "image/png" in output.get("data", {})]
+
+
+def widget_models(notebook: nbformat.NotebookNode, name: str) -> list[dict[str, Any]]:
+    """The saved state of every widget model of that kind (``IntProgressModel``...)."""
+    state = notebook.metadata["widgets"][WIDGET_STATE]["state"]
+    return [model for model in state.values() if model["model_name"] == name]
+
+
+def html(notebook: nbformat.NotebookNode) -> str:
+    return "".join(o.get("data", {}).get("text/html", "") for o in outputs(notebook))
+
+
+def report_rows(notebook: nbformat.NotebookNode) -> int:
+    """Rows of the report's rounds table (one per round)."""
+    return html(notebook).count('<tr class="zeroshot-')
+
+
+def has_parameters_cells(notebook: nbformat.NotebookNode) -> bool:
+    tags = [cell.metadata.get("tags", []) for cell in notebook.cells]
+    return ["parameters"] in tags and ["injected-parameters"] in tags
+
+
+def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
+    tmp_path: Path,
+) -> None:
+    notebook = execute(NOTEBOOKS / "quickstart.ipynb", tmp_path, iterations=2)
+    (run,) = Client(workspace=str(tmp_path)).runs()
+    assert isinstance(run.terminal, SucceededResult)
+    assert f"started {run.run_id}" in text(notebook)
+    assert f"{run.run_id} succeeded" in text(notebook)
+
+    (progress,) = [m for m in widget_models(notebook, "IntProgressModel")
+                   if m["state"]["description"] == "rounds"]
+    assert (progress["state"]["value"], progress["state"]["max"]) == (2, 2)
+    phases = [m["state"]["value"] for m in widget_models(notebook, "HTMLModel")]
+    assert any(">succeeded</span>" in value for value in phases)
+    (chart,) = widget_models(notebook, "ImageModel")
+    assert chart["state"]["format"] == "png" and chart.get("buffers"), "no chart image"
+
+    (report_chart,) = pngs(notebook)
+    assert report_chart.startswith(PNG_SIGNATURE)
+    view = load_research_view(Client(workspace=str(tmp_path)).ledger, run.run_id)
+    assert len(view.rounds) == 2
+    assert report_rows(notebook) == 2
+
+
+def test_custom_graph_validates_shows_a_mistake_and_runs_with_notebook_workers(
+    tmp_path: Path,
+) -> None:
+    notebook = execute(NOTEBOOKS / "custom-graph.ipynb", tmp_path, topic="ledgers")
+    printed = text(notebook)
+    example = loads_document((PROJECT_ROOT / "examples" / "headline.yaml").read_text())
+    identity = verify_document(example).identity
+    assert f"graph: verified (identity {identity})" in printed  # the same graph as the example
+    assert "reachability at root" in printed
+    assert "admitted" in printed
+
+    (run,) = Client(workspace=str(tmp_path)).runs()
+    assert run.terminal == SucceededResult(
+        status="succeeded",
+        output={"headline": "What ledgers remember when everything else forgets"},
+    )
+    assert f"{run.cursor} terminal" in printed
+    assert any(run.run_id in m["state"]["value"] for m in widget_models(notebook, "HTMLModel"))
+
+
+def test_report_renders_a_finished_run_from_the_ledger_alone(tmp_path: Path) -> None:
+    done = finished_run()
+    notebook = execute(NOTEBOOKS / "report.ipynb", tmp_path, ledger=done.client.url,
+                       run_id=done.run.id)
+    assert has_parameters_cells(notebook)
+    (chart,) = pngs(notebook)
+    assert chart.startswith(PNG_SIGNATURE)
+    assert report_rows(notebook) == len(load_research_view(done.client.ledger, done.run.id).rounds)
+
+
+def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path) -> None:
+    workspace = tmp_path / "item"
+    ledger = tmp_path / "shared.db"
+    notebook = execute(RESEARCH_NOTEBOOK, tmp_path, task="branin", iterations=2,
+                       workspace=str(workspace), ledger=str(ledger))
+    results = read_results(tmp_path / "notebooks" / RESEARCH_NOTEBOOK.name)
+    view = load_research_view(Client(ledger).ledger, results["run_id"])
+    assert results == {
+        "task": "branin", "run_id": results["run_id"], "status": "succeeded", "rounds": 2,
+        "metric": "branin", "best": view.incumbent.metric if view.incumbent else None,
+        "incumbent": view.incumbent.candidate_id if view.incumbent else None,
+        "plateau": view.plateau,
+    }
+    assert (workspace / ".zeroshot" / "research" / "incumbent.json").is_file()
+    assert has_parameters_cells(notebook) and pngs(notebook)
+
+
+def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Path) -> None:
+    notebook = execute(NOTEBOOKS / "batch.ipynb", tmp_path, tasks=["rosenbrock", "branin"],
+                       iterations=1, workers=2, output_dir="out")
+    out = tmp_path / "notebooks" / "out"
+    runs = Client(out / "ledger.db").runs()
+    assert sorted(run.title for run in runs) == ["auto-research: branin",
+                                                 "auto-research: rosenbrock"]
+    for task in ("rosenbrock", "branin"):
+        executed = nbformat.read(out / f"{task}.ipynb", as_version=4)
+        assert has_parameters_cells(executed)
+        recorded = read_results(out / f"{task}.ipynb")
+        assert recorded["task"] == task and recorded["status"] == "succeeded"
+        assert recorded["run_id"] in {run.run_id for run in runs}
+    assert all(run.run_id in html(notebook) for run in runs)
+    assert len(pngs(notebook)) == 1
+
+
+def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\n"
+                                  "record(metric=1.5, rounds=2)"),
+        nbformat.v4.new_code_cell("record(metric=0.5, note='better')"),
+    ])
+    NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
+    path = tmp_path / "recorded.ipynb"
+    nbformat.write(notebook, path)
+    assert read_results(path) == {"metric": 0.5, "rounds": 2, "note": "better"}
+    assert "recorded: metric=0.5, note='better'" in str(notebook.cells[1].outputs)
+
+
+def test_every_shipped_notebook_has_a_parameters_cell_and_no_outputs() -> None:
+    shipped = [*sorted(NOTEBOOKS.glob("*.ipynb")), RESEARCH_NOTEBOOK]
+    assert {path.name for path in shipped} >= {"quickstart.ipynb", "custom-graph.ipynb",
+                                               "report.ipynb", "batch.ipynb", "research.ipynb"}
+    for path in shipped:
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        assert [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])], path
+        assert not any(c.get("outputs") for c in notebook.cells), f"{path} has outputs"

@@ -1,0 +1,48 @@
+"""``zeroshot research tasks | run | show`` as a user types them, in a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.research import bundled_tasks
+
+
+def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+
+
+def test_tasks_lists_the_bundled_tasks_with_their_metrics(tmp_path: Path) -> None:
+    listed = zeroshot(tmp_path, "research", "tasks")
+    assert listed.returncode == 0, listed.stderr
+    assert bundled_tasks() == ["branin", "rosenbrock", "svc-digits"]
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert names == bundled_tasks()
+    assert "val_error (minimize)" in listed.stdout
+
+
+def test_a_bundled_task_runs_by_name_from_any_workspace(tmp_path: Path) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    ran = zeroshot(tmp_path, "research", "run", "branin", "--iterations", "1")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (run,) = Client(workspace=str(tmp_path)).runs()
+    assert ran.stdout.startswith(f"started {run.run_id}: branin, 1 rounds (metric branin")
+    (round_line,) = [x for x in ran.stdout.splitlines() if x.startswith("round")]
+    shown = zeroshot(tmp_path, "research", "show", run.run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert round_line in shown.stdout.splitlines()
+    assert (tmp_path / ".zeroshot" / "research" / "incumbent.json").is_file()
+
+
+def test_a_folder_in_the_workspace_wins_over_a_bundled_name(tmp_path: Path) -> None:
+    (tmp_path / "branin").mkdir()  # not a task: the name no longer means the bundled one
+    refused = zeroshot(tmp_path, "research", "run", "branin")
+    assert refused.returncode == 2
+    assert "task.yaml is missing" in refused.stderr
+    missing = zeroshot(tmp_path, "research", "run", "no-such-task")
+    assert missing.returncode == 2 and "not a directory" in missing.stderr
