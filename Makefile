@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lab lint bench clean
+.PHONY: demo test lab lint bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,16 @@ demo: $(VENV)/.installed-lab
 lab: $(VENV)/.installed-lab
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
-test: $(VENV)/.installed-test
+# The browser test drives Debian's chromium through playwright (never a downloaded browser).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "make test: chromium is missing (sudo apt-get install chromium); the browser test will say so"; \
+	  fi; }
+
+test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test

@@ -19,6 +19,7 @@ def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
         f"""
         import sys
         import zeroshot_kernel, zeroshot_kernel.cli, zeroshot_kernel.contract.parse
+        import zeroshot_kernel.batch, zeroshot_kernel.research
         bad = sorted(m for m in sys.modules if m.split('.')[0] in {UI_PREFIXES!r})
         print(','.join(bad))
         """
