@@ -63,3 +63,15 @@ def test_missing_conformance_skips_loudly_and_fails_under_strict(tmp_path: Path)
     strict = _pytest_in(tmp_path, {**env, "ZEROSHOT_STRICT": "1"})
     assert strict.returncode == 1
     assert "ZEROSHOT_STRICT=1" in strict.stdout
+
+
+def test_the_console_script_is_installed_and_validates_the_example() -> None:
+    script = Path(sys.executable).with_name("zeroshot")
+    assert script.is_file(), f"no console script beside {sys.executable}"
+    example = PROJECT_ROOT / "examples" / "headline.yaml"
+    done = subprocess.run([str(script), "validate", str(example)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{example}: verified (identity ")
+    assert "Usage: zeroshot" in subprocess.run([str(script), "--help"], capture_output=True,
+                                               text=True, timeout=60).stdout
