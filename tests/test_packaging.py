@@ -75,3 +75,25 @@ def test_the_console_script_is_installed_and_validates_the_example() -> None:
     assert done.stdout.startswith(f"{example}: verified (identity ")
     assert "Usage: zeroshot" in subprocess.run([str(script), "--help"], capture_output=True,
                                                text=True, timeout=60).stdout
+
+
+def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> None:
+    """Built as pip builds it (isolated, hatchling from the registry), then imported from
+    the unpacked wheel instead of the source tree."""
+    import zipfile
+
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path),
+         str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    unpacked = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(unpacked)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]);"
+            "from zeroshot_kernel.research.task import BUNDLED_TASKS, bundled_tasks;"
+            "print(BUNDLED_TASKS); print(bundled_tasks());"
+            "print((BUNDLED_TASKS / 'research.ipynb').is_file())")
+    shown = subprocess.run([sys.executable, "-c", code, str(unpacked)], capture_output=True,
+                           text=True, timeout=60, cwd=tmp_path, check=True).stdout.splitlines()
+    assert shown == [str(unpacked / "zeroshot_kernel" / "research_templates"),
+                     "['branin', 'rosenbrock', 'svc-digits']", "True"]
