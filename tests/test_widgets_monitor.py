@@ -130,3 +130,30 @@ def test_the_browser_lists_runs_and_opens_a_monitor_on_selection() -> None:
     browser.refresh()
     assert browser.runs.value == done.run.id
     assert browser.open_run(done.run.id) is browser.monitor
+
+
+def test_a_monitor_on_a_plain_graph_shows_its_phase_and_log_but_no_rounds(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    (tmp_path / "examples").mkdir()
+    for name in ("headline.yaml", "headline_workers.py", "headline-runtime.json"):
+        (tmp_path / "examples" / name).write_bytes(
+            (Path(__file__).parent.parent / "examples" / name).read_bytes())
+    client = Client(workspace=str(tmp_path))
+    run = client.submit(tmp_path / "examples" / "headline.yaml", input={"topic": "logs"},
+                        title="headline",
+                        runtime=json.loads((tmp_path / "examples" / "headline-runtime.json")
+                                           .read_text()))
+    run.wait(timeout=60)
+    monitor = RunMonitor(client, run.id, autostart=False)
+    assert not monitor.is_research and monitor.terminal is not None
+    assert ">succeeded</span>" in monitor.phase_html.value
+    hidden = [monitor.progress, monitor.progress_label, monitor.table, monitor.children[3]]
+    assert all(part.layout.display == "none" for part in hidden)
+    assert "topic" not in monitor.header.value and "headline" in monitor.header.value
+
+    done = finished_run()
+    research = RunMonitor(done.client, done.run.id, autostart=False)
+    assert research.is_research
+    assert all(part.layout.display != "none" for part in (research.progress, research.table))

@@ -85,15 +85,21 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.stop_button.on_click(lambda _: self.stop_run())
         self.resume_button.on_click(lambda _: self.resume_run())
         log = widgets.Accordion(children=[self.log_tail], titles=("log",))
+        research = widgets.HBox([self.chart, self.card],
+                                layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__(children=[
             self.header,
             widgets.HBox([self.phase_html, self.progress, self.progress_label,
                           self.stop_button, self.resume_button]),
             self.message,
-            widgets.HBox([self.chart, self.card], layout=widgets.Layout(flex_flow="row wrap")),
+            research,
             self.table,
             log,
         ])
+        if not self.is_research:  # rounds, charts and evidence mean nothing for other graphs
+            for part in (self.progress, self.progress_label, research, self.table):
+                part.layout.display = "none"
+            log.selected_index = 0
         self.refresh()
         if autostart:
             self.start()
@@ -103,6 +109,11 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     @property
     def view(self) -> ResearchView:
         return self._feed.view
+
+    @property
+    def is_research(self) -> bool:
+        """An auto-research run (it has reviewed rounds to show)."""
+        return self.info.round_limit is not None
 
     @property
     def phase(self) -> str:
