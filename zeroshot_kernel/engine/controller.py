@@ -24,14 +24,14 @@ from pydantic import TypeAdapter
 from zeroshot_kernel.contract.graph import CompiledGraphIr, StepNode, VerifierNode
 from zeroshot_kernel.contract.outcome import ErrorOutcome, WorkerOutcome, error
 from zeroshot_kernel.engine.decisions import Decisions, Dispatch
-from zeroshot_kernel.engine.history import Active, HistoryEntry, Settled, Voided
+from zeroshot_kernel.engine.history import HistoryBook
 from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 from zeroshot_kernel.harness.plan import NodeBinding, RuntimePlan
 from zeroshot_kernel.harness.registry import harness_for
-from zeroshot_kernel.ledger import EventRejected, Ledger, parse_cursor
+from zeroshot_kernel.ledger import EventRejected, Ledger
 from zeroshot_kernel.ledger import state as ledger_state
 from zeroshot_kernel.ledger.events import (
     Completion,
@@ -121,6 +121,9 @@ class Controller:
         self._heartbeat_s = heartbeat_s
         self._running: dict[str, _Running] = {}
         self._lease_lost = asyncio.Event()
+        self._book = HistoryBook()
+        """Rebuilds only the executions a cycle changed, so a cycle's cost follows what
+        happened since the last one, not the whole history."""
 
     async def run(self) -> TerminalResult | None:
         """Drive the run to its terminal; returns it (None if the lease was lost)."""
@@ -171,7 +174,8 @@ class Controller:
             snapshot = self.ledger.snapshot(self.run_id)
             if snapshot.force_stop_requested:
                 return await self._close(FailedResult(status="failed", reason="force_stopped"))
-            decisions = reduce(self._ir, self._input, _history(snapshot), run_id=self.run_id)
+            history = self._book.entries(snapshot)
+            decisions = reduce(self._ir, self._input, history, run_id=self.run_id)
             if decisions.voids:
                 await self._void(decisions)
             elif decisions.terminal is not None and not self._running:
@@ -377,31 +381,6 @@ class Controller:
             if not renewed:
                 self._lease_lost.set()
                 return
-
-
-def _history(snapshot: ledger_state.RunSnapshot) -> list[HistoryEntry]:
-    entries = []
-    for execution in snapshot.executions.values():
-        recorded = execution.state
-        state: Active | Settled | Voided
-        if isinstance(recorded, ledger_state.Completed):
-            state = Settled(parse_cursor(recorded.at), recorded.outcome)
-        elif isinstance(recorded, ledger_state.Voided):
-            state = Voided(parse_cursor(recorded.at), recorded.reason)
-        else:
-            state = Active()
-        entries.append(
-            HistoryEntry(
-                dispatch_position=parse_cursor(execution.started_at),
-                node_instance=execution.reference.node_instance,
-                execution=execution.reference.execution,
-                occurrence=execution.occurrence,
-                attempt=execution.attempt,
-                input=execution.input,
-                state=state,
-            )
-        )
-    return entries
 
 
 def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]]:
