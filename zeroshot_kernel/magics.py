@@ -201,7 +201,7 @@ def graph_cell(
         document = loads_document(invocation.cell)
     except DocumentError as error:
         fail_usage(str(error))
-    if variable is not None:
+    if variable is not None and invocation.magics.shell is not None:
         invocation.magics.shell.user_ns[variable] = document
     report_validation(document, "graph", input=input, runtime=runtime, registry=registry,
                       as_json=as_json)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from zeroshot_kernel.cli import (
+    batch_commands,
     graph_commands,
+    provider_commands,
     research_commands,
     run_commands,
     template_commands,
@@ -16,9 +18,10 @@ app = typer.Typer(
     name="zeroshot",
     help=(
         "Admit and run typed agent graphs, do auto-research, and read every run from a "
-        "durable ledger.\n\nExamples:\n\n"
-        "  zeroshot validate examples/review-loop.json\n\n"
-        "  zeroshot graph identity examples/review-loop.json\n\n"
+        "durable ledger.\n\n\b\nExamples:\n"
+        "  zeroshot validate examples/headline.yaml\n"
+        "  zeroshot research run rosenbrock --iterations 5\n"
+        "  zeroshot batch research_templates/research.ipynb -p task branin\n"
         "  zeroshot schema graph > graph.schema.json"
     ),
     no_args_is_help=True,
@@ -28,8 +31,10 @@ app = typer.Typer(
 )
 validate_command.register(app)
 run_commands.register(app)
+provider_commands.register(app)
 app.add_typer(research_commands.research_app, name="research")
 app.add_typer(template_commands.template_app, name="template")
+app.add_typer(batch_commands.batch_app, name="batch")
 app.add_typer(graph_commands.graph_app, name="graph")
 app.add_typer(graph_commands.schema_app, name="schema")
 

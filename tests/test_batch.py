@@ -1,0 +1,256 @@
+"""Batches of parameterised notebooks: real kernels (papermill), a real local pool and a real
+dask LocalCluster, every item in a real SQLite ledger; the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from workbench_support import wait_for
+
+from zeroshot_kernel.batch import (
+    BatchStore,
+    ParameterError,
+    batch_status,
+    parameter_sets,
+    read_results,
+    resume_batch,
+    run_batch,
+)
+
+NOTEBOOK_SOURCE = '''
+import os, pathlib, time
+from zeroshot_kernel.batch import record
+pathlib.Path(marks, f"{x}.pid").write_text(str(os.getpid()))
+if hang and not pathlib.Path(marks, f"{x}.hung").exists():
+    pathlib.Path(marks, f"{x}.hung").write_text("once")
+    time.sleep(hang)
+assert x >= 0, "negative x"
+record(metric=(1 - x) ** 2, x=x)
+'''
+
+
+def write_notebook(folder: Path) -> Path:
+    """A notebook that records ``metric`` for ``x``; with ``hang`` it sleeps on its first
+    execution only (so that a resumed item finishes); ``x < 0`` fails a cell."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('x = 0\nhang = 0\nmarks = "."'),
+        nbformat.v4.new_code_cell(NOTEBOOK_SOURCE.strip()),
+    ])
+    notebook.cells[0].metadata["tags"] = ["parameters"]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = folder / "metric.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".zeroshot").mkdir()
+    (tmp_path / "marks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def sets(*xs: int, **extra: object) -> list[dict[str, object]]:
+    return [{"x": x, "marks": "marks", **extra} for x in xs]
+
+
+def assert_carries_parameters_and_metric(output: str, x: int) -> None:
+    executed = nbformat.read(output, as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and f"x = {x}" in injected[0].source
+    assert read_results(output) == {"metric": (1 - x) ** 2, "x": x}
+
+
+# --- parameter sources ---------------------------------------------------------------------
+
+
+def test_pairs_grids_and_csv_rows_give_one_set_per_notebook(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("task: [rosenbrock, branin]\nseed: [1, 2]\niterations: 3\n")
+    assert parameter_sets(grid=grid, pairs=[("iterations", "5")]) == [
+        {"task": "rosenbrock", "seed": 1, "iterations": 5},
+        {"task": "rosenbrock", "seed": 2, "iterations": 5},
+        {"task": "branin", "seed": 1, "iterations": 5},
+        {"task": "branin", "seed": 2, "iterations": 5},
+    ]
+    rows = tmp_path / "rows.csv"
+    rows.write_text("task,iterations,push\nbranin,2,true\nsvc-digits,10,no\n")
+    assert parameter_sets(rows=rows) == [
+        {"task": "branin", "iterations": 2, "push": True},
+        {"task": "svc-digits", "iterations": 10, "push": False},
+    ]
+    assert parameter_sets(pairs=[("rate", "0.5"), ("name", "a b")]) == [
+        {"rate": 0.5, "name": "a b"}]
+
+
+def test_bad_parameter_sources_say_what_is_wrong(tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("task: []\n")
+    (tmp_path / "list.yaml").write_text("[1, 2]\n")
+    (tmp_path / "ragged.csv").write_text("a,b\n1,2,3\n")
+    cases = {
+        "empty list": lambda: parameter_sets(grid=tmp_path / "empty.yaml"),
+        "mapping": lambda: parameter_sets(grid=tmp_path / "list.yaml"),
+        "more or fewer cells": lambda: parameter_sets(rows=tmp_path / "ragged.csv"),
+        "not both": lambda: parameter_sets(grid=tmp_path / "list.yaml",
+                                           rows=tmp_path / "ragged.csv"),
+        "No such file": lambda: parameter_sets(grid=tmp_path / "missing.yaml"),
+        "not a Python variable name": lambda: parameter_sets(pairs=[("2x", "1")]),
+    }
+    for words, call in cases.items():
+        with pytest.raises(ParameterError, match=words):
+            call()
+
+
+# --- execution -----------------------------------------------------------------------------
+
+
+def test_eight_notebooks_on_the_local_pool_each_recorded_in_the_ledger(workspace: Path) -> None:
+    notebook = write_notebook(workspace)
+    status = run_batch(notebook, sets(*range(8)), output_dir="out", workers=2, progress=False)
+    assert [item.status for item in status.items] == ["succeeded"] * 8
+    for item in status.items:
+        assert item.output is not None and item.duration_s is not None and item.attempts == 1
+        assert_carries_parameters_and_metric(item.output, item.index)
+        assert item.results == read_results(item.output)
+    assert batch_status(status.batch_id) == status  # read back from the ledger alone
+
+
+def test_eight_notebooks_on_a_dask_cluster(workspace: Path) -> None:
+    from distributed import LocalCluster
+
+    notebook = write_notebook(workspace)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        status = run_batch(notebook, sets(*range(8)), output_dir="out",
+                           dask=cluster.scheduler_address, progress=False)
+    assert [item.status for item in status.items] == ["succeeded"] * 8
+    for item in status.items:
+        assert item.output is not None
+        assert_carries_parameters_and_metric(item.output, item.index)
+
+
+def test_a_killed_kernel_fails_only_its_item_and_resume_reruns_only_that(
+    workspace: Path,
+) -> None:
+    notebook = write_notebook(workspace)
+    pid_file = workspace / "marks" / "1.pid"
+
+    def kill_the_hanging_kernel() -> None:
+        wait_for(lambda: (workspace / "marks" / "1.hung").exists(), 60, "item 1 to hang")
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_hanging_kernel)
+    killer.start()
+    parameters = [{**item, "hang": 60 if item["x"] == 1 else 0} for item in sets(0, 1, 2, 3)]
+    status = run_batch(notebook, parameters, output_dir="out", workers=2, progress=False)
+    killer.join()
+    assert [item.status for item in status.items] == ["succeeded", "failed", "succeeded",
+                                                      "succeeded"]
+    assert status.items[1].error == "the kernel died while a cell ran (killed, or out of memory)"
+
+    resumed = resume_batch(status.batch_id, progress=False)
+    assert [item.status for item in resumed.items] == ["succeeded"] * 4
+    assert [item.attempts for item in resumed.items] == [1, 2, 1, 1]
+    assert resumed.items[1].output is not None
+    assert_carries_parameters_and_metric(resumed.items[1].output, 1)
+
+
+def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace: Path) -> None:
+    notebook = write_notebook(workspace)
+    status = run_batch(notebook, [*sets(2, hang=120), *sets(-1)], output_dir="out",
+                       timeout_s=3, progress=False)
+    hung, negative = status.items
+    assert hung.status == negative.status == "failed"
+    assert hung.error == "a cell ran past the 3 s timeout; the kernel was stopped"
+    assert hung.duration_s is not None and hung.duration_s < 60
+    assert negative.error is not None
+    assert "raised AssertionError: negative x" in negative.error
+
+
+def test_a_kernel_that_fails_to_start_is_retried(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernelspec whose launcher fails on its first start (as racing starts do)."""
+    launcher = workspace / "flaky-kernel"
+    launcher.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        if [ ! -e "{workspace}/started-once" ]; then
+            touch "{workspace}/started-once"; exit 1
+        fi
+        exec {sys.executable} -m ipykernel_launcher "$@"
+    """))
+    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
+    spec = workspace / "jupyter" / "kernels" / "flaky"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(launcher), "-f", "{connection_file}"], "display_name": "flaky",
+        "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(workspace / "jupyter"))
+    notebook = write_notebook(workspace)
+    status = run_batch(notebook, sets(3), output_dir="out", kernel_name="flaky",
+                       progress=False)
+    assert (workspace / "started-once").exists()
+    (item,) = status.items
+    assert item.status == "succeeded", item.error
+    assert item.results == {"metric": 4, "x": 3}
+
+    missing = run_batch(notebook, sets(3), output_dir="out", kernel_name="no-such-kernel",
+                        progress=False)
+    assert missing.items[0].error is not None
+    assert missing.items[0].error.startswith("the kernel did not start: NoSuchKernel")
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", "batch", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_cli_runs_shows_and_resumes_a_batch(workspace: Path) -> None:
+    notebook = write_notebook(workspace)
+    (workspace / "grid.yaml").write_text("x: [-1, 2]\n")
+    ran = zeroshot(workspace, str(notebook), "--grid", "grid.yaml", "-p", "marks", "marks",
+                   "--output-dir", "out", "--quiet")
+    assert ran.returncode == 1, ran.stderr  # one item failed
+    batch_id = ran.stdout.split(":", 1)[0]
+    assert ran.stdout.startswith(f"{batch_id}: 1 succeeded, 1 failed of 2; notebook ")
+    assert "error: cell 3 raised AssertionError: negative x" in ran.stdout
+    assert 'recorded {"metric": 1, "x": 2}' in ran.stdout
+
+    shown = json.loads(zeroshot(workspace, "status", batch_id, "--json").stdout)
+    assert [item["status"] for item in shown["items"]] == ["failed", "succeeded"]
+    assert shown["items"][0]["parameters"] == {"marks": "marks", "x": -1}
+    listed = zeroshot(workspace, "list").stdout
+    assert listed.startswith(f"{batch_id}  1 succeeded, 1 failed of 2  ")
+
+    resumed = zeroshot(workspace, "resume", batch_id, "--quiet")
+    assert resumed.returncode == 1  # x = -1 still fails: resume re-ran only it
+    with BatchStore(f"sqlite:///{workspace / '.zeroshot' / 'ledger.db'}") as store:
+        again = store.status(batch_id)
+    assert [item.attempts for item in again.items] == [2, 1]
+
+    missing = zeroshot(workspace, "status", "batch-nope")
+    assert missing.returncode == 2 and "error: no batch batch-nope in ledger" in missing.stderr
+    bad = zeroshot(workspace, str(notebook), "--grid", "grid.yaml", "--csv", "x.csv")
+    assert bad.returncode == 2 and "not both" in bad.stderr
+
+
+def test_progress_is_a_bar_that_ends_at_the_item_count(workspace: Path) -> None:
+    notebook = write_notebook(workspace)
+    ran = zeroshot(workspace, str(notebook), "-p", "marks", "marks", "--output-dir", "out")
+    assert ran.returncode == 0, ran.stderr
+    assert "1/1" in ran.stderr and "notebook" in ran.stderr  # tqdm's bar, on stderr

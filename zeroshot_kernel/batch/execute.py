@@ -1,0 +1,126 @@
+"""One notebook of a batch, executed with papermill in a process of its own (a child of a
+local batch, ``python -m zeroshot_kernel.batch.execute``, or a dask worker), returning a
+plain, picklable outcome.
+
+A kernel that fails to start is retried with backoff: under load, kernel starts race (the
+"Kernel didn't respond" of many parallel papermills). A failure after the first cell started
+is the notebook's own and is not retried: a cell error, a cell past the timeout, a kernel
+that died or was killed. It fails only its item, with the reason in words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.batch.results import read_results
+
+START_TIMEOUT_S = 120.0
+BACKOFF_S = 1.0
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    status: str
+    duration_s: float
+    output: str
+    error: str | None = None
+    results: dict[str, Any] | None = None
+    start_attempts: int = 1
+
+
+def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
+                 timeout_s: float | None = None, kernel_name: str | None = None,
+                 start_retries: int = 3, cwd: str | None = None) -> ItemOutcome:
+    """Execute ``notebook`` with ``parameters`` into ``output``; never raises for the
+    notebook's failures (they are the outcome)."""
+    import papermill
+
+    started = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            papermill.execute_notebook(
+                notebook, output, parameters=parameters, kernel_name=kernel_name,
+                execution_timeout=timeout_s, start_timeout=START_TIMEOUT_S, progress_bar=False,
+                log_output=False, cwd=cwd,
+            )
+        except Exception as problem:
+            if not _any_cell_started(output) and attempt < start_retries:
+                time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (1 + random.random()))
+                continue
+            return ItemOutcome("failed", time.monotonic() - started, output,
+                               _reason(problem, timeout_s, started=_any_cell_started(output)),
+                               _results(output), attempt)
+        return ItemOutcome("succeeded", time.monotonic() - started, output, None,
+                           _results(output), attempt)
+
+
+def _any_cell_started(output: str) -> bool:
+    """Whether papermill began executing a cell (it stamps each cell's start; a kernel that
+    never started leaves every stamp empty, whatever statuses the clean-up wrote)."""
+    try:
+        document = json.loads(Path(output).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(cell.get("metadata", {}).get("papermill", {}).get("start_time")
+               for cell in document.get("cells", []))
+
+
+def _results(output: str) -> dict[str, Any] | None:
+    try:
+        return read_results(output) or None
+    except (OSError, ValueError):
+        return None
+
+
+def _reason(problem: Exception, timeout_s: float | None, *, started: bool) -> str:
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(problem, PapermillExecutionError):
+        return f"cell {problem.exec_count} raised {problem.ename}: {problem.evalue}"
+    if isinstance(problem, CellTimeoutError):
+        return f"a cell ran past the {timeout_s:g} s timeout; the kernel was stopped"
+    if isinstance(problem, DeadKernelError):
+        return "the kernel died while a cell ran (killed, or out of memory)"
+    if not started:
+        return f"the kernel did not start: {type(problem).__name__}: {problem}"
+    return f"{type(problem).__name__}: {problem}"
+
+
+def execute_in_child(notebook: str, output: str, parameters: dict[str, Any],
+                     **options: Any) -> ItemOutcome:
+    """``execute_item`` in a new Python process: a local batch's unit of isolation (a crash,
+    a leak or a hung kernel of one notebook stays in its process)."""
+    request = json.dumps({"notebook": notebook, "output": output, "parameters": parameters,
+                          "options": options})
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "zeroshot_kernel.batch.execute"],
+                          input=request, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    try:
+        return ItemOutcome(**json.loads(lines[-1]))
+    except (IndexError, ValueError, TypeError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return ItemOutcome("failed", time.monotonic() - started, output,
+                           f"the process executing it exited with {done.returncode}: {tail}")
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    outcome = execute_item(request["notebook"], request["output"], request["parameters"],
+                           **request["options"])
+    print(json.dumps(dataclasses.asdict(outcome)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Parameter sets for a batch: ``-p name value`` pairs, a grid file, or the rows of a CSV.
+
+Every source yields the same thing, a list of ``{name: value}`` dicts, one per notebook.
+A grid (YAML or JSON mapping) expands to the cross product of its lists, scalars held
+fixed; a CSV gives one set per row with values read as YAML scalars (``3`` is an int,
+``true`` a bool, ``x`` a string), as ``-p`` values are.
+
+Example::
+
+    parameter_sets(pairs=[("iterations", "3")], grid="grid.yaml")
+    # grid.yaml: {task: [rosenbrock, branin], seed: [1, 2]} -> four sets, iterations=3 each
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from zeroshot_kernel.contract.parse import DocumentError, loads_document
+
+Parameters = dict[str, Any]
+MAX_SETS = 10_000
+
+
+class ParameterError(ValueError):
+    """A parameter source that cannot be used, saying which and why."""
+
+
+def scalar(text: str) -> Any:
+    """A command-line or CSV value as YAML reads a scalar; anything else stays text."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, str | int | float | bool) or value is None else text
+
+
+def grid_sets(grid: Mapping[str, Any]) -> list[Parameters]:
+    """The cross product of the grid's lists (a scalar is a list of one)."""
+    names = list(grid)
+    axes = [value if isinstance(value, list) else [value] for value in grid.values()]
+    if any(not axis for axis in axes):
+        empty = [name for name, axis in zip(names, axes, strict=True) if not axis]
+        raise ParameterError(f"grid parameter {empty[0]!r} has an empty list: no notebook to run")
+    return [dict(zip(names, combination, strict=True)) for combination in itertools.product(*axes)]
+
+
+def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = loads_document(handle.read())
+    except (OSError, DocumentError) as problem:
+        raise ParameterError(f"grid file {os.fspath(path)}: {problem}") from None
+    if not isinstance(document, dict) or not all(isinstance(k, str) for k in document):
+        raise ParameterError(f"grid file {os.fspath(path)}: expected a mapping of names to lists")
+    return grid_sets(document)
+
+
+def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as problem:
+        raise ParameterError(f"CSV file {os.fspath(path)}: {problem}") from None
+    if any(None in row or None in row.values() for row in rows):
+        raise ParameterError(f"CSV file {os.fspath(path)}: a row has more or fewer cells than "
+                             "the header")
+    return [{name: scalar(value) for name, value in row.items()} for row in rows]
+
+
+def parameter_sets(
+    pairs: Iterable[tuple[str, str]] = (),
+    grid: str | os.PathLike[str] | None = None,
+    rows: str | os.PathLike[str] | None = None,
+) -> list[Parameters]:
+    """One set per notebook: the grid's or CSV's sets (or one empty set), each with the
+    ``-p`` pairs on top."""
+    if grid is not None and rows is not None:
+        raise ParameterError("give a grid file or a CSV file, not both")
+    sets: Sequence[Parameters] = (
+        read_grid(grid) if grid is not None else read_csv(rows) if rows is not None else [{}]
+    )
+    if not sets:
+        raise ParameterError("the parameter source has no rows: no notebook to run")
+    if len(sets) > MAX_SETS:
+        raise ParameterError(f"{len(sets)} parameter sets; a batch holds at most {MAX_SETS}")
+    fixed = {name: scalar(value) for name, value in pairs}
+    for name in fixed:
+        if not name.isidentifier():
+            raise ParameterError(f"-p {name}: not a Python variable name")
+    return [{**parameters, **fixed} for parameters in sets]

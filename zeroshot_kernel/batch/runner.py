@@ -1,0 +1,153 @@
+"""Run a batch: many parameterised notebooks, each executed in its own process, on a local
+pool or an existing dask.distributed cluster, every item recorded in the ledger as it
+starts and ends, so that ``resume`` runs again exactly the items that did not succeed.
+
+Example::
+
+    from zeroshot_kernel.batch import run_batch
+    status = run_batch("research_templates/research.ipynb",
+                       [{"task": "rosenbrock"}, {"task": "branin"}], output_dir="out")
+    status.count("succeeded")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child, execute_item
+from zeroshot_kernel.batch.store import BatchItem, BatchOptions, BatchStatus, BatchStore
+from zeroshot_kernel.workspace import find_workspace, ledger_url
+
+STAGGER_S = 0.25
+"""Between two kernel starts on a local pool: simultaneous starts race for ports and CPU."""
+
+Progress = Callable[[int], Any]
+
+
+def open_store(ledger: str | os.PathLike[str] | None = None) -> BatchStore:
+    """The batch tables of ``ledger`` (default: the workspace's ledger)."""
+    return BatchStore(ledger_url(os.fspath(ledger) if ledger is not None else None,
+                                 find_workspace()))
+
+
+def run_batch(
+    notebook: str | os.PathLike[str],
+    parameter_sets: Sequence[dict[str, Any]],
+    *,
+    output_dir: str | os.PathLike[str] = "batch-output",
+    workers: int = 2,
+    dask: str | None = None,
+    timeout_s: float | None = None,
+    kernel_name: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> BatchStatus:
+    """Record a new batch, ``notebook`` once per parameter set, and execute it."""
+    source = Path(notebook).resolve()
+    if not source.is_file():
+        raise FileNotFoundError(f"no notebook {source}")
+    if not parameter_sets:
+        raise ValueError("a batch needs at least one parameter set")
+    out = Path(output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    options = BatchOptions(timeout_s=timeout_s, kernel_name=kernel_name,
+                           cwd=str(Path(cwd).resolve()) if cwd is not None else None)
+    with open_store(ledger) as store:
+        batch_id = store.create(str(source), str(out), parameter_sets, options)
+        return _execute(store, batch_id, None, workers=workers, dask=dask, progress=progress)
+
+
+def resume_batch(batch_id: str, *, workers: int = 2, dask: str | None = None,
+                 ledger: str | os.PathLike[str] | None = None,
+                 progress: bool = True) -> BatchStatus:
+    """Execute again every item of ``batch_id`` that has not succeeded (failed, or left
+    pending or running by a batch that was interrupted)."""
+    with open_store(ledger) as store:
+        todo = [item.index for item in store.status(batch_id).items
+                if item.status != "succeeded"]
+        return _execute(store, batch_id, todo, workers=workers, dask=dask, progress=progress)
+
+
+def batch_status(batch_id: str, *, ledger: str | os.PathLike[str] | None = None) -> BatchStatus:
+    with open_store(ledger) as store:
+        return store.status(batch_id)
+
+
+def output_path(status: BatchStatus, item: BatchItem) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(status.notebook).stem)
+    return str(Path(status.output_dir) / f"{stem}-{item.index:03d}.ipynb")
+
+
+def _execute(store: BatchStore, batch_id: str, indices: list[int] | None, *, workers: int,
+             dask: str | None, progress: bool) -> BatchStatus:
+    status = store.status(batch_id)
+    items = [item for item in status.items if indices is None or item.index in indices]
+    options = status.options
+    with _executor(workers, dask) as (executor, run, stagger), _progress(
+            len(items), batch_id, progress) as advance:
+        futures: dict[Future[ItemOutcome], BatchItem] = {}
+        for position, item in enumerate(items):
+            if position and stagger:
+                time.sleep(stagger)
+            store.start(batch_id, item.index)
+            future = executor.submit(
+                run, status.notebook, output_path(status, item), item.parameters,
+                timeout_s=options.timeout_s, kernel_name=options.kernel_name,
+                start_retries=options.start_retries, cwd=options.cwd)
+            futures[future] = item
+        for future in as_completed(futures):
+            item = futures[future]
+            outcome = _outcome(future, output_path(status, item))
+            store.settle(batch_id, item.index, status=outcome.status,  # type: ignore[arg-type]
+                         duration_s=outcome.duration_s, output=outcome.output,
+                         error=outcome.error, results=outcome.results)
+            advance(1)
+    return store.status(batch_id)
+
+
+def _outcome(future: Future[ItemOutcome], output: str) -> ItemOutcome:
+    """The item's outcome; a worker that died under it fails the item, not the batch."""
+    try:
+        return future.result()
+    except Exception as problem:
+        return ItemOutcome("failed", 0.0, output,
+                           f"the worker running it was lost: {type(problem).__name__}: {problem}")
+
+
+Runner = Callable[..., ItemOutcome]
+
+
+@contextlib.contextmanager
+def _executor(workers: int, dask: str | None) -> Iterator[tuple[Executor, Runner, float]]:
+    """Where items run, what runs one, and the pause between two starts. Every notebook
+    runs in a process of its own (papermill's cwd is process-wide, kernels crash): locally
+    a child process that a thread waits on; on dask, a worker process."""
+    if dask is not None:
+        from distributed import Client
+
+        with Client(dask) as client:  # type: ignore[no-untyped-call]
+            yield client.get_executor(pure=False), execute_item, 0.0
+        return
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    with ThreadPoolExecutor(workers, thread_name_prefix="zeroshot-batch") as pool:
+        yield pool, execute_in_child, STAGGER_S
+
+
+@contextlib.contextmanager
+def _progress(total: int, batch_id: str, shown: bool) -> Iterator[Progress]:
+    if not shown:
+        yield lambda _: None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, desc=batch_id, unit="notebook") as bar:
+        yield bar.update
