@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 from workbench_support import PNG_SIGNATURE, finished_run
 
 from zeroshot_kernel.admission.admit import verify_document
-from zeroshot_kernel.batch import read_results
+from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.parse import loads_document
 from zeroshot_kernel.ledger.events import SucceededResult
@@ -154,18 +154,27 @@ def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path)
 def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Path) -> None:
     notebook = execute(NOTEBOOKS / "batch.ipynb", tmp_path, tasks=["rosenbrock", "branin"],
                        iterations=1, workers=2, output_dir="out")
-    out = tmp_path / "notebooks" / "out"
-    runs = Client(out / "ledger.db").runs()
+    ledger = tmp_path / "notebooks" / "out" / "ledger.db"
+    runs = Client(ledger).runs()
     assert sorted(run.title for run in runs) == ["auto-research: branin",
                                                  "auto-research: rosenbrock"]
-    for task in ("rosenbrock", "branin"):
-        executed = nbformat.read(out / f"{task}.ipynb", as_version=4)
-        assert has_parameters_cells(executed)
-        recorded = read_results(out / f"{task}.ipynb")
-        assert recorded["task"] == task and recorded["status"] == "succeeded"
-        assert recorded["run_id"] in {run.run_id for run in runs}
-    assert all(run.run_id in html(notebook) for run in runs)
+    (batch,) = open_store(ledger).batches()
+    assert [item.status for item in batch.items] == ["succeeded", "succeeded"]
+    for item, task in zip(batch.items, ("rosenbrock", "branin"), strict=True):
+        assert item.output is not None
+        assert has_parameters_cells(nbformat.read(item.output, as_version=4))
+        assert item.results == read_results(item.output)
+        assert item.results["task"] == task and item.results["status"] == "succeeded"
+        assert item.results["run_id"] in {run.run_id for run in runs}
+        assert item.results["run_id"] in html(notebook)
     assert len(pngs(notebook)) == 1
+
+    report = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path / "report",
+                     ledger=str(ledger), metric="best")
+    assert batch.batch_id in text(report)
+    assert html(report).count('<tr class="zeroshot-batch-succeeded"') == 2
+    (chart,) = pngs(report)
+    assert chart.startswith(PNG_SIGNATURE)
 
 
 def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:
@@ -184,7 +193,8 @@ def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:
 def test_every_shipped_notebook_has_a_parameters_cell_and_no_outputs() -> None:
     shipped = [*sorted(NOTEBOOKS.glob("*.ipynb")), RESEARCH_NOTEBOOK]
     assert {path.name for path in shipped} >= {"quickstart.ipynb", "custom-graph.ipynb",
-                                               "report.ipynb", "batch.ipynb", "research.ipynb"}
+                                               "report.ipynb", "batch.ipynb",
+                                               "batch-report.ipynb", "research.ipynb"}
     for path in shipped:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)

@@ -20,6 +20,7 @@ from workbench_support import (
 )
 from zeroshot_widgets import RunBrowser, RunFeed, RunMonitor
 
+from zeroshot_kernel.batch.store import BatchOptions
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 from zeroshot_kernel.research.views import load_research_view
@@ -157,3 +158,25 @@ def test_a_monitor_on_a_plain_graph_shows_its_phase_and_log_but_no_rounds(
     research = RunMonitor(done.client, done.run.id, autostart=False)
     assert research.is_research
     assert all(part.layout.display != "none" for part in (research.progress, research.table))
+
+
+def test_the_browser_lists_batches_and_shows_the_items_of_the_one_selected(
+    tmp_path: Path,
+) -> None:
+    from zeroshot_kernel.batch import BatchStore
+
+    ledger = tmp_path / "ledger.db"
+    client = Client(ledger, workspace=str(tmp_path))
+    with BatchStore(client.url) as store:
+        batch_id = store.create("/nb/research.ipynb", str(tmp_path), [{"x": 1}, {"x": 2}],
+                                BatchOptions())
+        store.start(batch_id, 0)
+        store.settle(batch_id, 0, status="failed", duration_s=1.5, output=None,
+                     error="the kernel died while a cell ran", results=None)
+    browser = RunBrowser(client)
+    (label,) = [text for text, value in browser.batches.options if value == batch_id]
+    assert "1 failed, 1 pending of 2" in label
+    browser.batches.value = batch_id
+    assert "the kernel died while a cell ran" in browser.batch_html.value
+    assert browser.batch_html.value.count("<tr class=\"zeroshot-batch-") == 2
+    browser.close()

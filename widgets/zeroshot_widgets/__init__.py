@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from zeroshot_widgets.batches import batch_table_html, show_batch
     from zeroshot_widgets.browser import RunBrowser
     from zeroshot_widgets.charts import plateau_figure, plateau_png
     from zeroshot_widgets.feed import RunFeed
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from zeroshot_widgets.tables import incumbent_card_html, rounds_table, rounds_table_html
 
 _EXPORTS = {
+    "batch_table_html": "batches",
+    "show_batch": "batches",
     "IncumbentCard": "panels",
     "Launcher": "launcher",
     "PlateauChart": "panels",
@@ -51,12 +54,14 @@ __all__ = [
     "RunBrowser",
     "RunFeed",
     "RunMonitor",
+    "batch_table_html",
     "incumbent_card_html",
     "plateau_figure",
     "plateau_png",
     "report_html",
     "rounds_table",
     "rounds_table_html",
+    "show_batch",
     "show_report",
 ]
 
