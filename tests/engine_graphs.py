@@ -451,8 +451,10 @@ def resume_graph() -> Scenario:
     of two (the loser is voided), a map, then a loop of two iterations (bump,
     gate), every executable with attempts to spare for the executions a dead controller
     leaves behind. The result does not depend on which racer wins."""
-    spare = {"attempts": 10}
-    tagger = {"input": VALUE, "output": rec(tag=STR), "reads": {"value": state("value")}}
+    spare: dict[str, Any] = {"attempts": 10}
+    tagger: dict[str, Any] = {
+        "input": VALUE, "output": rec(tag=STR), "reads": {"value": state("value")}
+    }
     square = step("square", input=rec(n=INT), output=rec(sq=INT), reads={"n": item("n")},
                   writes={"results": out("square", "sq")}, **spare)
     body = seq("iteration", RESUME_STATE, value_step("bump", **spare),
@@ -501,11 +503,12 @@ ALL_STATE = rec(
 
 
 def every_kind_graph() -> Scenario:
-    """``full-all-nodes.json`` repaired so that it passes admission and runs: the same
+    """``full-all-nodes.json`` (which admission rejects as it is, for the reasons
+    ``test_engine_fixture`` gives) repaired so that it passes admission and runs: the same
     initial input (items are records, since an item selector reads a field), the same
     node names, but well-typed bindings, branches that route instead of ending the graph at
     the first choice, and executables inside the joins, the loop and the map."""
-    text_in = {"input": rec(text=STR), "reads": {"text": state("text")}}
+    text_in: dict[str, Any] = {"input": rec(text=STR), "reads": {"text": state("text")}}
     work = step("work", output=rec(text=STR), writes={"text": out("work", "text")}, attempts=2,
                 **text_in)
     verify = verifier("verify", output=rec(ok=BOOL), diagnostic=rec(),
@@ -531,7 +534,7 @@ def every_kind_graph() -> Scenario:
         par("joinFirst", ALL_STATE, [verifier("joinFirstLeft"), step("joinFirstRight")],
             {"kind": "first", "when": first_when}),
     ]
-    count = {"input": rec(count=INT), "reads": {"count": state("count")}}
+    count: dict[str, Any] = {"input": rec(count=INT), "reads": {"count": state("count")}}
     body = seq(
         "loopBody", ALL_STATE,
         step("loopStep", output=rec(count=INT), writes={"count": out("loopStep", "count")},

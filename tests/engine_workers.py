@@ -7,11 +7,13 @@ before its work: ``sleep`` seconds (or ``sleep_by_value`` keyed by the input's v
 item n); ``wait_for_workers`` / ``wait_for_effects`` / ``wait_for_completions``: wait until
 that many workers (of any node) have started / returned / had their completion recorded in the
 run's ledger (a number, or a mapping keyed like ``sleep_by_value``);
-``crash_until``/``exit_until``/``hang_until``: misbehave on attempts below that number.
+``crash_until``/``exit_until``/``hang_until``: misbehave on attempts below that number;
+``wait_for_file``: wait until that file exists in the workspace (a gate the test opens).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -45,6 +47,9 @@ def _start(value: Any, context: WorkerContext) -> None:
         time.sleep(120)
     key = str(value.get("value", value.get("n"))) if isinstance(value, dict) else ""
     time.sleep(behaviour.get("sleep_by_value", {}).get(key, behaviour.get("sleep", 0)))
+    if behaviour.get("wait_for_file"):
+        gate = context.workspace / behaviour["wait_for_file"]
+        _wait_for(behaviour, "wait_for_file", key, lambda: int(gate.exists()), wanted=1)
     effects = context.workspace / "effects.jsonl"
     _wait_for(behaviour, "wait_for_workers", key, lambda: len(list(pids.iterdir())))
     _wait_for(behaviour, "wait_for_effects", key,
@@ -55,10 +60,13 @@ def _start(value: Any, context: WorkerContext) -> None:
                   lambda: sum(isinstance(event, NodeCompleted) for _, event in run.events()))
 
 
-def _wait_for(behaviour: dict[str, Any], name: str, key: str, count: Callable[[], int]) -> None:
-    """Wait until ``count()`` reaches the number scripted under ``name`` (or under ``key``)."""
-    wanted = behaviour.get(name, 0)
-    wanted = wanted.get(key, 0) if isinstance(wanted, dict) else wanted
+def _wait_for(behaviour: dict[str, Any], name: str, key: str, count: Callable[[], int],
+              wanted: int | None = None) -> None:
+    """Wait until ``count()`` reaches ``wanted``, by default the number scripted under
+    ``name`` (or under ``key``)."""
+    if wanted is None:
+        wanted = behaviour.get(name, 0)
+        wanted = wanted.get(key, 0) if isinstance(wanted, dict) else wanted
     deadline = time.monotonic() + 30
     while count() < wanted:
         if time.monotonic() > deadline:
@@ -233,3 +241,45 @@ def announce_then_hang(value: dict[str, int], context: WorkerContext) -> dict[st
     print(f"working on {value['value']}", flush=True)
     time.sleep(120)
     return value
+
+
+def talk(value: dict[str, int], context: WorkerContext) -> dict[str, int]:
+    """Prints the behaviour's ``lines``, then ``NAME=<value>`` for each name in
+    ``print_env`` (read from its own environment, declared or not), then, once past
+    ``wait_for_file``, its ``after`` lines; returns value + 1."""
+    behaviour = _behaviour(context)
+    for line in behaviour.get("lines", []):
+        print(line, flush=True)
+    for name in behaviour.get("print_env", []):
+        print(f"{name}={os.environ.get(name, '')}", flush=True)
+    _start(value, context)
+    for line in behaviour.get("after", []):
+        print(line, flush=True)
+    _done(context)
+    return {"value": value["value"] + 1}
+
+
+async def async_inc(value: dict[str, int], context: WorkerContext) -> dict[str, int]:
+    """``inc`` as a coroutine: it yields to its event loop before answering."""
+    asyncio.get_running_loop()
+    await asyncio.sleep(0)
+    _start(value, context)
+    print(f"async inc {value['value']}")
+    _done(context)
+    return {"value": value["value"] + 1}
+
+
+async def async_judge(value: dict[str, int], context: WorkerContext) -> Verdict:
+    await asyncio.sleep(0)
+    return judge(value, context)
+
+
+class _AwaitableJudge:
+    """A callable object whose ``__call__`` is a coroutine (not a coroutine function)."""
+
+    async def __call__(self, value: dict[str, int], context: WorkerContext) -> Verdict:
+        await asyncio.sleep(0)
+        return judge(value, context)
+
+
+awaitable_judge = _AwaitableJudge()

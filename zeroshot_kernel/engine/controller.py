@@ -29,7 +29,7 @@ from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
-from zeroshot_kernel.harness.plan import NodeBinding, RuntimePlan
+from zeroshot_kernel.harness.plan import KNOWN_CONNECTIONS, NodeBinding, RuntimePlan
 from zeroshot_kernel.harness.registry import harness_for
 from zeroshot_kernel.ledger import EventRejected, Ledger
 from zeroshot_kernel.ledger import state as ledger_state
@@ -156,7 +156,7 @@ class Controller:
         }
         self._env, missing = _resolve_env(self._plan)
         self._missing_env = missing
-        self._logs = _Logs(Redactor(self._env.values()))
+        self._logs = _Logs(Redactor(_secret_values(self._plan, self._env)))
 
         snapshot = self.ledger.snapshot(self.run_id)
         if snapshot.terminal is not None:
@@ -400,6 +400,14 @@ def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]
             else:
                 missing.setdefault(node, set()).add(name)
     return values, missing
+
+
+def _secret_values(plan: RuntimePlan, env: dict[str, str]) -> list[str]:
+    """What is redacted: the declared values, and the value behind every named connection
+    the plan knows (well-known or its own), used by a node or not: a worker inherits the
+    controller's environment, so it could print one it never declared."""
+    names = set(KNOWN_CONNECTIONS.values()) | {c.env for c in plan.connections.values()}
+    return [*env.values(), *(os.environ[name] for name in names if name in os.environ)]
 
 
 def _env_for(binding: NodeBinding, plan: RuntimePlan, env: dict[str, str]) -> dict[str, str]:

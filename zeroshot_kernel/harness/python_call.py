@@ -45,6 +45,8 @@ async def call_worker(
             result = await function(value, **kwargs)
         else:
             result = await asyncio.to_thread(function, value, **kwargs)
+            if inspect.isawaitable(result):  # an object with ``async def __call__``
+                result = await result
     except Refusal as refusal:
         return ("refusal", refusal.reason, str(refusal))
     except Exception as error:
@@ -63,7 +65,8 @@ def classify(result: Any, *, verifier: bool) -> Reply:
         signals = result["signals"]
         if isinstance(signals, Mapping):
             return ("verifier", _verdict(result["output"], signals, result["diagnostic"]), None)
-    return ("malformed", None, "a verifier must return a Verdict (or {output, signals, diagnostic})")
+    detail = "a verifier must return a Verdict (or {output, signals, diagnostic})"
+    return ("malformed", None, detail)
 
 
 def _verdict(output: Any, signals: Mapping[str, Any], diagnostic: Any) -> dict[str, Any]:

@@ -105,6 +105,12 @@ class Ledger:
         path.parent.mkdir(parents=True, exist_ok=True)
         return cls(URL.create("sqlite", database=str(path)), clock=clock)
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine behind this ledger; its connections carry the database's
+        concurrency settings. For inspection: write runs through the ledger's methods."""
+        return self._engines.read
+
     def close(self) -> None:
         """Release the connections; the ledger must not be used afterwards."""
         self._engines.dispose()
@@ -459,6 +465,17 @@ def _json_text(value: Any, what: str, limit: int) -> str:
 def _check_text(name: str, value: str, limit: int) -> None:
     if not isinstance(value, str) or not 1 <= len(value) <= limit:
         raise InvalidArgument(f"{name} must be 1 to {limit} characters")
+    if "\x00" in value or not _is_utf8(value):
+        # PostgreSQL text cannot hold NUL; no database holds a lone surrogate.
+        raise InvalidArgument(f"{name} must not contain NUL characters or lone surrogates")
+
+
+def _is_utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_lease_args(owner: str, ttl_s: float) -> None:
