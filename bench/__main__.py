@@ -13,6 +13,8 @@ from bench import (
     b3_admission,
     b4_round_overhead,
     b5_best_so_far,
+    b6_batch,
+    b7_shared_sqlite,
 )
 from bench.harness import Report, write_results
 
@@ -22,13 +24,16 @@ BENCHMARKS: dict[str, tuple[Callable[[int], Report], int]] = {
     "B3": (b3_admission.run, 7),
     "B4": (b4_round_overhead.run, 3),
     "B5": (b5_best_so_far.run, 10),
+    "B6": (b6_batch.run, 3),
+    "B7": (b7_shared_sqlite.run, 2),
 }
-"""Each benchmark and its default number of repeats (B5: seeds)."""
+"""Each benchmark and its default number of repeats (B5: seeds; B7: one sample per case,
+of full length when repeats > 1, a quarter otherwise)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B5 (default: all)")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B7 (default: all)")
     parser.add_argument("--repeats", type=int, help="override every benchmark's repeats")
     parser.add_argument("--no-write", action="store_true", help="leave results.md alone")
     args = parser.parse_args(argv)
