@@ -143,7 +143,8 @@ def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOptio
     """Show a run's phase, active executions and result."""
     from zeroshot_kernel.cli.render import describe_result
 
-    current = _run_handle(open_client(ledger), run_id).status()
+    handle = _run_handle(open_client(ledger), run_id)
+    current = handle.status()
     if as_json:
         print_json(current.to_wire())
         return
@@ -153,6 +154,11 @@ def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOptio
         typer.echo(f"  active: {active.node}  {active.execution}")
     if current.status.terminal_result is not None:
         typer.echo(f"  result: {describe_result(current.status.terminal_result)}")
+    from zeroshot_kernel.harness.usage import describe_usage, run_usage
+
+    usage = run_usage(event for _, event in handle.events(kinds={"node_completed"}))
+    if usage is not None:
+        typer.echo(f"  usage:  {describe_usage(usage)}")
 
 
 def logs(

@@ -6,7 +6,9 @@ from zeroshot_kernel.harness.base import Harness
 from zeroshot_kernel.harness.local_harness import LocalHarness
 from zeroshot_kernel.harness.python_harness import PythonHarness
 
-AVAILABLE_HARNESSES = frozenset({"python", "local", "git_delivery"})
+AVAILABLE_HARNESSES = frozenset(
+    {"python", "local", "git_delivery", "claude", "codex", "openai"}
+)
 
 
 class HarnessUnavailable(LookupError):
@@ -23,4 +25,16 @@ def harness_for(name: str, *, in_process: bool = False) -> Harness:
         from zeroshot_kernel.delivery import GitDeliveryHarness  # loaded by --push runs only
 
         return GitDeliveryHarness()
+    if name == "claude":
+        from zeroshot_kernel.harness.claude_harness import ClaudeHarness
+
+        return ClaudeHarness()
+    if name == "codex":
+        from zeroshot_kernel.harness.codex_harness import CodexHarness
+
+        return CodexHarness()
+    if name == "openai":
+        from zeroshot_kernel.harness.openai_harness import OpenAIHarness  # imports httpx
+
+        return OpenAIHarness()
     raise HarnessUnavailable(f"the {name} harness is not available in this installation")

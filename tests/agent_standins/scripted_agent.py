@@ -1,0 +1,140 @@
+"""The scripted "model" behind the agent CLI stand-ins (not a real agent).
+
+A stand-in runs with the execution's workspace as its working directory and reads
+``standin.json`` there: ``{node: [reply, ...]}``, one reply per turn of that node (the
+last one repeats). The node's name is read from the prompt's ``# Task (... `name`)``
+heading; a node without a script (or a workspace without ``standin.json``) gets ``ok``.
+A reply is one of:
+
+- ``{"json": value}``: answer with that JSON value;
+- ``{"text": "..."}``: answer with this text (e.g. prose that is not JSON);
+- ``{"increment": "value"}``: answer ``{"value": input.value + 1}``;
+- ``{"gate": n}``: a verifier verdict, ``accepted`` once ``input.value >= n``;
+- ``{"refuse": "why"}``: decline through the prompt contract;
+- ``{"hang": true}``: start a ``sleep`` child, record both pids and the process group, and
+  never answer;
+- ``{"crash": true}``: write to stderr and exit with status 3;
+- ``{"garbage": true}``: print a line that is not in the CLI's output format;
+- ``{"turn_failed": true}``: end the turn with the CLI's error report (an API error);
+- ``{"auth_error": true}``: fail as the CLI does without valid credentials.
+
+``"require_env": NAME`` in a reply makes it an ``auth_error`` when ``NAME`` is not in the
+environment; ``"leak_env": NAME`` writes the variable's value to stderr (a redaction
+probe). Every invocation is appended to ``.standin/calls.jsonl`` (argv, session, pid,
+the first prompt line); sessions live in ``.standin/sessions/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATE = Path(".standin")
+_TASK = re.compile(r"^# Task \((?:step|verifier) `([^`]+)`\)", re.MULTILINE)
+_INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# Response contract", re.DOTALL)
+
+
+@dataclass
+class Answer:
+    """What the stand-in does this turn: reply with ``text``, or fail."""
+
+    text: str | None = None
+    failure: str | None = None
+    """``crash`` | ``garbage`` | ``auth`` | ``turn_failed``"""
+
+
+def node_of(prompt: str) -> str | None:
+    match = _TASK.search(prompt)
+    return match.group(1) if match else None
+
+
+def input_of(prompt: str) -> Any:
+    match = _INPUT.search(prompt)
+    return json.loads(match.group(1)) if match else None
+
+
+def session_for(resume: str | None) -> tuple[str, Path] | None:
+    """The session to continue (None if ``resume`` names an unknown one) or a new one."""
+    sessions = STATE / "sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    if resume is not None:
+        path = sessions / resume
+        return (resume, path) if path.exists() else None
+    name = str(uuid.uuid4())
+    path = sessions / name
+    path.write_text("")
+    return name, path
+
+
+def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None) -> Answer:
+    """Decide this turn's answer from the script, and record the call."""
+    with session_file.open("a") as transcript:
+        transcript.write(json.dumps({"prompt": prompt}) + "\n")
+    history = [json.loads(line) for line in session_file.read_text().splitlines()]
+    latest = next((h["prompt"] for h in reversed(history) if node_of(h["prompt"])), prompt)
+    node = node_of(latest) or "?"
+    turn = _next_turn(node)
+    scripts = Path("standin.json")
+    known = json.loads(scripts.read_text()) if scripts.exists() else {}
+    script = known.get(node, [{"text": "ok"}])
+    reply: dict[str, Any] = script[min(turn, len(script) - 1)]
+    _record({"node": node, "turn": turn, "argv": argv, "resumed": resumed,
+             "session": session_file.name, "pid": os.getpid(),
+             "head": prompt.splitlines()[0] if prompt else ""})
+    if "leak_env" in reply:
+        print(f"debug: key is {os.environ.get(reply['leak_env'], '')}", file=sys.stderr)
+    if "require_env" in reply and reply["require_env"] not in os.environ:
+        return Answer(failure="auth")
+    value = input_of(latest) or {}
+    if "json" in reply:
+        return Answer(text=json.dumps(reply["json"]))
+    if "text" in reply:
+        return Answer(text=reply["text"])
+    if "increment" in reply:
+        return Answer(text=json.dumps({"value": value["value"] + 1}))
+    if "gate" in reply:
+        verdict = "accepted" if value["value"] >= reply["gate"] else "rejected"
+        return Answer(text=json.dumps(
+            {"output": None, "signals": {"verdict": verdict}, "diagnostic": None}))
+    if "refuse" in reply:
+        return Answer(text=json.dumps({"refusal": reply["refuse"]}))
+    if reply.get("hang"):
+        hang()
+    if reply.get("crash"):
+        return Answer(failure="crash")
+    if reply.get("garbage"):
+        return Answer(failure="garbage")
+    if reply.get("turn_failed"):
+        return Answer(failure="turn_failed")
+    return Answer(failure="auth")
+
+
+def _next_turn(node: str) -> int:
+    STATE.mkdir(exist_ok=True)
+    counter = STATE / f"turns-{node}"
+    turn = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(turn + 1))
+    return turn
+
+
+def _record(call: dict[str, Any]) -> None:
+    STATE.mkdir(exist_ok=True)
+    with (STATE / "calls.jsonl").open("a") as calls:
+        calls.write(json.dumps(call) + "\n")
+
+
+def hang() -> None:
+    """Start a child in this process group, record both pids, and wait forever."""
+    child = subprocess.Popen(["sleep", "300"])
+    (STATE / "pids.json").write_text(
+        json.dumps({"pids": [os.getpid(), child.pid], "group": os.getpgrp()}))
+    while True:
+        time.sleep(1)

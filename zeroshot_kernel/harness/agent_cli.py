@@ -1,0 +1,271 @@
+"""Running an agent CLI (``claude``, ``codex``) as a killable subprocess.
+
+Each invocation is an asyncio subprocess in its own process group (a new session), so
+whatever the agent starts (shells, test runners, language servers) is killed with it:
+on a timeout or a stop the controller cancels the execution and the whole group gets
+SIGKILL; after a normal exit, stragglers left in the group are killed too. The group's
+leader is a tiny guard process that also kills it if the controller itself dies.
+
+The prompt goes in on stdin (never on the command line, where ``ps`` would show it).
+The child's environment is a small allow-list of this process's variables (locale, home,
+path, the CLI's own configuration directory) plus the values of the names the node
+declares; other secrets of the controller's environment never reach the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.harness.agent_guard import CANNOT_START, CANNOT_START_MARK
+from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
+from zeroshot_kernel.harness.plan import AgentBinding
+
+GUARD = Path(__file__).with_name("agent_guard.py")
+_LINE_LIMIT = 64 * 1024 * 1024
+_STDERR_TAIL = 20
+_DRAIN_S = 2.0
+_EXIT_POLL_S = 0.05
+_VERSION_TIMEOUT_S = 10.0
+
+BASE_ENV_NAMES = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+    "LC_MESSAGES", "TERM", "TMPDIR", "TZ", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+    "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+    "https_proxy", "no_proxy",
+)
+"""Variables of the controller's environment every agent CLI gets (none is a secret)."""
+
+_AUTH_PROBLEM = re.compile(
+    r"invalid[ _-]?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|not logged in|"
+    r"please run /login|login required|credentials",
+    re.IGNORECASE,
+)
+
+
+class CliMissing(FileNotFoundError):
+    """The agent CLI binary is not installed where it was looked for."""
+
+
+@dataclass(frozen=True)
+class AgentCli:
+    """Where one agent CLI is found: ``$<env_var>`` if set, else ``name`` on PATH."""
+
+    name: str
+    env_var: str
+    config_env_names: tuple[str, ...] = ()
+    """The CLI's own configuration/login variables, passed through when set."""
+
+    def binary(self) -> str | None:
+        """The executable to run, or None when there is none."""
+        configured = os.environ.get(self.env_var)
+        if configured:
+            return configured if _executable(configured) else None
+        return shutil.which(self.name)
+
+    def missing_detail(self) -> str:
+        configured = os.environ.get(self.env_var)
+        if configured:
+            return (
+                f"the {self.name} CLI was not found: {self.env_var} names {configured}, "
+                "which is not an executable file"
+            )
+        return (
+            f"the {self.name} CLI was not found: install it, put it on PATH, or set "
+            f"{self.env_var} to its path"
+        )
+
+    async def version(self) -> str | None:
+        """``<cli> --version``, or None when not installed or not answering."""
+        binary = self.binary()
+        if binary is None:
+            return None
+        try:
+            process = await asyncio.create_subprocess_exec(
+                binary, "--version", stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), _VERSION_TIMEOUT_S)
+        except TimeoutError:
+            await kill_group(process)
+            return None
+        if process.returncode != 0:
+            return None
+        text = output.decode(errors="replace").strip()
+        return text.splitlines()[0] if text else "unknown version"
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+@dataclass
+class CliRun:
+    """A finished invocation: exit code, stdout lines, the last stderr lines."""
+
+    returncode: int
+    stdout: list[str] = field(default_factory=list)
+    stderr_tail: list[str] = field(default_factory=list)
+
+    def stderr_text(self) -> str:
+        return " | ".join(line for line in self.stderr_tail if line.strip())
+
+
+def agent_env(
+    request: ExecutionRequest, cli: AgentCli, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The child's environment: the allow-list, the CLI's config, the node's values."""
+    return child_env(cli, {**request.env, **(extra or {})})
+
+
+def child_env(cli: AgentCli, values: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed variables of this process, the CLI's own, then ``values``."""
+    names = (*BASE_ENV_NAMES, *cli.config_env_names)
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.update(values)
+    return env
+
+
+async def run_cli(
+    argv: Sequence[str],
+    *,
+    stdin: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    log: LogSink,
+) -> CliRun:
+    """Run one invocation to its end; cancelled, it kills the whole process group.
+
+    The CLI runs under :mod:`agent_guard` (the group's leader), which kills the group if
+    this process dies. Raises :class:`CliMissing` when the binary cannot be started."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", str(GUARD), *argv,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, cwd=cwd, env=dict(env), start_new_session=True,
+            limit=_LINE_LIMIT,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
+        raise CliMissing(str(missing)) from missing
+    result = CliRun(returncode=0)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        tasks = [
+            asyncio.create_task(_read_stdout(process, result)),
+            asyncio.create_task(_read_stderr(process, result, log)),
+            asyncio.create_task(_feed(process, stdin)),
+        ]
+        result.returncode = await _leader_exit(process)
+        # The leader is gone; anything it left in its group goes with it, so that pipes
+        # held open by stragglers cannot keep the readers waiting.
+        await kill_group(process)
+        done, pending = await asyncio.wait(tasks, timeout=_DRAIN_S)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            task.result()
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.shield(kill_group(process))
+        raise
+    if result.returncode == CANNOT_START and any(
+        line.startswith(CANNOT_START_MARK) for line in result.stderr_tail
+    ):
+        raise CliMissing(result.stderr_text())
+    return result
+
+
+async def _leader_exit(process: asyncio.subprocess.Process) -> int:
+    """The leader's exit code as soon as it exits (``Process.wait`` also waits for every
+    pipe to close, which a straggler holding stdout could put off indefinitely)."""
+    waiter = asyncio.ensure_future(process.wait())
+    try:
+        while process.returncode is None and not waiter.done():
+            await asyncio.wait({waiter}, timeout=_EXIT_POLL_S)
+    finally:
+        waiter.cancel()
+    assert process.returncode is not None
+    return process.returncode
+
+
+async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(text.encode())
+        await process.stdin.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.close()
+
+
+async def _read_stdout(process: asyncio.subprocess.Process, result: CliRun) -> None:
+    assert process.stdout is not None
+    while line := await process.stdout.readline():
+        result.stdout.append(line.decode(errors="replace").rstrip("\r\n"))
+
+
+async def _read_stderr(process: asyncio.subprocess.Process, result: CliRun, log: LogSink) -> None:
+    assert process.stderr is not None
+    while line := await process.stderr.readline():
+        text = line.decode(errors="replace").rstrip("\r\n")
+        result.stderr_tail = [*result.stderr_tail[-(_STDERR_TAIL - 1):], text]
+        if text:
+            log("error", text)
+
+
+async def kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process's whole group (its own, from ``start_new_session``) and wait
+    for the leader to be reaped."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.returncode is None:
+        await _leader_exit(process)
+
+
+def looks_like_auth_problem(*texts: str | None) -> bool:
+    return any(text and _AUTH_PROBLEM.search(text) for text in texts)
+
+
+def auth_refusal(detail: str) -> HarnessResult:
+    return HarnessResult(error("refusal", "authentication_required"), detail[:1000])
+
+
+def crash(detail: str) -> HarnessResult:
+    return HarnessResult(error("crash"), detail[:1000])
+
+
+def missing_cli(cli: AgentCli) -> HarnessResult:
+    """A missing binary is not transient: refuse (no retry) and say how to fix it."""
+    return HarnessResult(error("refusal"), cli.missing_detail())
+
+
+def model_of(request: ExecutionRequest) -> str | None:
+    binding = request.binding
+    own = binding.model if isinstance(binding, AgentBinding) else None
+    return own or request.plan.model
+
+
+def effort_of(request: ExecutionRequest) -> str | None:
+    binding = request.binding
+    own = binding.effort if isinstance(binding, AgentBinding) else None
+    return own or request.plan.effort
+
+
+def provider_of(request: ExecutionRequest, default: str) -> str:
+    binding = request.binding
+    own = binding.provider if isinstance(binding, AgentBinding) else None
+    return own or request.plan.provider or default

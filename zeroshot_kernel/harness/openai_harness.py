@@ -1,0 +1,262 @@
+"""The ``openai`` harness: any server speaking OpenAI-style chat completions.
+
+Hosted APIs, vLLM, Ollama and llama.cpp's server all answer ``POST {base}/chat/completions``.
+The base URL and key come from a named connection: the first non-``github`` connection the
+node declares, else the one named by the provider, else ``openai``. A connection's
+``baseUrl`` wins; the well-known ``openai`` connection also honours ``OPENAI_BASE_URL``.
+
+Each turn asks for structured output (``response_format: json_schema``) with the schema
+generated from the node's declared types, so a server that enforces schemas answers in
+shape the first time; the reply is still checked, and corrected, like any agent's.
+Rate limits (429) and server errors (5xx) are retried with bounded exponential backoff;
+a storm of them ends in ``crash``. Token usage is summed over the execution's requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.harness.agent_cli import auth_refusal, crash, effort_of, model_of, provider_of
+from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
+from zeroshot_kernel.harness.conversation import Turn, converse
+from zeroshot_kernel.harness.plan import AgentBinding, Connection, RuntimePlan
+from zeroshot_kernel.harness.prompt import is_strict_schema, response_schema
+from zeroshot_kernel.harness.sessions import SessionPool
+from zeroshot_kernel.ledger.events import Usage
+
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+}
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL"}
+BACKOFF_ENV = "ZEROSHOT_HTTP_BACKOFF_S"
+"""First retry delay in seconds (doubling each time); tests shorten it."""
+MAX_REQUEST_ATTEMPTS = 5
+DEFAULT_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+SYSTEM_PROMPT = (
+    "You are one step of an automated workflow. Follow the task and answer exactly as the "
+    "response contract says."
+)
+_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+_TIMEOUT = httpx.Timeout(600.0, connect=15.0)
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where to send requests, and the key (never logged, never recorded)."""
+
+    name: str
+    base_url: str
+    key: str | None
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+
+def connection_name(binding: AgentBinding | None, plan: RuntimePlan) -> str:
+    declared = [name for name in (binding.connections if binding else []) if name != "github"]
+    if declared:
+        return declared[0]
+    provider = (binding.provider if binding else None) or plan.provider
+    if provider and plan.connection(provider) is not None:
+        return provider
+    return "openai"
+
+
+def base_url_of(name: str, connection: Connection | None) -> str | None:
+    if connection is not None and connection.base_url:
+        return connection.base_url.rstrip("/")
+    override = os.environ.get(BASE_URL_ENV.get(name, ""), "")
+    return (override or DEFAULT_BASE_URLS.get(name, "")).rstrip("/") or None
+
+
+def endpoint_for(request: ExecutionRequest) -> Endpoint | HarnessResult:
+    binding = request.binding if isinstance(request.binding, AgentBinding) else None
+    name = connection_name(binding, request.plan)
+    connection = request.plan.connection(name)
+    base = base_url_of(name, connection)
+    if base is None:
+        return HarnessResult(
+            error("refusal"),
+            f"connection '{name}' has no base URL; set runtime.connections.{name}.baseUrl",
+        )
+    key = request.env.get(connection.env) if connection is not None else None
+    if not key:
+        env = connection.env if connection is not None else "its key"
+        return auth_refusal(
+            f"connection '{name}' needs {env}: add '{name}' to the node's connections and "
+            "set the variable in the environment"
+        )
+    return Endpoint(name, base, key)
+
+
+def backoff_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(BACKOFF_ENV, DEFAULT_BACKOFF_S)))
+    except ValueError:
+        return DEFAULT_BACKOFF_S
+
+
+class OpenAIHarness:
+    """Runs executions against OpenAI-compatible chat-completion endpoints."""
+
+    def __init__(self) -> None:
+        self._client: httpx.AsyncClient | None = None
+        self._sessions: SessionPool[Messages] = SessionPool()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=_TIMEOUT, trust_env=False)
+        return self._client
+
+    async def execute(self, request: ExecutionRequest) -> HarnessResult:
+        endpoint = endpoint_for(request)
+        if isinstance(endpoint, HarnessResult):
+            return endpoint
+        model = model_of(request)
+        if model is None:
+            return HarnessResult(error("refusal"), "no model is set for this node")
+        body = _request_body(request, model)
+
+        async def send(prompt: str, session: Messages | None) -> Turn[Messages]:
+            history = [*(session or [{"role": "system", "content": SYSTEM_PROMPT}]),
+                       {"role": "user", "content": prompt}]
+            turn = await post_completion(
+                self._http(), endpoint, {**body, "messages": history}, request.log
+            )
+            if turn.text is not None:
+                return Turn(text=turn.text, usage=turn.usage,
+                            session=[*history, {"role": "assistant", "content": turn.text}])
+            return turn
+
+        conversation = await converse(request, send, self._sessions.take(request))
+        self._sessions.keep(request, conversation.session)
+        return conversation.result
+
+    async def close(self) -> None:
+        self._sessions.clear()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _request_body(request: ExecutionRequest, model: str) -> dict[str, Any]:
+    schema = response_schema(request.node)
+    body: dict[str, Any] = {
+        "model": model,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": schema,
+                            "strict": is_strict_schema(schema)},
+        },
+    }
+    effort = effort_of(request)
+    if effort and provider_of(request, "openai") in ("openai", "openrouter"):
+        body["reasoning_effort"] = _EFFORTS[effort]
+    return body
+
+
+async def post_completion(
+    client: httpx.AsyncClient, endpoint: Endpoint, body: dict[str, Any], log: LogSink
+) -> Turn[Messages]:
+    """One chat completion, retried on 429, 5xx and transport errors (bounded)."""
+    url = f"{endpoint.base_url}/chat/completions"
+    delay = backoff_s()
+    last = ""
+    for attempt in range(1, MAX_REQUEST_ATTEMPTS + 1):
+        try:
+            response = await client.post(url, json=body, headers=endpoint.headers())
+        except httpx.TransportError as failure:
+            last = f"{type(failure).__name__}: {failure}"
+            retry_after = None
+        else:
+            if response.status_code < 400:
+                return read_completion(response)
+            if response.status_code in (401, 403):
+                return Turn(failure=auth_refusal(
+                    f"{endpoint.name} refused the key (HTTP {response.status_code}): "
+                    f"{_error_text(response)}"
+                ))
+            if response.status_code != 429 and response.status_code < 500:
+                return Turn(failure=crash(
+                    f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
+                    f"{_error_text(response)}"
+                ))
+            last = f"HTTP {response.status_code}: {_error_text(response)}"
+            retry_after = _retry_after(response)
+        if attempt == MAX_REQUEST_ATTEMPTS:
+            break
+        wait = min(MAX_BACKOFF_S, retry_after if retry_after is not None else delay)
+        log("system", f"{endpoint.name}: {last[:200]}; retry {attempt} in {wait:.2f} s")
+        await asyncio.sleep(wait)
+        delay = min(MAX_BACKOFF_S, delay * 2)
+    return Turn(failure=crash(
+        f"{endpoint.name} kept failing after {MAX_REQUEST_ATTEMPTS} requests; last: {last}"
+    ))
+
+
+def read_completion(response: httpx.Response) -> Turn[Messages]:
+    try:
+        document = response.json()
+        message = document["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return Turn(failure=crash(f"the endpoint's reply is not a chat completion: "
+                                  f"{response.text[:200]!r}"))
+    usage = _usage(document.get("usage") if isinstance(document, dict) else None)
+    if not isinstance(message, dict):
+        return Turn(failure=crash("the completion has no message"), usage=usage)
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return Turn(failure=HarnessResult(error("refusal", "policy_denied"),
+                                          f"the model refused: {refusal}"[:1000]), usage=usage)
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if not isinstance(content, str):
+        return Turn(failure=crash("the completion's message has no content"), usage=usage)
+    return Turn(text=content, usage=usage)
+
+
+def _usage(reported: Any) -> Usage | None:
+    if not isinstance(reported, dict):
+        return None
+    prompt = reported.get("prompt_tokens")
+    completion = reported.get("completion_tokens")
+    cost = reported.get("cost")
+    return Usage(
+        input_tokens=prompt if isinstance(prompt, int) else None,
+        output_tokens=completion if isinstance(completion, int) else None,
+        cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+        else None,
+    )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        document = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(document, dict):
+        problem = document.get("error")
+        if isinstance(problem, dict) and isinstance(problem.get("message"), str):
+            return str(problem["message"])[:200]
+    return response.text[:200]
