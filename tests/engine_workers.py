@@ -21,8 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.client import Client
-from zeroshot_kernel.ledger.events import NodeCompleted
 from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 
@@ -55,6 +53,10 @@ def _start(value: Any, context: WorkerContext) -> None:
     _wait_for(behaviour, "wait_for_effects", key,
               lambda: len(effects.read_text().splitlines()) if effects.exists() else 0)
     if behaviour.get("wait_for_completions"):
+        # imported here: the ledger's imports would slow every worker's start
+        from zeroshot_kernel.client import Client
+        from zeroshot_kernel.ledger.events import NodeCompleted
+
         run = Client(context.workspace / ".zeroshot" / "ledger.db").run(context.run_id)
         _wait_for(behaviour, "wait_for_completions", key,
                   lambda: sum(isinstance(event, NodeCompleted) for _, event in run.events()))

@@ -121,6 +121,9 @@ class Controller:
         self._heartbeat_s = heartbeat_s
         self._running: dict[str, _Running] = {}
         self._lease_lost = asyncio.Event()
+        self._pending: list[RunEvent] = []
+        """Settled completions not yet recorded: they go in with the next batch (a step's
+        completion and the next step's dispatch share one commit)."""
         self._book = HistoryBook()
         """Rebuilds only the executions a cycle changed, so a cycle's cost follows what
         happened since the last one, not the whole history."""
@@ -171,7 +174,7 @@ class Controller:
             self._append(self._attach_events(self.ledger.snapshot(self.run_id)))
         while True:
             self._check_lease()
-            snapshot = self.ledger.snapshot(self.run_id)
+            snapshot = self._with_pending(self.ledger.snapshot(self.run_id))
             if snapshot.force_stop_requested:
                 return await self._close(FailedResult(status="failed", reason="force_stopped"))
             history = self._book.entries(snapshot)
@@ -239,6 +242,8 @@ class Controller:
             self._running[dispatch.execution] = _Running(event.reference, node, task)
 
     async def _settle_some(self) -> None:
+        if self._pending:  # nothing follows them this cycle: record them before waiting
+            self._append([])
         tasks = {r.task for r in self._running.values()}
         done, _ = await asyncio.wait(tasks, timeout=STOP_POLL_S, return_when="FIRST_COMPLETED")
         if not done:
@@ -251,7 +256,7 @@ class Controller:
                 del self._running[execution]
                 result = running.task.result()
                 completed.append(self._completion(running, result))
-        self._append([*self._logs.drain(), *completed])
+        self._pending += [*self._logs.drain(), *completed]
 
     async def _void(self, decisions: Decisions) -> None:
         events: list[RunEvent] = []
@@ -270,7 +275,7 @@ class Controller:
     async def _close(self, result: TerminalResult) -> TerminalResult:
         """Atomic close: refusals for everything active plus the terminal, in one batch."""
         await self._cancel_all()
-        snapshot = self.ledger.snapshot(self.run_id)
+        snapshot = self._with_pending(self.ledger.snapshot(self.run_id))
         refusals: list[RunEvent] = [
             NodeCompleted(
                 completion=Completion(reference=execution.reference, outcome=error("refusal")),
@@ -359,9 +364,17 @@ class Controller:
     # -- ledger and lease ---------------------------------------------------------------
 
     def _append(self, events: Sequence[RunEvent]) -> None:
-        if events:
+        """Record the pending completions and ``events`` in one transaction (kept pending
+        if the ledger refuses the batch)."""
+        batch = [*self._pending, *events]
+        if batch:
             self._check_lease()
-            self.ledger.append(self.run_id, events)
+            self.ledger.append(self.run_id, batch)
+        self._pending = []
+
+    def _with_pending(self, snapshot: ledger_state.RunSnapshot) -> ledger_state.RunSnapshot:
+        """The run as it will be once the pending completions are recorded."""
+        return ledger_state.replay(snapshot, self._pending) if self._pending else snapshot
 
     def _stop_arrived(self) -> bool:
         """Whether a refused batch was refused because a stop was recorded after this cycle
