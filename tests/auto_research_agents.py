@@ -5,6 +5,7 @@ processes import it as ``auto_research_agents``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.research import ResearchRecords
@@ -51,3 +52,62 @@ def researcher_stub(value: dict[str, Any]) -> dict[str, Any]:
         "justification": "stub", "bytesVerified": True, "candidateSha256": "",
         "reconsidered": False, "reconsiderationDue": False, "metric": 1.0,
     }}
+
+
+# --- scripted scouts: fixed points, so a test knows what each round tries ----------------
+
+SCRIPT = ".zeroshot/scripted_points.json"
+"""Where a test writes the points its scripted scouts propose, in order (a JSON list of
+parameter dicts). A scout proposes the first point no candidate in the records has yet,
+so round n tries point n whatever the retries."""
+
+
+def _scripted(strategy: str, context: WorkerContext) -> Verdict:
+    workspace = Path(context.workspace)
+    points = json.loads((workspace / SCRIPT).read_text())
+    records = ResearchRecords(workspace)
+    measured = ({_key(m.params) for m in records.candidates().values()}
+                if records.initialised() else set())
+    point = next((p for p in points if _key(p) not in measured), points[-1])
+    proposal = {"strategy": strategy, "approach": f"{strategy}:scripted",
+                "paramsJson": json.dumps(point, sort_keys=True),
+                "rationale": "the test's next scripted point"}
+    return Verdict(signals={}, output={"proposal": proposal})
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps({k: float(v) for k, v in params.items()}, sort_keys=True)
+
+
+def scout_scripted_exploration(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scripted("exploration", context)
+
+
+def scout_scripted_synthesis(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scripted("synthesis", context)
+
+
+def scout_scripted_challenge(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    return _scripted("challenge", context)
+
+
+# --- agents that fail or misbehave ---------------------------------------------------------
+
+FAILURE = "scripted failure (test)"
+
+
+def failing(value: dict[str, Any]) -> Verdict:
+    """Any node that raises on every attempt: an unrecovered execution error."""
+    raise RuntimeError(FAILURE)
+
+
+def reviewer_damaging_adoptions(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    """Judge like the embedded reviewer, then, once an adoption is accepted, damage the
+    adopted candidate's stored bytes (as a faulty agent or disk would) before delivery."""
+    verdict = embedded_reviewer({"input": value, "engine": {}}, context)
+    result = value["result"]
+    if verdict.signals.get("verdict") == "accepted" and result["disposition"] == "adopt":
+        stored = ResearchRecords(context.workspace).source_dir(result["candidateId"])
+        params = stored / "params.json"
+        params.write_text(params.read_text() + "\n# damaged\n")
+    return verdict

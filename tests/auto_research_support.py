@@ -114,6 +114,18 @@ def python_node(function: str) -> dict[str, Any]:
     return {"kind": "agent", "harness": "python", "callable": f"auto_research_agents:{function}"}
 
 
+STRATEGIES = ("exploration", "synthesis", "challenge")
+SCRIPTED_SCOUTS = {f"scout_{s}": python_node(f"scout_scripted_{s}") for s in STRATEGIES}
+"""Bindings of the three scouts to scripted ones (see :func:`script_points`)."""
+
+
+def script_points(workspace: Path, points: list[dict[str, float]]) -> None:
+    """What :data:`SCRIPTED_SCOUTS` propose: round n tries ``points[n - 1]``."""
+    from auto_research_agents import SCRIPT
+
+    (workspace / SCRIPT).write_text(json.dumps(points))
+
+
 def reproduce(workspace: Path, task: str, candidate: Path, seed: int) -> float | None:
     """Run the task's experiment command by hand on ``candidate`` with ``seed``."""
     spec = load_task(workspace / task).spec

@@ -1,6 +1,7 @@
 """Auto-research when things go wrong, through the real engine: an experiment that hangs is
-killed at its budget and recorded, and a controller killed with SIGKILL mid-round is
-resumed without losing a round or repeating a recorded experiment."""
+killed at its budget and recorded, a controller killed with SIGKILL mid-round is resumed
+without losing a round or repeating a recorded experiment, and a node that keeps failing
+ends the run with the template's own reason for it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import time
 from pathlib import Path
 
 import pytest
-from auto_research_support import Research, copy_task, new_workspace, start
+from auto_research_agents import FAILURE
+from auto_research_support import Research, copy_task, new_workspace, python_node, start
 from engine_support import alive, controller_pid, eventually, kill, resume_when_free
 
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
-from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 from zeroshot_kernel.research import ResearchRecords, load_task
+from zeroshot_kernel.templates.auto_research import ATTEMPTS
 
 HANG = '''\
 """Hang (with a child) unless at the starting point; the pids go to $PIDS."""
@@ -52,9 +55,22 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
 
     hung = [r for r in view.rounds if r.experiment_status == "timed_out"]
     assert hung and hung[0].round == 1  # round 1 explores away from the start
+    ledger_results = {r["round"]: r for r in research.results()}
     for round_view in hung:
+        # A recorded result (status timed_out: the budget killed it), reviewed and
+        # accepted as a non-adoption with its reason; the incumbent stays.
         assert not round_view.adopted and round_view.metric is None
-        assert "timed_out" in round_view.justification and round_view.reason
+        assert (round_view.disposition, round_view.verdict) == ("reject", "accepted")
+        assert "timed_out" in round_view.justification
+        assert "timed_out" in round_view.reason
+        assert round_view.incumbent_id == "c000"
+        in_ledger = ledger_results[round_view.round]
+        assert in_ledger["experimentStatus"] == "timed_out" and "metric" not in in_ledger
+        record = research.records.read_round(round_view.round)
+        assert record is not None and record.result is not None
+        assert (record.result.experiment_status, record.result.disposition) == (
+            "timed_out", "reject")
+        assert record.result.justification == round_view.justification
         manifest = research.records.read_manifest(round_view.candidate_id)
         assert manifest is not None
         [measurement] = manifest.measurements  # no repeats after a failed run
@@ -106,6 +122,22 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     view = research.view()
     assert [r.round for r in view.rounds] == [1, 2]
 
+    # The resumed run's rounds are the ones the records hold: same candidate, parent,
+    # parameters, measurement and disposition, round by round, and the same incumbent.
+    state = research.records.snapshot()
+    for round_view in view.rounds:
+        result = state.rounds[round_view.round].result
+        assert result is not None
+        assert (result.candidate_id, result.parent_id, result.params, result.disposition,
+                result.experiment_status, result.metric) == (
+            round_view.candidate_id, round_view.parent_id, round_view.params,
+            round_view.disposition, round_view.experiment_status, round_view.metric)
+        assert result.metric_repeats == state.candidates[result.candidate_id].values[
+            :len(result.metric_repeats)]
+    assert state.incumbent is not None and view.incumbent is not None
+    assert state.incumbent.candidate_id == view.incumbent.candidate_id
+    assert terminal.output["candidateId"] == view.rounds[-1].candidate_id
+
     # The lost execution was closed as a crash and retried once, in the same round.
     outcomes = [c.completion.outcome for c in research.completions("researcher")]
     crashed = [i for i, o in enumerate(outcomes) if isinstance(o, ErrorOutcome)]
@@ -121,6 +153,13 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
         assert starts_per_seed.count(seed) == 1, f"recorded experiment {seed} ran again"
     for seed in set(starts_per_seed):
         assert starts_per_seed.count(seed) == 1 or seed in in_flight
+        assert starts_per_seed.count(seed) <= 2  # at most: the one killed, the one recorded
+    # Every experiment that ran to its end is recorded exactly once: the records hold one
+    # measurement per seed, and as many as the experiment starts minus the killed ones.
+    measured = [m.experiment.seed for manifest in research.records.candidates().values()
+                for m in manifest.measurements]
+    assert len(measured) == len(set(measured))
+    assert len(starts_per_seed) - len(measured) <= len(in_flight)
     for manifest in research.records.candidates().values():
         seeds = [m.experiment.seed for m in manifest.measurements]
         assert len(seeds) == len(set(seeds)), f"{manifest.candidate_id} measured twice"
@@ -129,6 +168,33 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
             per_candidate = [m.candidate_id for m in round_pass.measurements]
             limit = 2 * load_repeats(research)
             assert all(per_candidate.count(c) <= limit for c in per_candidate), number
+
+
+@pytest.mark.parametrize(("node", "reason", "push", "never_started"), [
+    ("scout_challenge", "scouting_failed", False, "researcher"),
+    ("researcher", "research_failed", False, "reviewer"),
+    ("reviewer", "review_failed", False, "deliver"),
+    ("reviewer", "review_failed", True, "deliver"),
+])
+def test_an_unrecovered_error_ends_the_run_with_its_own_reason(
+    tmp_path: Path, node: str, reason: str, push: bool, never_started: str,
+) -> None:
+    """A node that errors on every attempt ends the run at once with the template's
+    reason for it (also with --push: an unreviewed round is never delivered)."""
+    workspace = new_workspace(tmp_path)
+    task = copy_task(workspace, "branin", repeats=2)
+    research = start(workspace, task, 2, push=push, nodes={node: python_node("failing")})
+    terminal = research.wait()
+    assert isinstance(terminal, FailedResult), terminal
+    assert terminal.reason == reason
+    outcomes = research.completions(node)
+    assert len(outcomes) == ATTEMPTS  # retried once, then unrecovered
+    for completion in outcomes:
+        assert isinstance(completion.completion.outcome, ErrorOutcome)
+        assert completion.detail is not None and FAILURE in completion.detail
+    assert research.starts(never_started) == []
+    assert len(research.starts("scout_exploration")) == 1  # no second round
+    assert research.view().rounds == ()
 
 
 def test_a_retried_pass_that_had_finished_returns_its_result(tmp_path: Path) -> None:

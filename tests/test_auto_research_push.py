@@ -1,22 +1,32 @@
 """``--push``: the trusted delivery node publishes every accepted adoption as one commit on
-``zeroshot/<run-id>`` in a bare remote on disk, and nothing else; a workspace that cannot
-deliver is refused with the reason."""
+``zeroshot/<run-id>`` in a bare remote on disk (titled and described by the reviewer), and
+nothing else: no commit for a rejected round, no git run by a research agent, nothing
+published when the reviewed bytes are damaged; a workspace that cannot deliver is refused
+with the reason."""
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from auto_research_support import (
+    SCRIPTED_SCOUTS,
     Research,
     commit_all,
     commits,
     copy_task,
     git,
     new_workspace,
+    python_node,
     repository_with_remote,
+    script_points,
     start,
 )
 
@@ -37,46 +47,140 @@ def research_repository(root: Path) -> tuple[Path, Path, str]:
     return repo, remote, task
 
 
-def test_push_commits_each_accepted_adoption_once(tmp_path: Path) -> None:
+# Scripted points from the corner: round 1 adopts (0, 0) (~1), round 2 rejects (2, -1)
+# (~2501), round 3 adopts the optimum (1, 1) (~0), each far beyond the noise (sigma 0.05).
+POINTS = [{"x": 0.0, "y": 0.0}, {"x": 2.0, "y": -1.0}, {"x": 1.0, "y": 1.0}]
+
+
+def test_push_commits_each_accepted_adoption_once(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     repo, remote, task = research_repository(tmp_path)
+    script_points(repo, POINTS)
     base = git(repo, "rev-parse", "HEAD")
-    research = start(repo, task, 3, push=True)
+    calls = git_shim(tmp_path / "shim", monkeypatch)  # from here on, every git is seen
+    research = start(repo, task, 3, push=True, nodes=SCRIPTED_SCOUTS)
     terminal = research.wait()
     assert isinstance(terminal, SucceededResult), terminal
     view = research.view()
-    adopted = [r.round for r in view.rounds if r.adopted]
-    assert adopted and adopted[0] == 1
+    assert [(r.round, r.adopted) for r in view.rounds] == [(1, True), (2, False), (3, True)]
+    rejected = view.rounds[1]
+    assert (rejected.disposition, rejected.verdict) == ("reject", "accepted")
 
     branch = f"zeroshot/{research.run.id}"
     published = list(commits(remote, branch, base))
-    assert len(published) == len(adopted)  # one per adoption, none for the others
-    titles = adoption_titles(research)
-    for (sha, message), round_number in zip(published, adopted, strict=True):
+    assert len(published) == 2  # one per accepted adoption, none for the rejected round
+    reviews = adoption_reviews(research)
+    assert sorted(reviews) == [1, 3]
+    for (sha, message), round_number in zip(published, [1, 3], strict=True):
         round_view = view.rounds[round_number - 1]
-        assert message.splitlines()[0] == titles[round_number]
+        title, description = reviews[round_number]
+        assert title.strip() and description.strip()
+        assert message.splitlines()[0] == title
+        assert lines(description) in lines(message)  # the reviewer's description, whole
         assert f"Zeroshot-Round: {round_number}" in message
         assert f"Zeroshot-Candidate: {round_view.candidate_id}" in message
         committed = git(remote, "show", f"{sha}:{task}/candidate/params.json")
         stored = research.records.source_dir(round_view.candidate_id) / "params.json"
         assert committed == stored.read_text().strip()
+    assert not any("Zeroshot-Round: 2" in message for _, message in published)
     signals = [c.completion.outcome.signals["delivery"]
                for c in research.completions("deliver")
                if isinstance(c.completion.outcome, VerifierOutcome)]
-    assert signals == ["published" if r.adopted else "skipped" for r in view.rounds]
+    assert signals == ["published", "skipped", "published"]
     # Delivery worked in its own worktree; the user's checkout is as it was.
     worktree = repo / ".zeroshot" / "worktrees" / research.run.id
     assert git(worktree, "rev-parse", "HEAD") == published[-1][0]
     assert git(repo, "rev-parse", "HEAD") == base
     assert git(repo, "status", "--porcelain") == ""
 
+    # Only the delivery node ran git: every git process the run started has the
+    # controller (where the git_delivery harness runs) as its parent; none has a worker of
+    # the research agents or one of their experiments.
+    assert len(research.starts("researcher")) >= 3 and len(research.starts("reviewer")) >= 3
+    run_calls = [c for c in calls() if c.parent_pid != os.getpid() and not c.nested]
+    assert any(c.args[:1] == ["commit"] for c in run_calls)
+    assert any(c.args[:1] == ["push"] for c in run_calls)
+    callers = {(c.parent_pid, c.parent_cmdline) for c in run_calls}
+    assert len(callers) == 1, callers  # one process: the run's controller
+    [(_, cmdline)] = callers
+    assert "zeroshot_kernel.engine.controller_main" in cmdline, cmdline
+    assert research.run.id in cmdline
 
-def adoption_titles(research: Research) -> dict[int, str]:
-    """The reviewer's title of each accepted adoption, by round, from the ledger."""
+
+@dataclass(frozen=True)
+class GitCall:
+    parent_pid: int
+    parent_cmdline: str
+    args: list[str]
+
+    @property
+    def nested(self) -> bool:
+        """git started by git itself (hooks, helpers), not by a caller of its own."""
+        return Path(self.parent_cmdline.split(" ", 1)[0]).name.startswith("git")
+
+
+def git_shim(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[GitCall]]:
+    """Put a ``git`` first on PATH that notes each caller (parent pid and command line)
+    and its arguments, then runs the real git; returns a reader of the notes."""
+    real = shutil.which("git")
+    assert real is not None
+    root.mkdir()
+    log = root / "calls.log"
+    shim = root / "git"
+    shim.write_text(
+        "#!/bin/sh\n"
+        "caller=$(tr '\\000\\t\\n' '   ' < /proc/$PPID/cmdline)\n"
+        "args=$(printf '%s' \"$*\" | tr '\\t\\n' '  ')\n"
+        f"printf '%s\\t%s\\t%s\\n' \"$PPID\" \"$caller\" \"$args\" >> {shlex.quote(str(log))}\n"
+        f"exec {shlex.quote(real)} \"$@\"\n"
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{root}{os.pathsep}{os.environ['PATH']}")
+
+    def read() -> list[GitCall]:
+        if not log.exists():
+            return []
+        rows = [line.split("\t") for line in log.read_text().splitlines()]
+        return [GitCall(int(pid), cmdline.strip(), args.split())
+                for pid, cmdline, args in rows]
+
+    return read
+
+
+def lines(text: str) -> str:
+    """Non-blank lines, right-stripped (how git's whitespace cleanup keeps a message)."""
+    return "\n".join(line.rstrip() for line in text.splitlines() if line.strip())
+
+
+def adoption_reviews(research: Research) -> dict[int, tuple[str, str]]:
+    """The reviewer's (title, description) of each accepted adoption, by round, from
+    the ledger."""
     results = research.results()
     verdicts = research.verdicts()
-    return {result["round"]: verdict.diagnostic["title"]
+    return {result["round"]: (verdict.diagnostic["title"], verdict.diagnostic["description"])
             for result, verdict in zip(results, verdicts, strict=True)
             if verdict.signals["verdict"] == "accepted" and result["disposition"] == "adopt"}
+
+
+def test_a_damaged_candidate_is_not_published_and_requests_repair(tmp_path: Path) -> None:
+    """Delivery restores the adopted candidate from the records and checks its bytes; when
+    they no longer match what was reviewed, nothing is published and the run ends with
+    ``delivery_repair_requested``."""
+    repo, remote, task = research_repository(tmp_path)
+    script_points(repo, POINTS)
+    research = start(repo, task, 2, push=True, nodes={
+        **SCRIPTED_SCOUTS, "reviewer": python_node("reviewer_damaging_adoptions")})
+    terminal = research.wait()
+    assert isinstance(terminal, FailedResult), terminal
+    assert terminal.reason == "delivery_repair_requested"
+    [delivery] = research.completions("deliver")
+    outcome = delivery.completion.outcome
+    assert isinstance(outcome, VerifierOutcome)
+    assert outcome.signals == {"delivery": "repair_requested"}
+    assert delivery.detail is not None and "do not match" in delivery.detail
+    view = research.view()
+    assert [(r.round, r.adopted) for r in view.rounds] == [(1, True)]  # no second round
+    assert git(remote, "branch", "--list", "zeroshot/*") == ""  # nothing published
 
 
 def test_push_outside_a_repository_fails_the_run_with_the_reason(tmp_path: Path) -> None:

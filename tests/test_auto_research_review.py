@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from auto_research_agents import CORRECTED_ROUND, CORRECTIONS
 from auto_research_support import copy_task, new_workspace, python_node, start
 
@@ -35,10 +36,13 @@ def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
         "corrections", "accepted", "accepted"]
 
 
-def test_sixty_four_passes_exhaust_the_review(tmp_path: Path) -> None:
+@pytest.mark.parametrize("push", [False, True])
+def test_sixty_four_passes_exhaust_the_review(tmp_path: Path, push: bool) -> None:
+    """Also with --push, where the round's own gate ends the run: unreviewed work is
+    never delivered."""
     workspace = new_workspace(tmp_path)
     task = copy_task(workspace, "branin")
-    research = start(workspace, task, 2, nodes={
+    research = start(workspace, task, 2, push=push, nodes={
         "researcher": python_node("researcher_stub"),
         "reviewer": python_node("reviewer_never_satisfied"),
         **{f"scout_{s}": python_node("scout_stub")
@@ -51,6 +55,7 @@ def test_sixty_four_passes_exhaust_the_review(tmp_path: Path) -> None:
     assert len(research.starts("researcher")) == REVIEW_PASSES
     assert len(research.verdicts()) == REVIEW_PASSES
     assert len(research.starts("scout_exploration")) == 1
+    assert research.starts("deliver") == []
 
 
 def test_an_early_stop_comes_with_a_justification(tmp_path: Path) -> None:

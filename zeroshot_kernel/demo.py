@@ -20,7 +20,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="zeroshot-demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="svc-digits", help="bundled task under research_templates/")
+    parser.add_argument("--task", default="svc-digits",
+                        help="bundled task under research_templates/")
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--out", type=Path, default=PROJECT / "demo-output")
     args = parser.parse_args(argv)
@@ -57,15 +58,18 @@ def main(argv: list[str] | None = None) -> int:
             break
         time.sleep(0.3)
     elapsed = time.monotonic() - started
-    print(f"finished in {elapsed:.0f} s: {view.terminal.status}")  # type: ignore[union-attr]
+    terminal = view.terminal
+    print(f"finished in {elapsed:.0f} s: {terminal.status}")
     if view.incumbent is not None:
-        print(f"incumbent {view.incumbent.candidate_id}: metric {view.incumbent.metric:.6g} "
+        metric = view.incumbent.metric
+        value = "n/a (no successful measurement)" if metric is None else f"{metric:.6g}"
+        print(f"incumbent {view.incumbent.candidate_id}: metric {value} "
               f"(adopted in round {view.incumbent.round}); plateau {view.plateau} round(s)")
 
     report = write_report(client.url, run.id, workspace)
     print(f"report: {report}")
     print(f"records: {workspace / '.zeroshot' / 'research'}")
-    return 0 if view.terminal.status == "succeeded" else 1  # type: ignore[union-attr]
+    return 0 if terminal.status == "succeeded" else 1
 
 
 def write_report(ledger_url: str, run_id: str, out: Path) -> Path:
@@ -80,7 +84,9 @@ def write_report(ledger_url: str, run_id: str, out: Path) -> Path:
         parameters={"ledger": ledger_url, "run_id": run_id},
         kernel_name="python3", cwd=str(out), progress_bar=False,
     )
-    html, _ = HTMLExporter(exclude_input=True).from_notebook_node(nbformat.read(executed, 4))
+    notebook = nbformat.read(executed, 4)  # type: ignore[no-untyped-call]
+    exporter = HTMLExporter(exclude_input=True)  # type: ignore[no-untyped-call]
+    html, _ = exporter.from_notebook_node(notebook)
     target = out / "report.html"
     target.write_text(html, encoding="utf-8")
     return target

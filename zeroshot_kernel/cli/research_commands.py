@@ -30,8 +30,8 @@ def tasks() -> None:
 
     for name in bundled_tasks():
         spec = load_task(BUNDLED_TASKS / name).spec
-        typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), {spec.budget_seconds:g} s budget, "
-                   f"{len(spec.search_space)} parameters")
+        typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), "
+                   f"{spec.budget_seconds:g} s budget, {len(spec.search_space)} parameters")
 
 
 @research_app.command("run")
@@ -42,7 +42,8 @@ def run(
         int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
     ] = None,
     harness: Annotated[
-        str, typer.Option(help="local (embedded agents), claude, codex or openai.")
+        str, typer.Option(help="local (embedded agents), claude, codex or openai (when "
+                               "installed).")
     ] = "local",
     model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
     push: Annotated[
@@ -64,6 +65,7 @@ def run(
     except TaskError as problem:
         fail_usage(str(problem))
     client = open_client(ledger)
+    _check_harness(harness)
     if push:
         _check_push(client.workspace)
     expansion = expand_template("auto-research", TemplateOptions(
@@ -83,6 +85,37 @@ def run(
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
     _follow(started)
+
+
+RESEARCH_HARNESSES = ("local", "claude", "codex", "openai")
+"""Harnesses that can run the research agents (``python`` runs callables, which a user
+binds node by node in a runtime plan of their own)."""
+
+
+def _check_harness(harness: str) -> None:
+    """Refuse, before anything is submitted, a harness that cannot run this research here:
+    one that does not run agents, or one this installation does not have (admission checks
+    the plan's shape, not what is installed, and the run would stall at its first node).
+    An unknown name is left to admission, which lists the names it knows."""
+    from typing import get_args
+
+    from zeroshot_kernel.harness.plan import HarnessName
+    from zeroshot_kernel.harness.registry import AVAILABLE_HARNESSES
+
+    if harness not in get_args(HarnessName):
+        return
+    usable = [h for h in RESEARCH_HARNESSES if h in AVAILABLE_HARNESSES]
+    if harness not in RESEARCH_HARNESSES:
+        problem = (f"the {harness} harness runs Python callables, not research agents; bind "
+                   f"them in a runtime plan of your own (start from `zeroshot template show "
+                   f"auto-research --json`)")
+    elif harness not in AVAILABLE_HARNESSES:
+        problem = f"the {harness} harness is not available in this installation"
+    else:
+        return
+    typer.echo(f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
+               f"Nothing was started.", err=True)
+    raise typer.Exit(EXIT_REJECTED)
 
 
 def _check_push(workspace: Path) -> None:

@@ -9,11 +9,15 @@ run, not guesses of the agent.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.harness.base import ExecutionRequest
+from zeroshot_kernel.harness.plan import AgentBinding
+from zeroshot_kernel.ledger.events import RunEvent, SafeLog
 from zeroshot_kernel.research.agents import researcher as run_researcher
 from zeroshot_kernel.research.agents import reviewer as run_reviewer
 from zeroshot_kernel.research.agents import scout as run_scout
@@ -31,10 +35,37 @@ from zeroshot_kernel.research.views import research_view
 from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS
 from zeroshot_kernel.workers import Verdict, WorkerContext
 
+RESEARCHER_AGENT = "research.researcher"
+CONTEXT_LOG_PREFIX = "engine context "
+"""How the researcher's execution log records the engine's part of its input."""
+
 
 def engine_context(request: ExecutionRequest) -> dict[str, Any]:
     """Round and pass numbers, reconsideration and seed, derived from the run's recorded
-    events (a retried execution gets the same ones)."""
+    events (a retried execution gets the same ones).
+
+    The researcher's context is also written to its execution's log in the ledger
+    (``engine context {json}``), next to the graph input its ``node_started`` records, so
+    what the engine passed it (reconsideration due or not) is on record, not only in the
+    call."""
+    context = _context(request)
+    if isinstance(request.binding, AgentBinding) and request.binding.agent == RESEARCHER_AGENT:
+        request.log("output", CONTEXT_LOG_PREFIX + json.dumps(context, sort_keys=True))
+    return context
+
+
+def recorded_contexts(events: Iterable[RunEvent]) -> dict[str, dict[str, Any]]:
+    """The engine context each researcher execution was given, by execution id, read
+    back from its ``engine context`` log line."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if isinstance(event, SafeLog) and event.execution is not None and \
+                event.line.startswith(CONTEXT_LOG_PREFIX):
+            found[event.execution] = json.loads(event.line.removeprefix(CONTEXT_LOG_PREFIX))
+    return found
+
+
+def _context(request: ExecutionRequest) -> dict[str, Any]:
     view = research_view(request.events())
     accepted = [
         {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,

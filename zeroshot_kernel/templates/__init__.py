@@ -74,7 +74,8 @@ def _single_worker(options: TemplateOptions) -> Expansion:
 
 
 def _auto_research(options: TemplateOptions) -> Expansion:
-    iterations = options.iterations or DEFAULT_ITERATIONS
+    # ``None`` means the default; any given count (0 included) is checked by the graph.
+    iterations = DEFAULT_ITERATIONS if options.iterations is None else options.iterations
     nodes: dict[str, Any] = {
         f"scout_{s}": _agent(options, scope="node_instance", agent=f"research.scout.{s}")
         for s in STRATEGIES
@@ -108,7 +109,8 @@ def template_names() -> list[str]:
 
 
 def expand_template(name: str, options: TemplateOptions | None = None) -> Expansion:
-    """Expand a built-in template; ``KeyError`` names the known ones."""
+    """Expand a built-in template; ``KeyError`` names the known ones, ``ValueError`` says
+    why an option is out of range (``iterations`` outside 1..100)."""
     if name not in TEMPLATES:
         raise KeyError(f"unknown template {name!r}; known: {', '.join(TEMPLATES)}")
     return TEMPLATES[name].expand(options or TemplateOptions())

@@ -1,0 +1,101 @@
+"""``zeroshot research run --detach | --harness`` and ``zeroshot research show`` as a user
+types them, in a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from auto_research_support import RUN_TIMEOUT_S, copy_task, new_workspace
+
+from zeroshot_kernel.cli.research_commands import round_line
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.research.views import load_research_view
+
+GATE = '''\
+"""Wait until the file $GATE exists, then measure: the run cannot end before the test
+opens the gate."""
+import os, runpy, time
+while not os.path.exists(os.environ["GATE"]):
+    time.sleep(0.05)
+runpy.run_path("objective.py", run_name="__main__")
+'''
+
+
+def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+
+
+def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path / "ws")
+    gate = tmp_path / "gate"
+    task = copy_task(workspace, "branin", repeats=2, budgetSeconds=120.0,
+                     command=["{python}", "gate.py"], env={"GATE": str(gate)})
+    (workspace / task / "candidate" / "gate.py").write_text(GATE)
+
+    detached = zeroshot(workspace, "research", "run", task, "--iterations", "2", "--detach")
+    assert detached.returncode == 0, detached.stdout + detached.stderr
+    client = Client(workspace=str(workspace))
+    [summary] = client.runs()
+    run_id = summary.run_id
+    assert detached.stdout.splitlines() == [
+        f"started {run_id}: branin, 2 rounds (metric branin, minimize)",
+        f"follow it with: zeroshot research show {run_id}",
+    ]
+    # Returned while the run still waits on its first experiment: nothing has ended.
+    status = client.run(run_id).status().status
+    assert status.terminal_result is None and status.phase != "finished"
+    in_progress = zeroshot(workspace, "research", "show", run_id)
+    assert in_progress.returncode == 0, in_progress.stderr
+    assert in_progress.stdout.startswith(f"{run_id}: 0 reviewed round(s), round 1 in progress")
+
+    gate.touch()  # the run carries on by itself, no CLI attached
+    terminal = client.run(run_id).wait(RUN_TIMEOUT_S)
+    assert isinstance(terminal, SucceededResult), terminal
+    view = load_research_view(client.ledger, run_id)
+    assert [r.round for r in view.rounds] == [1, 2]
+
+    shown = zeroshot(workspace, "research", "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"{run_id}: 2 reviewed round(s)"
+    assert lines[1:3] == [round_line(r) for r in view.rounds]
+    incumbent = view.incumbent
+    assert incumbent is not None and incumbent.metric is not None
+    assert lines[3] == (f"incumbent: {incumbent.candidate_id} (metric {incumbent.metric:.6g}, "
+                        f"adopted in round {incumbent.round}); plateau: {view.plateau} "
+                        "round(s)")
+    expected_plateau = 0
+    for round_view in view.rounds:
+        expected_plateau = 0 if round_view.adopted else expected_plateau + 1
+    assert view.plateau == expected_plateau
+
+
+def test_an_unknown_or_unsuitable_harness_is_refused_before_any_run(tmp_path: Path) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    unknown = zeroshot(tmp_path, "research", "run", "branin", "--harness", "bogus",
+                       "--iterations", "1")
+    assert unknown.returncode == 1, unknown.stdout + unknown.stderr
+    diagnostics = unknown.stdout  # admission's diagnostics
+    assert "runtime › harness" in diagnostics
+    assert '"bogus" is not allowed here' in diagnostics and "'local'" in diagnostics
+    unsuitable = zeroshot(tmp_path, "research", "run", "branin", "--harness", "python",
+                          "--iterations", "1")
+    assert unsuitable.returncode == 1, unsuitable.stdout + unsuitable.stderr
+    assert unsuitable.stderr.startswith("error: --harness python: the python harness runs "
+                                        "Python callables, not research agents")
+    assert "usable here: local" in unsuitable.stderr and unsuitable.stdout == ""
+    assert not unknown.stdout.startswith("started")
+    assert Client(workspace=str(tmp_path)).runs() == []
+
+
+def test_show_refuses_an_unknown_run(tmp_path: Path) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    missing = zeroshot(tmp_path, "research", "show", "run-nosuchrun000")
+    assert missing.returncode == 2
+    assert "no run run-nosuchrun000" in missing.stderr
