@@ -93,3 +93,22 @@ def test_timeout_then_success_on_the_next_attempt(ws: Workspace) -> None:
     run = ws.submit(g.guarded_graph("inc", attempts=2, timeout_ms=2500), {"value": 1})
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
     assert_trace(trace(run), _attempts(["timeout", "ok"], "succeeded"))
+
+
+def test_a_harness_that_cannot_load_refuses_its_execution_and_the_run_ends(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The controller here runs in this process (``in_process``), so the registry can be
+    made to lack the python harness; the run must still reach its terminal."""
+    from zeroshot_kernel.engine import controller
+    from zeroshot_kernel.harness.registry import HarnessUnavailable
+
+    def unavailable(name: str, *, in_process: bool = False) -> object:
+        raise HarnessUnavailable(f"the {name} harness is not available in this installation")
+
+    monkeypatch.setattr(controller, "harness_for", unavailable)
+    graph, runtime = g.guarded_graph("inc")
+    run = ws.client.submit(graph, input={"value": 1}, runtime=runtime, in_process=True)
+    assert wire(finish(run)) == {"status": "failed", "reason": "refusal"}
+    (completed,) = _completions(run)
+    assert completed.detail == "the python harness is not available in this installation"

@@ -30,7 +30,7 @@ from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 from zeroshot_kernel.harness.plan import KNOWN_CONNECTIONS, NodeBinding, RuntimePlan
-from zeroshot_kernel.harness.registry import harness_for
+from zeroshot_kernel.harness.registry import HarnessUnavailable, harness_for
 from zeroshot_kernel.ledger import EventRejected, Ledger
 from zeroshot_kernel.ledger import state as ledger_state
 from zeroshot_kernel.ledger.events import (
@@ -315,10 +315,12 @@ class Controller:
             run_input=self._input,
             events=self._recorded_events,
         )
-        harness = self._harness(request.harness)
         timeout_s = node.timeout_ms / 1000
         try:
+            harness = self._harness(request.harness)
             return await asyncio.wait_for(harness.execute(request), timeout_s)
+        except HarnessUnavailable as missing:  # refused like any other unmet precondition
+            return HarnessResult(error("refusal"), str(missing))
         except TimeoutError:
             return HarnessResult(
                 error("timeout"), f"no outcome within {timeout_s:g} s; the worker was stopped"
