@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lab lint bench clean browser
+.PHONY: demo test lab lint bench clean system-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,16 +27,22 @@ demo: $(VENV)/.installed-lab
 lab: $(VENV)/.installed-lab
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
-# The browser test drives Debian's chromium through playwright (never a downloaded browser).
-browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else \
-	    echo "make test: chromium is missing (sudo apt-get install chromium); the browser test will say so"; \
-	  fi; }
+# System packages the tests use for real: Debian's chromium (the browser test drives it through
+# playwright, never a downloaded browser) and the PostgreSQL server (the ledger tests start one).
+SYSTEM_PACKAGES_MISSING = $(strip \
+  $(if $(wildcard /usr/bin/chromium),,chromium) \
+  $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
 
-test: $(VENV)/.installed-test browser
+system-packages:
+	@if [ -n "$(SYSTEM_PACKAGES_MISSING)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES_MISSING); \
+	  else \
+	    echo "make test: missing $(SYSTEM_PACKAGES_MISSING) (sudo apt-get install $(SYSTEM_PACKAGES_MISSING)); their tests will say so"; \
+	  fi; \
+	fi
+
+test: $(VENV)/.installed-test system-packages
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test

@@ -1,21 +1,44 @@
 """The databases the ledger tests run against, as one ``ledger_url`` fixture.
 
 Every ledger test takes ``ledger_url`` and opens its own ``Ledger`` on it, so adding a
-backend is adding a parameter here: a PostgreSQL one will yield the URL of a fresh, empty
-database (and drop it afterwards). Today the only backend is a SQLite file in tmp_path.
+backend is adding a parameter here. ``sqlite`` is a file in tmp_path; ``postgresql`` is a
+fresh, empty database on the PostgreSQL server this test process started for itself
+(``postgres_server``), dropped afterwards. Where no PostgreSQL can be started, its tests
+skip loudly (fail under ZEROSHOT_STRICT=1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import postgres_server
 import pytest
+from conftest import require
 
-BACKENDS = [pytest.param("sqlite", id="sqlite")]
+BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql")]
 
 
 @pytest.fixture(params=BACKENDS)
-def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A SQLAlchemy URL of an empty ledger database for one test."""
-    assert request.param == "sqlite"
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+        return
+    assert request.param == "postgresql"
+    yield from _postgres_database(request)
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database for one test (PostgreSQL only)."""
+    yield from _postgres_database(request)
+
+
+def _postgres_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    reason = postgres_server.missing_reason()
+    require(reason is None, f"no PostgreSQL for the ledger tests: {reason}")
+    # Stopped at the end of the session (atexit and a watchdog cover other endings).
+    server = postgres_server.shared_server(request.config.add_cleanup)
+    with server.database() as url:
+        yield url

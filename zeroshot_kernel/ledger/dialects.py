@@ -2,8 +2,9 @@
 
 SQLite: WAL (readers never block the writer), a 30 s busy timeout, and writes that take
 the write lock up front with ``BEGIN IMMEDIATE`` so two writers queue instead of failing
-with "database is locked" halfway through a transaction. PostgreSQL: row locks
-(``SELECT ... FOR UPDATE``, portable in the store) and an advisory lock for schema setup.
+with "database is locked" halfway through a transaction. PostgreSQL: READ COMMITTED on every
+connection, row locks (``SELECT ... FOR UPDATE``, portable in the store) and an advisory
+lock for schema setup.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def open_engines(url: str | URL) -> Engines:
     """Engines for ``url`` with the database's concurrency settings applied."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        engine = create_engine(parsed, pool_pre_ping=True)
+        # READ COMMITTED whatever the server's default: a row locked FOR UPDATE and changed
+        # meanwhile is then re-read, not a serialization failure, and every read is bounded
+        # by the run row's sequence anyway (see store.py).
+        engine = create_engine(parsed, pool_pre_ping=True, isolation_level="READ COMMITTED")
     elif parsed.database in (None, "", ":memory:"):
         engine = create_engine(
             parsed, poolclass=StaticPool, connect_args={"check_same_thread": False}
