@@ -121,6 +121,8 @@ class Controller:
         self._heartbeat_s = heartbeat_s
         self._running: dict[str, _Running] = {}
         self._lease_lost = asyncio.Event()
+        self._events: list[RunEvent] = []
+        self._events_cursor: str | None = None
         self._pending: list[RunEvent] = []
         """Settled completions not yet recorded: they go in with the next batch (a step's
         completion and the next step's dispatch share one commit)."""
@@ -343,8 +345,12 @@ class Controller:
         )
 
     def _recorded_events(self) -> list[RunEvent]:
-        """The run's events so far (for harnesses whose agents reason over the run)."""
-        return [event for _, event in self.ledger.snapshot_and_tail(self.run_id)[1]]
+        """The run's events so far (for harnesses whose agents reason over the run); only
+        the events since the last call are read."""
+        snapshot, tail = self.ledger.snapshot_and_tail(self.run_id, self._events_cursor)
+        self._events.extend(event for _, event in tail)
+        self._events_cursor = snapshot.cursor
+        return list(self._events)
 
     def _harness(self, name: str) -> Harness:
         if name not in self._harnesses:
