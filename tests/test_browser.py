@@ -1,9 +1,9 @@
 """A real browser: JupyterLab on loopback in headless Debian chromium, driven by playwright.
 
 It opens the quickstart, runs all cells from the Run menu, and watches the monitor advance
-to the end of the run and the plateau chart appear, as a person would. The screenshot is
-saved under ``test-artifacts/browser/`` (the notebook, and the monitor alone). Needs ``/usr/bin/chromium`` (``make test``
-installs it); playwright never downloads a browser of its own here.
+to the end of the run and the plateau chart appear, as a person would. Screenshots (the
+notebook, and the monitor alone) are saved under ``test-artifacts/browser/``. Needs
+``/usr/bin/chromium`` (``make test`` installs it); playwright never downloads a browser.
 """
 
 from __future__ import annotations

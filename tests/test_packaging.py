@@ -30,8 +30,9 @@ def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
 
 
 def test_both_import_packages_are_installed() -> None:
-    import zeroshot_kernel
     import zeroshot_widgets
+
+    import zeroshot_kernel
 
     assert Path(zeroshot_kernel.__file__).parent == PROJECT_ROOT / "zeroshot_kernel"
     assert Path(zeroshot_widgets.__file__).parent == PROJECT_ROOT / "widgets" / "zeroshot_widgets"
@@ -42,7 +43,8 @@ def _pytest_in(directory: Path, env: dict[str, str]) -> subprocess.CompletedProc
     test.write_text("def test_uses(conformance):\n    assert conformance.is_dir()\n")
     (directory / "conftest.py").write_text(
         "import importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('support', {str(PROJECT_ROOT / 'tests' / 'conftest.py')!r})\n"
+        "spec = importlib.util.spec_from_file_location("
+        f"'support', {str(PROJECT_ROOT / 'tests' / 'conftest.py')!r})\n"
         "support = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(support)\n"
         "conformance = support.conformance\n"

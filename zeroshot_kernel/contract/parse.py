@@ -24,10 +24,16 @@ from zeroshot_kernel.contract.diagnostics import (
     GraphDiagnostic,
     IndexSegment,
     NodeSegment,
-    field as field_segment,
-    index as index_segment,
-    node as node_segment,
     sorted_diagnostics,
+)
+from zeroshot_kernel.contract.diagnostics import (
+    field as field_segment,
+)
+from zeroshot_kernel.contract.diagnostics import (
+    index as index_segment,
+)
+from zeroshot_kernel.contract.diagnostics import (
+    node as node_segment,
 )
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
 
@@ -135,7 +141,8 @@ def _child_context(context: _Context, parent: dict[str, Any], key: str) -> _Cont
     if key == "children" and kind == "seq":
         return "node_list"
     if key == "branches":
-        return {"choice": "branch_list", "par": "node_list"}.get(kind, "other")  # type: ignore[return-value]
+        lists: dict[Any, _Context] = {"choice": "branch_list", "par": "node_list"}
+        return lists.get(kind, "other")
     if (key == "otherwise" and kind == "choice") or (key == "body" and kind in ("loop", "map")):
         return "node"
     return "other"
@@ -243,7 +250,7 @@ def loads_document(text: str, *, yaml_allowed: bool = True) -> Any:
         except yaml.YAMLError as yaml_error:
             raise DocumentError(f"neither JSON nor YAML: {yaml_error}") from yaml_error
         if _has_non_finite(value):
-            raise DocumentError("the document contains a non-finite number")
+            raise DocumentError("the document contains a non-finite number") from None
         return value
     except ValueError as error:
         raise DocumentError(str(error)) from error

@@ -114,7 +114,8 @@ def check_value(value: Any, payload_type: PayloadType) -> list[ValueViolation]:
     ...     "n": RecordField(type=IntegerType(kind="integer"), required=True)}))[0].message
     'expected an integer without a fraction, got 1.5'
     """
-    return [ValueViolation(path=list(p), message=m) for p, m in _violations(value, payload_type, ())]
+    found = _violations(value, payload_type, ())
+    return [ValueViolation(path=list(path), message=message) for path, message in found]
 
 
 def _violations(value: Any, t: PayloadType, path: ValuePath) -> Iterator[tuple[ValuePath, str]]:
