@@ -305,14 +305,9 @@ def test_every_node_kind_in_one_graph(ws: Workspace) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="admission bug (admission/parallel.py _when_readable): a first-join `when` that "
-    "reads several racers (any of their verdicts) is judged unsatisfiable on every branch, "
-    "because each branch cannot read the other racers' signals; the reducer evaluates it "
-    "per branch (an unset control matches nothing), so the race can be satisfied",
-)
 def test_a_first_join_may_race_on_any_racer_verdict() -> None:
+    """``when`` is evaluated on each branch's own controls; another racer's are unset there
+    and match nothing, so "a or b accepted" is satisfiable on either branch."""
     graph, runtime = g.par_first_graph(["a", "b"], "b")
     join = graph["root"]["children"][0]["join"]
     join["when"] = {"kind": "any", "guards": [g.signalled(name, "verdict", "accepted")

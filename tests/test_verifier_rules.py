@@ -4,15 +4,18 @@ plus determinism and robustness under random graph mutations."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fixture_files, load_json
+from conftest import conformance_dir, fixture_files, load_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import graphs
 
+from zeroshot_kernel.admission.admit import verify_document
+from zeroshot_kernel.admission.registry import FileRegistry
 from zeroshot_kernel.admission.verifier import structural_diagnostics
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic, sorted_diagnostics
 from zeroshot_kernel.contract.parse import parse_graph
@@ -415,21 +418,34 @@ def _mutate(document: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
     return mutated
 
 
+def _verified_bytes(document: Any) -> bytes:
+    """Everything verification answers (parse, every pass, bounds, registry, IR, identity)
+    as canonical bytes."""
+    registry = FileRegistry.load(conformance_dir().parent / "verifier-fixture-registry.json")
+    envelope = verify_document(document, registry).envelope()
+    return json.dumps(envelope, sort_keys=True, separators=(",", ":")).encode()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_fixture_graphs_never_raise(data: st.DataObject) -> None:
+    """Whole verification of a mutated fixture answers with an envelope, never an exception,
+    and the same document gives the same bytes again."""
     path = data.draw(st.sampled_from(FIXTURES))
-    parsed = parse_graph(_mutate(load_json(path)["graph"], data))
-    if parsed.value is None:
-        return
-    diagnostics = structural_diagnostics(parsed.value)
-    assert diagnostics == sorted_diagnostics(diagnostics)
-    assert _wire(structural_diagnostics(parsed.value)) == _wire(diagnostics)
+    document = _mutate(load_json(path)["graph"], data)
+    first = _verified_bytes(document)
+    envelope = json.loads(first)
+    assert envelope["status"] in ("verified", "rejected")
+    assert (envelope["status"] == "rejected") == bool(envelope["diagnostics"])
+    if envelope["diagnostics"]:
+        parsed = [GraphDiagnostic.model_validate(d) for d in envelope["diagnostics"]]
+        assert parsed == sorted_diagnostics(parsed)
+    assert _verified_bytes(copy.deepcopy(document)) == first
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=graphs())
 def test_random_graphs_never_raise(document: dict[str, Any]) -> None:
-    parsed = parse_graph(document)
-    if parsed.value is not None:
-        structural_diagnostics(parsed.value)
+    first = _verified_bytes(document)
+    assert json.loads(first)["status"] in ("verified", "rejected")
+    assert _verified_bytes(copy.deepcopy(document)) == first

@@ -54,6 +54,15 @@ class ControlSpace:
             if all(join_consistent(assignment, name, self.joins[name]) for name in tied_pars)
         ]
 
+    def coupled_nodes(self, guards: Sequence[Guard]) -> frozenset[str]:
+        """Nodes (and map owners) whose controls an enumeration for ``guards`` reads: two
+        questions with disjoint sets range over independent dimensions."""
+        selectors, aggregated, _ = self._inputs(guards)
+        return frozenset(
+            {selector.name for selector in selectors}
+            | {scope.owner for scope in aggregated.values()}
+        )
+
     def _scope_of(self, selector: ControlSelector) -> MapScope | None:
         return self.index.map_scope(selector.name)
 

@@ -28,15 +28,22 @@ from zeroshot_kernel.admission.predicates import (
     disjoin,
     guards_in,
     holds,
+    negate,
 )
 from zeroshot_kernel.admission.run import Run
 from zeroshot_kernel.admission.shape import check_quorum
 from zeroshot_kernel.admission.typepaths import comparable, overlaps
 from zeroshot_kernel.contract.graph import (
+    AllGuard,
     AllJoin,
+    AnyGuard,
+    ControlSelector,
     FirstJoin,
     Guard,
+    InGuard,
     Join,
+    KOfMapGuard,
+    NotGuard,
     ParNode,
     QuorumJoin,
 )
@@ -98,7 +105,7 @@ def merge_join(
 ) -> Effects:
     """The par's effects after it joined (before its own promotion)."""
     if isinstance(par.join, FirstJoin):
-        return _merge_first(run, par, par.join.when, branches, incoming, loc)
+        return _merge_first(run, par, branches, incoming, loc)
     required = required_completions(par.join, len(branches))
     if required > len(branches):
         return _undecided(branches, required)
@@ -125,16 +132,13 @@ def merge_join(
 def _merge_first(
     run: Run,
     par: ParNode,
-    when: Guard,
     branches: Sequence[Effects],
     incoming: Flow,
     loc: Loc,
 ) -> Effects:
     satisfiers: list[Predicate] = [
-        conjoin([branch.completion, Holds(when)])
-        if _when_readable(run, when, branch, incoming)
-        else NEVER
-        for branch in branches
+        conjoin([branch.completion, _when_on_branch(run, par, position, branch, incoming)])
+        for position, branch in enumerate(branches)
     ]
     satisfaction = disjoin(satisfiers)
     all_completed = conjoin(branch.completion for branch in branches)
@@ -154,17 +158,55 @@ def _merge_first(
     return merged
 
 
-def _when_readable(run: Run, when: Guard, branch: Effects, incoming: Flow) -> bool:
-    """A branch can satisfy ``when`` only if everything it reads has run by then."""
-    for selector, per_item in selector_uses(when):
+def _when_on_branch(
+    run: Run, par: ParNode, position: int, branch: Effects, incoming: Flow
+) -> Predicate:
+    """When ``when`` holds on branch ``position``, as the reducer evaluates it: on that
+    branch's own controls, where every control of another racer is unset and so matches
+    nothing. A control of this branch's own nodes that may not have run leaves the branch
+    unjudgeable, and it is (conservatively) taken never to satisfy."""
+    assert isinstance(par.join, FirstJoin)
+    others = frozenset(
+        node.name
+        for number, other in enumerate(par.branches)
+        if number != position
+        for node in other.walk()
+    )
+
+    def readable(selector: ControlSelector, per_item: bool) -> bool:
         owner = run.index.map_owner(selector.name) if per_item else None
-        if not (
+        return (
             selector.name in incoming.available
             or selector.name in branch.definite_nodes
             or (owner is not None and owner in branch.definite_nodes)
-        ):
-            return False
-    return True
+        )
+
+    uses = selector_uses(par.join.when)
+    if all(readable(selector, per_item) for selector, per_item in uses):
+        return Holds(par.join.when)
+    if any(not readable(s, per_item) and s.name not in others for s, per_item in uses):
+        return NEVER
+    return _without(par.join.when, others)
+
+
+def _without(guard: Guard, unset: frozenset[str]) -> Predicate:
+    """``guard`` with the controls of ``unset`` nodes absent (an absent control reports
+    no label, so it matches nothing)."""
+    if isinstance(guard, InGuard | KOfMapGuard):
+        return NEVER if guard.value.name in unset else Holds(guard)
+    if isinstance(guard, AllGuard):
+        return conjoin(_without(inner, unset) for inner in guard.guards)
+    if isinstance(guard, AnyGuard):
+        return disjoin(_without(inner, unset) for inner in guard.guards)
+    if isinstance(guard, NotGuard):
+        return negate(_without(guard.guard, unset))
+    present = [value for value in guard.values if value.name not in unset]
+    if len(present) == len(guard.values):
+        return Holds(guard)
+    return at_least(
+        guard.count,
+        [Holds(InGuard(kind="in", value=value, labels=guard.labels)) for value in present],
+    )
 
 
 def _scenarios(completing: list[frozenset[int]], required: int) -> list[Scenario]:

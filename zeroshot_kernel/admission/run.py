@@ -12,7 +12,15 @@ from zeroshot_kernel.admission.controls import Assignment
 from zeroshot_kernel.admission.flow import Flow
 from zeroshot_kernel.admission.index import GraphIndex, Loc, segments
 from zeroshot_kernel.admission.outcomes import MAX_ASSIGNMENTS
-from zeroshot_kernel.admission.predicates import Predicate, guards_in, holds
+from zeroshot_kernel.admission.predicates import (
+    Always,
+    Conjunction,
+    Never,
+    Predicate,
+    conjoin,
+    guards_in,
+    holds,
+)
 from zeroshot_kernel.admission.typepaths import FieldPath
 from zeroshot_kernel.contract.diagnostics import DiagnosticCode, GraphDiagnostic
 from zeroshot_kernel.contract.graph import GraphSpec, Guard
@@ -50,6 +58,11 @@ class Run:
     completions: dict[str, Predicate] = field(default_factory=dict)
     fallthrough: dict[int, bool] = field(default_factory=dict)
     reach: dict[str, Reach] = field(default_factory=dict)
+    ceilings: set[Loc] = field(default_factory=set)
+    """Locations whose ceiling is already reported (a question asked again adds nothing)."""
+    coupling: dict[int, tuple[Predicate, tuple[int, int], frozenset[str]]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def of(cls, graph: GraphSpec) -> Run:
@@ -70,23 +83,62 @@ class Run:
 
     def assignments(self, guards: Sequence[Guard], loc: Loc) -> list[Assignment] | None:
         """Legal control assignments for ``guards``; over the ceiling, reports it at
-        ``loc`` and returns ``None`` so the caller stays conservative."""
+        ``loc`` (once per location) and returns ``None`` so the caller stays conservative."""
         found = self.controls.assignments(guards)
-        if found is None:
+        if found is None and loc not in self.ceilings:
+            self.ceilings.add(loc)
             self.emit(
                 "ceiling_exceeded",
-                f"deciding this routing needs more than {MAX_ASSIGNMENTS} control "
-                "combinations; split the decision or read fewer controls at once",
+                f"deciding this needs more than {MAX_ASSIGNMENTS} combinations of control "
+                "outcomes at once; split the decision or read fewer controls in one guard",
                 loc,
             )
         return found
 
     def satisfiable(self, predicate: Predicate, loc: Loc) -> bool | None:
-        """Whether some legal assignment satisfies ``predicate`` (``None``: undecidable)."""
-        found = self.assignments(guards_in(predicate), loc)
-        if found is None:
-            return None
-        return any(holds(predicate, assignment) for assignment in found)
+        """Whether some legal assignment satisfies ``predicate`` (``None``: undecidable).
+
+        A conjunction is decided one independent group of conjuncts at a time: conjuncts
+        that read no common control (after the correlations that tie controls together)
+        range over a product space, so the whole holds somewhere iff every group does.
+        This keeps a long sequence of unrelated choices linear instead of a product."""
+        if isinstance(predicate, Always):
+            return True
+        if isinstance(predicate, Never):
+            return False
+        parts = predicate.parts if isinstance(predicate, Conjunction) else (predicate,)
+        answer: bool | None = True
+        for group in self._independent(parts):
+            found = self.assignments(guards_in(group), loc)
+            if found is None:
+                answer = None
+            elif not any(holds(group, assignment) for assignment in found):
+                return False
+        return answer
+
+    def _independent(self, parts: Sequence[Predicate]) -> list[Predicate]:
+        """``parts`` grouped so that no two groups share a coupled node."""
+        groups: list[tuple[set[str], list[Predicate]]] = []
+        for part in parts:
+            nodes = set(self._coupled(part))
+            touching = [group for group in groups if not group[0].isdisjoint(nodes)]
+            for group in touching:
+                nodes |= group[0]
+            members = [member for group in touching for member in group[1]]
+            groups = [group for group in groups if group[0].isdisjoint(nodes)]
+            groups.append((nodes, [*members, part]))
+        return [conjoin(members) for _, members in groups]
+
+    def _coupled(self, part: Predicate) -> frozenset[str]:
+        """The nodes whose controls deciding ``part`` enumerates together, remembered per
+        predicate object until a new group correlation is recorded."""
+        version = (len(self.controls.joins), len(self.controls.executions))
+        known = self.coupling.get(id(part))
+        if known is not None and known[0] is part and known[1] == version:
+            return known[2]
+        nodes = self.controls.coupled_nodes(guards_in(part))
+        self.coupling[id(part)] = (part, version, nodes)
+        return nodes
 
     def may_fall_through(self, node: object) -> bool:
         return self.fallthrough.get(id(node), True)
