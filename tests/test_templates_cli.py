@@ -62,7 +62,7 @@ def test_list_names_the_templates(tmp_path: Path) -> None:
     listed = zeroshot(tmp_path, "template", "list")
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [
-        "single-worker", "auto-research"]
+        "single-worker", "auto-research", "software-change"]
 
 
 @pytest.mark.parametrize("push", [False, True])

@@ -150,7 +150,7 @@ def test_a_monitor_on_a_plain_graph_shows_its_phase_and_log_but_no_rounds(
     monitor = RunMonitor(client, run.id, autostart=False)
     assert not monitor.is_research and monitor.terminal is not None
     assert ">succeeded</span>" in monitor.phase_html.value
-    hidden = [monitor.progress, monitor.progress_label, monitor.table, monitor.children[3]]
+    hidden = [monitor.progress, monitor.progress_label, monitor.table, monitor.research_panel]
     assert all(part.layout.display == "none" for part in hidden)
     assert "topic" not in monitor.header.value and "headline" in monitor.header.value
 

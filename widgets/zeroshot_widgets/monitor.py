@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import threading
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -76,6 +77,8 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
                                             tooltip="Start a controller for a run whose "
                                             "controller died")
         self.message = widgets.HTML()
+        self.review_html = widgets.HTML()  # software-change: completion and review lifecycle
+        self._graph = _gated_graph(client, run_id)
         self.chart = PlateauChart(metric=self.info.metric)
         self.card = IncumbentCard(metric=self.info.metric,
                                   layout=widgets.Layout(min_width="240px"))
@@ -85,19 +88,21 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.stop_button.on_click(lambda _: self.stop_run())
         self.resume_button.on_click(lambda _: self.resume_run())
         log = widgets.Accordion(children=[self.log_tail], titles=("log",))
-        research = widgets.HBox([self.chart, self.card],
-                                layout=widgets.Layout(flex_flow="row wrap"))
+        self.research_panel = widgets.HBox([self.chart, self.card],
+                                           layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__(children=[
             self.header,
             widgets.HBox([self.phase_html, self.progress, self.progress_label,
                           self.stop_button, self.resume_button]),
             self.message,
-            research,
+            self.review_html,
+            self.research_panel,
             self.table,
             log,
         ])
         if not self.is_research:  # rounds, charts and evidence mean nothing for other graphs
-            for part in (self.progress, self.progress_label, research, self.table):
+            for part in (self.progress, self.progress_label, self.research_panel,
+                         self.table):
                 part.layout.display = "none"
             log.selected_index = 0
         self.refresh()
@@ -207,6 +212,8 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         self.log_tail.value = self._feed.log_tail()
+        if self._graph is not None and poll.new_events:
+            self.review_html.value = _review_html(self._graph, self.client, self.run_id)
         self.card.update(view)
         self.table.update(view)
         self.chart.update(view)
@@ -214,6 +221,22 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     def _say(self, text: str, *, error: bool = False) -> None:
         colour = "#d62728" if error else "inherit"
         self.message.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
+
+
+def _gated_graph(client: Client, run_id: str) -> dict[str, Any] | None:
+    """The run's graph when it has a review gate (only those show a completion decision)."""
+    from zeroshot_kernel.review.ledger import GATE_WORKER, workers
+
+    graph: dict[str, Any] = client.ledger.admitted(run_id)["graph"]
+    return graph if any(ref == GATE_WORKER for _, ref in workers(graph["root"])) else None
+
+
+def _review_html(graph: dict[str, Any], client: Client, run_id: str) -> str:
+    """The recorded completion decision and review lifecycle (software-change runs)."""
+    from zeroshot_kernel.review.ledger import review_lines
+
+    lines = review_lines(graph, (event for _, event in client.run(run_id).events()))
+    return "<br>".join(html.escape(line) for line in lines)
 
 
 def _header(info: RunInfo, run_id: str, ledger: str) -> str:

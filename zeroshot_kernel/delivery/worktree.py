@@ -112,3 +112,49 @@ async def run_worktree(repository: Repository, workspace: Path, run_id: str) -> 
     else:
         await repository.git("worktree", "add", "-q", "-b", branch, str(path), "HEAD")
     return RunWorktree(path, branch, git)
+
+
+TARGET_UNVERIFIED = "target branch could not be verified"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a change is delivered: the remote and the branch it must already hold."""
+
+    remote: Remote
+    branch: str
+    revision: str
+    """The target branch's revision on the remote when it was verified."""
+
+
+async def target_branch(repository: Repository) -> tuple[Remote, str]:
+    """The current branch's upstream (remote and branch), else the push remote and the
+    local branch's own name."""
+    git = repository.git
+    upstream = await git("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}",
+                         check=False)
+    local = await git("symbolic-ref", "-q", "--short", "HEAD", check=False)
+    remote = await push_remote(repository)
+    if upstream and "/" in upstream:
+        merge = await git("config", "--get", f"branch.{local}.merge", check=False)
+        branch = merge.removeprefix("refs/heads/") if merge else upstream.split("/", 1)[1]
+        return remote, branch
+    if not local:
+        raise DeliveryRefused(f"{TARGET_UNVERIFIED}: HEAD is detached and has no upstream")
+    return remote, local
+
+
+async def verify_target(repository: Repository) -> Target:
+    """The target branch, verified to exist on the remote (before any agent runs)."""
+    remote, branch = await target_branch(repository)
+    try:
+        listed = await repository.git("ls-remote", "--heads", remote.name,
+                                      f"refs/heads/{branch}", timeout=60)
+    except GitError as failure:
+        raise DeliveryRefused(f"{TARGET_UNVERIFIED}: the remote {remote.name} "
+                              f"({remote.display}) cannot be reached: {failure.stderr}") from None
+    revision = listed.split()[0] if listed else ""
+    if not revision:
+        raise DeliveryRefused(f"{TARGET_UNVERIFIED}: the remote {remote.name} "
+                              f"({remote.display}) has no branch {branch}")
+    return Target(remote, branch, revision)

@@ -2,13 +2,13 @@
 plan: exactly what a user could write by hand, and print with ``zeroshot template show``.
 
 >>> sorted(template_names())
-['auto-research', 'single-worker']
+['auto-research', 'single-worker', 'software-change']
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from zeroshot_kernel.templates.auto_research import (
@@ -18,6 +18,14 @@ from zeroshot_kernel.templates.auto_research import (
     auto_research_input,
 )
 from zeroshot_kernel.templates.single_worker import single_worker_graph
+from zeroshot_kernel.templates.software_change import (
+    AGENT_NODES,
+    DEFAULT_DELIVERY,
+    GATE_CALLABLE,
+    placeholder_delivery,
+    software_change_graph,
+    software_change_input,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,15 @@ class TemplateOptions:
     harness: str = "local"
     provider: str | None = None
     model: str | None = None
+    delivery: str = DEFAULT_DELIVERY
+    """software-change: none, push, pr or ship."""
+    profile: str = "standard"
+    """software-change: micro, standard or high-risk (``auto`` is resolved before)."""
+    checks: tuple[str, ...] = ()
+    """software-change: commands whose receipts are the run's evidence."""
+    prepared: dict[str, Any] | None = None
+    """software-change: the prepared delivery (remote, target branch, base); a
+    placeholder when not given."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,52 @@ def _auto_research(options: TemplateOptions) -> Expansion:
     )
 
 
+SOFTWARE_CHANGE_MODEL = "claude-sonnet-5"
+"""The coding agents' model on the claude harness unless ``--model`` says otherwise."""
+
+
+def _software_change(options: TemplateOptions) -> Expansion:
+    if options.harness == "local":  # no embedded software agents: the coding agent is claude
+        options = replace(options, harness="claude")
+    graph = software_change_graph(options.delivery, options.profile)
+    present = _executables(graph["root"])
+    nodes: dict[str, Any] = {name: _agent(options, scope="node_instance")
+                             for name in AGENT_NODES if name in present}
+    nodes["review_gate"] = {"kind": "agent", "harness": "python", "callable": GATE_CALLABLE}
+    if options.delivery != "none":
+        nodes["deliver"] = {"kind": "git_delivery"}
+        if options.delivery in ("pr", "ship"):
+            nodes["deliver"]["connections"] = ["github"]
+    delivery = None if options.delivery == "none" else \
+        (options.prepared or placeholder_delivery(options.delivery))
+    runtime = _plan(options, nodes)
+    if options.harness == "claude" and not options.model:
+        runtime["model"] = SOFTWARE_CHANGE_MODEL
+    return Expansion(
+        graph=graph,
+        input=software_change_input(options.task, profile=options.profile,
+                                    checks=list(options.checks), delivery=delivery),
+        runtime=runtime,
+    )
+
+
+def _executables(node: dict[str, Any]) -> set[str]:
+    kind = node["kind"]
+    if kind in ("step", "verifier"):
+        return {node["name"]}
+    children: list[dict[str, Any]] = []
+    if kind == "seq":
+        children = node["children"]
+    elif kind == "par":
+        children = node["branches"]
+    elif kind == "choice":
+        children = [b["node"] for b in node["branches"]]
+        children += [node["otherwise"]] if node["otherwise"] is not None else []
+    elif kind in ("loop", "map"):
+        children = [node["body"]]
+    return {name for child in children for name in _executables(child)}
+
+
 TEMPLATES: dict[str, Template] = {
     "single-worker": Template(
         "single-worker", "One agent completes a task; an error fails the run.", _single_worker
@@ -100,6 +163,12 @@ TEMPLATES: dict[str, Template] = {
         "Reviewed rounds of three read-only scouts, one researcher and a fresh reviewer "
         "that improve a candidate against a measured metric.",
         _auto_research,
+    ),
+    "software-change": Template(
+        "software-change",
+        "One owner changes code in its own worktree; reviewers under the review "
+        "discipline; trusted delivery (none, push, pull request, ship).",
+        _software_change,
     ),
 }
 

@@ -1,0 +1,49 @@
+"""Test workers standing in for the coding agent and the reviewers of software-change runs
+(copied into each test repository, so the run's worktree can import them).
+
+``<repo>/.zeroshot/script.json`` scripts them: for a reviewer node, the list of verdict
+labels its successive calls answer (then ``accepted``); for a writer node, what it does.
+Each writer call appends ``<node> <n>`` to ``change.txt`` in the worktree it runs in.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.workers import Verdict, WorkerContext
+
+
+def _repo(context: WorkerContext) -> Path:
+    return context.workspace.resolve().parents[2]  # <repo>/.zeroshot/worktrees/<run>
+
+
+def _count(context: WorkerContext) -> int:
+    counts = _repo(context) / ".zeroshot" / "counts"
+    counts.mkdir(parents=True, exist_ok=True)
+    path = counts / f"{context.run_id}.{context.node}"
+    number = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(number))
+    return number
+
+
+def _script(context: WorkerContext) -> dict[str, Any]:
+    path = _repo(context) / ".zeroshot" / "script.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write(value: dict[str, Any], context: WorkerContext) -> None:
+    number = _count(context)
+    script = _script(context).get(context.node, {})
+    target = context.workspace / script.get("file", "change.txt")
+    with target.open("a") as handle:
+        handle.write(f"{context.node} {number}\n")
+
+
+def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    number = _count(context)
+    labels = _script(context).get(context.node, [])
+    label = labels[number - 1] if number <= len(labels) else "accepted"
+    return Verdict(signals={"verdict": label},
+                   diagnostic={"message": f"{context.node} call {number}: {label}"})

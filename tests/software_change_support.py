@@ -1,0 +1,115 @@
+"""Test support for software-change runs: real git repositories with bare remotes on disk,
+the template expanded and started through the same preparation as ``zeroshot change run``,
+with the test workers of ``change_workers.py`` standing in for the agents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zeroshot_kernel.client import Client, Run
+from zeroshot_kernel.contract.outcome import VerifierOutcome
+from zeroshot_kernel.delivery.prepare import prepare, submit_change
+from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, TerminalResult
+from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+WORKERS = Path(__file__).with_name("change_workers.py")
+WRITERS = ("worker", "review_repair", "delivery_repair", "early_correction",
+           "final_correction")
+REVIEWERS = ("acceptance", "code", "seam_review", "integration_review")
+RUN_TIMEOUT_S = 120
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def repository(root: Path) -> tuple[Path, Path]:
+    """``root/repo`` on main with one commit (holding the test workers), tracking the bare
+    ``root/octo/project.git`` as origin (a path that names the repository octo/project,
+    as a GitHub URL would)."""
+    remote, repo = root / "octo" / "project.git", root / "repo"
+    remote.parent.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Test Author")
+    git(repo, "config", "user.email", "author@example.invalid")
+    (repo / "README.md").write_text("project\n")
+    (repo / ".gitignore").write_text(".zeroshot/\n__pycache__/\n")
+    shutil.copy(WORKERS, repo / WORKERS.name)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "start")
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    (repo / ".zeroshot").mkdir(exist_ok=True)
+    return repo, remote
+
+
+def script(repo: Path, document: dict[str, Any]) -> None:
+    (repo / ".zeroshot" / "script.json").write_text(json.dumps(document))
+
+
+def test_nodes(runtime: dict[str, Any]) -> dict[str, Any]:
+    """The plan's agent bindings replaced by the test workers (python harness)."""
+    nodes = dict(runtime["nodes"])
+    for name in nodes:
+        if name in WRITERS:
+            nodes[name] = {"kind": "agent", "harness": "python",
+                           "callable": "change_workers:write"}
+        elif name in REVIEWERS:
+            nodes[name] = {"kind": "agent", "harness": "python",
+                           "callable": "change_workers:review"}
+    return {**runtime, "nodes": nodes}
+
+
+@dataclass
+class Change:
+    repo: Path
+    client: Client
+    run: Run
+
+    def wait(self) -> TerminalResult:
+        return self.run.wait(RUN_TIMEOUT_S)
+
+    @property
+    def worktree(self) -> Path:
+        return self.repo / ".zeroshot" / "worktrees" / self.run.id
+
+    def completions(self, node: str) -> list[NodeCompleted]:
+        started: dict[str, str] = {}
+        found = []
+        for _, event in self.run.events():
+            if isinstance(event, NodeStarted):
+                started[event.reference.execution] = event.reference.node
+            elif isinstance(event, NodeCompleted) and \
+                    started[event.completion.reference.execution] == node:
+                found.append(event)
+        return found
+
+    def signals(self, node: str, name: str) -> list[str]:
+        return [c.completion.outcome.signals[name] for c in self.completions(node)
+                if isinstance(c.completion.outcome, VerifierOutcome)]
+
+
+def start_change(repo: Path, task: str = "Add a line to change.txt", *,
+                 delivery: str = "push", profile: str = "standard", feedback: bool = True,
+                 checks: tuple[str, ...] = (), api_url: str | None = None,
+                 nodes: dict[str, Any] | None = None) -> Change:
+    prepared = asyncio.run(prepare(repo, delivery))
+    expansion = expand_template("software-change", TemplateOptions(
+        task=task, harness="claude", delivery=delivery, profile=profile, checks=checks,
+        prepared=prepared.delivery(delivery, feedback=feedback, api_url=api_url,
+                                   poll_seconds=0, checks_timeout_seconds=20)))
+    runtime = test_nodes(expansion.runtime)
+    runtime["nodes"] = {**runtime["nodes"], **(nodes or {})}
+    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    run = submit_change(client, prepared, graph=expansion.graph, input=expansion.input,
+                        runtime=runtime, title=f"software-change: {task}")
+    return Change(repo, client, run)

@@ -1,0 +1,181 @@
+"""The completion gate as a table: ledgers (the facts a run recorded) and the decision
+each must get. The first failing gate decides; missing proof stays missing. Also the
+evidence receipts' fingerprints and staleness rules on a real git checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zeroshot_kernel.review.completion import (
+    CompletionFacts,
+    MicroEligibility,
+    Requirement,
+    Review,
+    decide,
+)
+from zeroshot_kernel.review.evidence import (
+    EMPTY_SHA256,
+    EvidenceReceipt,
+    Invalidation,
+    current,
+    fingerprint,
+    reusable,
+    run_check,
+    staleness,
+)
+from zeroshot_kernel.review.profiles import resolve_profile
+
+HEAD, TREE = "a" * 40, "b" * 40
+
+
+def receipt(rid: str = "R1", **changes: Any) -> EvidenceReceipt:
+    fields: dict[str, Any] = dict(
+        id=rid, command="pytest", command_argv=["pytest"], cwd="/w", exit_code=0,
+        started_at=0.0, finished_at=1.0, git_commit=HEAD, git_tree=TREE,
+        working_tree_hash="w", dirty_tree_fingerprint=EMPTY_SHA256, environment={},
+        environment_fingerprint="e", evidence_class="claim_establishing",
+        requirement_ids=["REQ-001"], establishes=["tests pass"])
+    return EvidenceReceipt(**(fields | changes))
+
+
+ROW = Requirement(id="REQ-001", authoritative_text="tests pass", status="verified",
+                  evidence_refs=["R1"], intended_acceptance_claims=["tests pass"])
+REVIEW = Review(review_id="x1", reviewer_step_id="x1", verdict="approved", head=HEAD, base="",
+                checkout="REVIEW_CHECKOUT_UNCHANGED", engine_authenticated=True)
+MICRO = MicroEligibility(head=HEAD, tree=TREE, ratings={d: "low" for d in "abcdef"},
+                         coherent_slice=True, public_contract=False, hard_triggers=[],
+                         proof_refs=["R1"])
+GOOD: dict[str, Any] = dict(profile="standard", candidate_head=HEAD, candidate_tree=TREE,
+                            owner_verified=True, requirements=[ROW], receipts=[receipt()],
+                            lifecycle_state="REVIEW_LIFECYCLE_COMPLETE", review=REVIEW)
+
+TABLE: list[tuple[str, dict[str, Any], str, str]] = [
+    ("complete", {}, "CANDIDATE_COMPLETE", "independent review approved"),
+    ("not owner-verified beats everything", {"owner_verified": False, "requirements": []},
+     "IMPLEMENTATION_COMPLETE", "not verified"),
+    ("environment blocked", {"requirements": [ROW, ROW.model_copy(update={
+        "id": "REQ-002", "status": "blocked_by_environment"})]},
+     "BLOCKED_BY_ENVIRONMENT", "REQ-002"),
+    ("no rows: missing proof stays missing", {"requirements": []},
+     "BLOCKED_BY_MISSING_EVIDENCE", "nothing is proven"),
+    ("missing proof, no review", {"requirements": [], "review_available": False},
+     "PARTIALLY_VERIFIED", "nothing is proven"),
+    ("stale receipt", {"stale": {"R1": "git_tree_changed"}},
+     "BLOCKED_BY_MISSING_EVIDENCE", "stale receipt R1"),
+    ("diagnostic receipt", {"receipts": [receipt(evidence_class="diagnostic")]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "no valid claim-establishing"),
+    ("wrong tree", {"receipts": [receipt(git_tree="c" * 40)]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "no valid claim-establishing"),
+    ("failed command", {"receipts": [receipt(exit_code=1)]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "no valid claim-establishing"),
+    ("claim not established", {"receipts": [receipt(establishes=["other"])]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "not established"),
+    ("claim denied", {"receipts": [receipt(does_not_establish=["tests pass"])]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "not established"),
+    ("verified with unavailable proof", {"requirements": [ROW.model_copy(update={
+        "unavailable_proof": ["hardware"]})]}, "BLOCKED_BY_MISSING_EVIDENCE", "unavailable"),
+    ("unverified row", {"requirements": [ROW.model_copy(update={"status": "unverified"})]},
+     "BLOCKED_BY_MISSING_EVIDENCE", "REQ-001: unverified"),
+    ("micro eligible", {"profile": "micro", "micro": MICRO, "review": None},
+     "CANDIDATE_COMPLETE", "micro"),
+    ("micro without eligibility", {"profile": "micro", "review": None},
+     "PARTIALLY_VERIFIED", "no eligibility record"),
+    ("micro with a medium", {"profile": "micro", "micro": MICRO.model_copy(update={
+        "ratings": {**MICRO.ratings, "a": "medium"}})}, "PARTIALLY_VERIFIED", "six"),
+    ("review unavailable", {"review_available": False},
+     "OWNER_VERIFIED_REVIEW_UNAVAILABLE", "no independent review"),
+    ("correction pending", {"correction_pending": True}, "REVIEW_PENDING", "correction"),
+    ("high risk without obligations", {"profile": "high-risk"}, "REVIEW_PENDING",
+     "obligations"),
+    ("high risk needs integration scope", {"profile": "high-risk",
+                                           "obligations_satisfied": True},
+     "REVIEW_PENDING", "integration"),
+    ("high risk complete", {"profile": "high-risk", "obligations_satisfied": True,
+                            "review": REVIEW.model_copy(update={"scope": "integration"})},
+     "CANDIDATE_COMPLETE", "approved"),
+    ("no review", {"review": None}, "REVIEW_PENDING", "no independent review"),
+    ("review of another head", {"review": REVIEW.model_copy(update={"head": "d" * 40})},
+     "REVIEW_PENDING", "another head"),
+    ("checkout unverified", {"review": REVIEW.model_copy(update={
+        "checkout": "REVIEW_CHECKOUT_UNVERIFIED"})}, "REVIEW_PENDING", "checkout integrity"),
+    ("lifecycle open", {"lifecycle_state": "CORRECTION_RECHECK_REQUIRED"},
+     "REVIEW_PENDING", "lifecycle"),
+    ("owner-recorded reviewer", {"review": REVIEW.model_copy(update={
+        "engine_authenticated": False})}, "OWNER_VERIFIED_REVIEW_UNAVAILABLE", "provenance"),
+]
+
+
+@pytest.mark.parametrize("changes, state, reason", [row[1:] for row in TABLE],
+                         ids=[row[0] for row in TABLE])
+def test_completion_gate(changes: dict[str, Any], state: str, reason: str) -> None:
+    decision = decide(CompletionFacts(**(GOOD | changes)))
+    assert decision.state == state
+    assert any(reason in r for r in decision.reasons), decision.reasons
+    if state == "CANDIDATE_COMPLETE":
+        assert decision.allowed_claims == ["tests pass"]
+    else:
+        assert decision.allowed_claims == []
+
+
+@pytest.mark.parametrize("ratings, triggers, expected", [
+    ({d: "low" for d in ("blast_radius", "concurrency", "security_data", "boundary",
+                         "novelty", "observability")}, [], "micro"),
+    ({}, [], "standard"),  # unrated dimensions count as medium
+    ({"novelty": "high"}, [], "high-risk"),
+    ({}, ["auth_secrets_trust"], "high-risk"),
+])
+def test_auto_profile_is_decided_by_the_rules(ratings: dict[str, str], triggers: list[str],
+                                              expected: str) -> None:
+    assert resolve_profile("auto", ratings, triggers) == expected
+    assert resolve_profile("micro", {"novelty": "high"}) == "micro"
+    with pytest.raises(ValueError):
+        resolve_profile("huge")
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "config", "user.email", "a@b.invalid")
+    _git(tmp_path, "config", "user.name", "A")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    notebook: dict[str, Any] = {"cells": [{"cell_type": "code", "source": ["print(1)"],
+                                           "outputs": [],
+                           "execution_count": None}], "metadata": {}}
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook))
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "start")
+    clean = fingerprint(tmp_path)
+    assert clean.dirty_tree_fingerprint == EMPTY_SHA256
+    made = run_check(["true"], tmp_path, receipt_id="R1", requirement_ids=["REQ-001"],
+                     establishes=["ok"])
+    assert made.evidence_class == "claim_establishing" and made.exit_code == 0
+    assert staleness(made, current(tmp_path)) is None
+    assert reusable(made, ["true"], str(tmp_path))
+    assert not reusable(made.model_copy(update={"final_gate": True}), ["true"], str(tmp_path))
+    assert run_check(["true"], tmp_path, receipt_id="R0").evidence_class == "diagnostic"
+    # re-running the notebook (outputs, counts) leaves the fingerprint alone
+    notebook["cells"][0] |= {"outputs": [{"output_type": "stream", "text": "1"}],
+                             "execution_count": 3}
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook))
+    assert staleness(made, current(tmp_path)) is None
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert staleness(made, current(tmp_path)) == "dirty_fingerprint_changed"
+    _git(tmp_path, "commit", "-qam", "change")
+    assert staleness(made, current(tmp_path)) == "git_tree_changed"
+    assert staleness(made, current(tmp_path).model_copy(update={
+        "environment_fingerprint": "other"})) == "environment_changed"
+    assert staleness(made, current(tmp_path), [Invalidation(receipt_id="R1", reason="flaky")]) \
+        == "invalidated: flaky"
+    with_inputs = run_check(["true"], tmp_path, receipt_id="R2", inputs=["a.py"])
+    assert staleness(with_inputs, current(tmp_path, ["a.py"])) is None
+    (tmp_path / "a.py").write_text("x = 3\n")
+    assert staleness(with_inputs, current(tmp_path, ["a.py"])) == \
+        "input_digest_changed: a.py"

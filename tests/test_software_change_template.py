@@ -1,0 +1,154 @@
+"""The ``software-change`` template as users see it (``zeroshot template show``, ``zeroshot
+change show``): an ordinary graph our verifier admits for every delivery mode and
+profile, with the review limits as graph bounds, the coding agents on claude by default,
+the trusted delivery and gate bound by the template; and runs of the micro and high-risk
+shapes, and ``zeroshot status`` showing the recorded completion decision."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from software_change_support import git, repository, script, start_change
+
+from zeroshot_kernel.admission.admit import admit
+from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
+from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
+from zeroshot_kernel.templates.software_change import DELIVERY_MODES, loop_bound
+
+
+def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+
+
+def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    children: list[dict[str, Any]] = []
+    if node["kind"] == "seq":
+        children = node["children"]
+    elif node["kind"] == "par":
+        children = node["branches"]
+    elif node["kind"] == "choice":
+        children = [b["node"] for b in node["branches"]]
+        children += [node["otherwise"]] if node["otherwise"] is not None else []
+    elif node["kind"] in ("loop", "map"):
+        children = [node["body"]]
+    for child in children:
+        yield from nodes(child)
+
+
+def by_name(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {node["name"]: node for node in nodes(graph["root"])}
+
+
+def test_template_show_prints_an_admissible_graph(tmp_path: Path) -> None:
+    assert "software-change" in template_names()
+    done = zeroshot(tmp_path, "template", "show", "software-change", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    admission = admit(document["graph"], initial_input=document["input"],
+                      runtime=document["runtime"])
+    assert admission.admitted is not None, admission.diagnostics
+    named = by_name(document["graph"])
+    assert named["deliver"]["worker"] == "builtin.git-delivery.pr@1"
+    assert document["runtime"]["nodes"]["deliver"] == {"kind": "git_delivery",
+                                                       "connections": ["github"]}
+    assert document["runtime"]["harness"] == "claude"
+    assert document["runtime"]["model"] == "claude-sonnet-5"
+    listed = zeroshot(tmp_path, "template", "list")
+    assert "software-change" in listed.stdout
+    outline = zeroshot(tmp_path, "change", "show", "--delivery", "ship", "--profile",
+                       "high-risk")
+    assert outline.returncode == 0, outline.stderr
+    assert "builtin.git-delivery.merge@1" in outline.stdout
+    assert "loop final_reviews  (at most 2 iterations)" in outline.stdout
+
+
+@pytest.mark.parametrize("profile", ["micro", "standard", "high-risk"])
+@pytest.mark.parametrize("delivery", DELIVERY_MODES)
+def test_every_mode_and_profile_is_admitted(delivery: str, profile: str) -> None:
+    expansion = expand_template("software-change", TemplateOptions(
+        task="t", harness="claude", delivery=delivery, profile=profile))
+    admission = admit(expansion.graph, initial_input=expansion.input,
+                      runtime=expansion.runtime)
+    assert admission.admitted is not None, admission.diagnostics
+    named = by_name(expansion.graph)
+    assert named["change_loop"]["maxIterations"] == loop_bound(profile)
+    assert ("code" in named) == (profile != "micro")
+    assert ("integration_review" in named) == (profile == "high-risk")
+    if profile == "high-risk":
+        assert named["final_reviews"]["maxIterations"] == 2
+    assert ("deliver" in named) == (delivery != "none")
+    reasons = {n["reason"] for n in named.values() if n["kind"] == "fail"}
+    assert "blocked" in reasons
+    if delivery != "none":
+        assert "delivery_unconfirmed" in reasons
+    assert ("approval_required" in reasons) == (delivery == "ship")
+    gate = expansion.runtime["nodes"]["review_gate"]
+    assert gate == {"kind": "agent", "harness": "python",
+                    "callable": "zeroshot_kernel.review.gate:review_gate"}
+
+
+def test_harness_and_model_are_overridable() -> None:
+    expansion = expand_template("software-change", TemplateOptions(
+        task="t", harness="codex", model="gpt-5.6", delivery="push"))
+    assert expansion.runtime["harness"] == "codex"
+    assert expansion.runtime["model"] == "gpt-5.6"
+    assert admit(expansion.graph, initial_input=expansion.input,
+                 runtime=expansion.runtime).admitted is not None
+
+
+def test_a_micro_change_needs_only_owner_verification(tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    change = start_change(repo, delivery="none", profile="micro", checks=("true",))
+    result = change.wait()
+    assert isinstance(result, SucceededResult), result
+    assert change.completions("code") == []
+    assert change.signals("review_gate", "lifecycle") == ["approved"]
+
+
+def test_high_risk_runs_early_and_final_reviews(tmp_path: Path) -> None:
+    repo, remote = repository(tmp_path)
+    script(repo, {"integration_review": ["rejected", "accepted"]})
+    change = start_change(repo, delivery="push", profile="high-risk")
+    result = change.wait()
+    assert isinstance(result, SucceededResult), result
+    head = result.output["receipt"]["headRevision"]
+    assert git(remote, "show", f"{head}:change.txt").splitlines() == \
+        ["worker 1", "early_correction 1", "final_correction 1"]
+    assert change.signals("integration_review", "verdict") == ["rejected", "accepted"]
+
+
+def test_two_failed_final_reviews_block_a_high_risk_run(tmp_path: Path) -> None:
+    repo, remote = repository(tmp_path)
+    script(repo, {"integration_review": ["rejected", "rejected"]})
+    change = start_change(repo, delivery="push", profile="high-risk")
+    result = change.wait()
+    assert isinstance(result, FailedResult) and result.reason == "blocked"
+    assert len(change.completions("integration_review")) == 2
+    assert git(remote, "branch", "--list", "zeroshot/*") == ""
+
+
+def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    script(repo, {"code": ["rejected", "accepted"]})
+    change = start_change(repo, delivery="none", checks=("git diff --quiet HEAD",
+                                                         "true"))
+    assert isinstance(change.wait(), SucceededResult)
+    done = zeroshot(repo, "status", change.run.id, "--ledger",
+                    str(repo / ".zeroshot" / "ledger.db"))
+    assert done.returncode == 0, done.stderr
+    # the checks' receipts cover the evidence; the reviewer's checkout is not yet observed
+    # by the engine, so the honest decision stops short of CANDIDATE_COMPLETE
+    assert "completion: REVIEW_PENDING (checkout integrity: REVIEW_CHECKOUT_UNVERIFIED)" \
+        in done.stdout, done.stdout
+    assert "review:  seam main REVIEW_LIFECYCLE_COMPLETE, cycle 1, 1 review(s), " \
+        "1 recheck(s), 0 restart(s)" in done.stdout, done.stdout

@@ -1,0 +1,125 @@
+"""``zeroshot change run``: a software change in the run's own worktree, reviewed under
+the review discipline and delivered by trusted code (none, push, pull request, ship)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
+from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
+
+change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git delivery.",
+                         no_args_is_help=True)
+
+
+@change_app.command("run")
+def run(
+    task: Annotated[str, typer.Argument(help="What to change, in words.")],
+    delivery: Annotated[str, typer.Option(
+        help="none (keep the change in the run's worktree), push (publish the managed "
+             "branch), pr (open or update a pull request; the default) or ship (pr, then "
+             "merge).")] = "pr",
+    no_pr_feedback: Annotated[bool, typer.Option(
+        "--no-pr-feedback", help="Do not read pull request reviews into the repair loop.")
+    ] = False,
+    profile: Annotated[str, typer.Option(
+        help="Review profile: micro, standard, high-risk or auto.")] = "standard",
+    check: Annotated[list[str] | None, typer.Option(
+        "--check", help="A command whose receipt proves the change (repeatable).")] = None,
+    harness: Annotated[str, typer.Option(
+        help="Harness of the coding agent and reviewers: claude (default) or codex.")
+    ] = "claude",
+    model: Annotated[str | None, typer.Option(help="Model for the agents.")] = None,
+    github_api: Annotated[str | None, typer.Option(
+        "--github-api", envvar="ZEROSHOT_GITHUB_API",
+        help="GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Change the repository around the current directory as TASK says.
+
+    Example: zeroshot change run "Fix the off-by-one in pager.py" --delivery push
+    """
+    import asyncio
+
+    from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.delivery import DeliveryRefused
+    from zeroshot_kernel.delivery.prepare import prepare, submit_change
+    from zeroshot_kernel.review.profiles import resolve_profile
+    from zeroshot_kernel.templates import TemplateOptions, expand_template
+    from zeroshot_kernel.templates.software_change import DELIVERY_MODES
+
+    if delivery not in DELIVERY_MODES:
+        fail_usage(f"--delivery must be one of {', '.join(DELIVERY_MODES)}, not {delivery!r}")
+    try:
+        resolved = resolve_profile(profile)
+    except ValueError as problem:
+        fail_usage(str(problem))
+    client = open_client(ledger, target)
+    try:
+        prepared = asyncio.run(prepare(Path.cwd(), delivery))
+    except DeliveryRefused as refused:
+        fail_usage(str(refused))
+    expansion = expand_template("software-change", TemplateOptions(
+        task=task, harness=harness, model=model, delivery=delivery, profile=resolved,
+        checks=tuple(check or ()),
+        prepared=prepared.delivery(delivery, feedback=not no_pr_feedback, api_url=github_api),
+    ))
+    try:
+        started = submit_change(client, prepared, graph=expansion.graph,
+                                input=expansion.input, runtime=expansion.runtime,
+                                title=f"software-change: {task[:200]}")
+    except AdmissionRejected as rejected:
+        print_diagnostics(rejected.diagnostics)
+        raise typer.Exit(EXIT_REJECTED) from None
+    branch = "" if prepared.target is None else \
+        f", target {prepared.target.remote.name}/{prepared.target.branch}"
+    typer.echo(f"started {started.id}: profile {resolved}, delivery {delivery}{branch}; "
+               f"worktree .zeroshot/worktrees/{started.id} on zeroshot/{started.id}")
+    if detach:
+        typer.echo(f"follow it with: zeroshot status {started.id}")
+        raise typer.Exit(EXIT_OK)
+    from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.ledger.events import SucceededResult
+
+    try:
+        result = started.wait()
+    except KeyboardInterrupt:
+        typer.echo(f"\ndetached; {started.id} keeps running.", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(f"finished: {describe_result(result)}")
+    raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
+
+
+@change_app.command("show")
+def show(
+    delivery: Annotated[str, typer.Option(help="none, push, pr or ship.")] = "pr",
+    profile: Annotated[str, typer.Option(help="micro, standard or high-risk.")] = "standard",
+    harness: Annotated[str, typer.Option(help="claude (default) or codex.")] = "claude",
+    model: Annotated[str | None, typer.Option(help="Model for the agents.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {graph, input, runtime}.")
+                       ] = False,
+) -> None:
+    """Print the graph a software change expands to for a delivery mode and profile.
+
+    Example: zeroshot change show --delivery ship --profile high-risk
+    """
+    from zeroshot_kernel.cli.output import print_json
+    from zeroshot_kernel.cli.template_commands import outline
+    from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+    try:
+        expansion = expand_template("software-change", TemplateOptions(
+            harness=harness, model=model, delivery=delivery, profile=profile))
+    except ValueError as problem:
+        fail_usage(str(problem))
+    if as_json:
+        print_json({"graph": expansion.graph, "input": expansion.input,
+                    "runtime": expansion.runtime})
+        return
+    for line in outline(expansion.graph["root"]):
+        typer.echo(line)

@@ -1,0 +1,140 @@
+"""``zeroshot.review.gate@1``: the trusted gate after each review pass of software-change.
+
+A python-harness verifier (no agent): it reads the run's ledger, runs the declared
+checks in the worktree (their receipts are the evidence), replays the seam's review
+lifecycle and answers ``lifecycle`` = ``approved`` (deliver), ``correction`` (the owner
+fixes the findings, the same reviewer rechecks once), ``restart`` (the one strategy
+restart) or ``blocked``. Its diagnostic records the lifecycle, the receipts and the
+completion decision (``recordJson``), so every view reads them from the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from typing import Any
+
+from zeroshot_kernel.review.completion import (
+    CompletionFacts,
+    Requirement,
+    Review,
+    decide,
+)
+from zeroshot_kernel.review.evidence import EvidenceReceipt, current, run_check, staleness
+from zeroshot_kernel.review.ledger import (
+    OWNER_VERIFIER,
+    SEAM_REVIEWER,
+    Fact,
+    facts,
+    replay_run,
+)
+from zeroshot_kernel.review.lifecycle import SeamLifecycle
+from zeroshot_kernel.workers import Verdict, WorkerContext
+
+LEDGER_ENV = "ZEROSHOT_LEDGER"
+
+
+def _run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
+    from zeroshot_kernel.client import Client  # the ledger's imports only when called
+
+    client = Client(os.environ.get(LEDGER_ENV), workspace=str(context.workspace))
+    try:
+        graph: dict[str, Any] = client.ledger.admitted(context.run_id)["graph"]
+        events = [event for _, event in client.run(context.run_id).events()]
+    finally:
+        client.close()
+    return graph, events
+
+
+def _latest(found: list[Fact], role: str) -> Fact | None:
+    matching = [f for f in found if f.role == role]
+    return matching[-1] if matching else None
+
+
+def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    review = value["review"]
+    profile, seam = review["profile"], review["seam"]
+    graph, events = _run_events(context)
+    found = facts(graph, events)
+    passes = sum(f.role == "zeroshot.review.gate@1" for f in found) + 1
+    receipts = [run_check(shlex.split(command), context.workspace,
+                          receipt_id=f"{context.execution}:CHK-{n:03d}",
+                          requirement_ids=[f"CHK-{n:03d}"], establishes=[f"passes: {command}"])
+                for n, command in enumerate(review["checks"], 1)]
+    now = current(context.workspace)
+    checks_ok = all(r.exit_code == 0 for r in receipts)
+    owner = _latest(found, OWNER_VERIFIER)
+    owner_ok = owner is not None and owner.signals.get("verdict") == "accepted" and checks_ok
+    record: dict[str, Any] = {"pass": passes, "treeHash": now.fingerprint.working_tree_hash,
+                              "proof": "passed" if owner_ok else "failed"}
+    life: SeamLifecycle | None = None
+    message = ""
+    if profile == "micro":
+        signal = "approved" if owner_ok else "correction"
+    else:
+        replayed = replay_run(graph, events, seam, final_review=profile == "high-risk",
+                              current=record)
+        life = replayed.lifecycle
+        signal, message = _route(life, owner_ok, replayed.refused)
+    if signal == "correction" and not message:
+        failed = [r.command for r in receipts if r.exit_code != 0]
+        message = ("owner verification: " + ("; ".join(f"`{c}` failed" for c in failed)
+                                             or "the acceptance review rejected the change"))
+    decision = decide(_facts(profile, now, receipts, life, found, owner_ok, review["checks"]))
+    record |= {
+        "seam": seam, "profile": profile, "signal": signal,
+        "lifecycle": None if life is None else {
+            "state": life.state, "cycle": life.cycle, "reason": life.reason,
+            "counters": life.counters.model_dump()},
+        "receipts": [r.model_dump(mode="json") for r in receipts],
+        "decision": decision.model_dump(mode="json"),
+    }
+    context.log(f"review gate: {signal}; completion {decision.state}")
+    return Verdict(signals={"lifecycle": signal},
+                   diagnostic={"message": message, "recordJson": json.dumps(record)})
+
+
+def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]:
+    if refused:
+        return "blocked", f"review lifecycle refused an event: {refused}"
+    state = life.state
+    if state == "BLOCKED":
+        return "blocked", f"review blocked: {life.reason}"
+    if state in ("CIRCUIT_BREAKER", "STRATEGY_ESCALATION_REQUIRES_OWNER"):
+        if life.counters.strategy_restarts >= life.limits.strategy_restarts_per_seam:
+            return "blocked", "review blocked: the one strategy restart is spent"
+        return "restart", ("circuit breaker after the recheck "
+                           f"({life.reason}): restart with one materially new strategy")
+    if state == "OWNER_CORRECTION_REQUIRED":
+        return "correction", "fix every Critical and Important finding in one wave; the " \
+                             "same reviewer rechecks once"
+    if state in ("REVIEW_LIFECYCLE_COMPLETE", "FINAL_INTEGRATION_REVIEW_REQUIRED"):
+        return ("approved", "") if owner_ok else ("correction", "")
+    return "correction", f"review lifecycle: {state}"
+
+
+def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLifecycle | None,
+           found: list[Fact], owner_ok: bool, checks: list[str]) -> CompletionFacts:
+    stale = {r.id: why for r in receipts if (why := staleness(r, now)) is not None}
+    rows = [Requirement(id=f"CHK-{n:03d}", authoritative_text=command,
+                        status="verified" if receipts[n - 1].exit_code == 0 else "unverified",
+                        evidence_refs=[receipts[n - 1].id],
+                        intended_acceptance_claims=[f"passes: {command}"])
+            for n, command in enumerate(checks, 1)]
+    code = _latest(found, SEAM_REVIEWER)
+    review = None
+    if code is not None:
+        head = now.fingerprint.git_commit
+        review = Review(
+            review_id=code.execution, reviewer_step_id=code.execution,
+            verdict={"accepted": "approved", "load_bearing": "load_bearing_findings"}.get(
+                code.signals.get("verdict", ""), "needs_correction"),
+            head=head, base="", checkout="REVIEW_CHECKOUT_UNVERIFIED",
+            engine_authenticated=True)
+    return CompletionFacts(
+        profile=profile,
+        candidate_head=now.fingerprint.git_commit, candidate_tree=now.fingerprint.git_tree,
+        owner_verified=owner_ok, requirements=rows, receipts=receipts, stale=stale,
+        review_available=profile != "micro",
+        lifecycle_state=life.state if life else "INITIAL_REVIEW_REQUIRED", review=review)

@@ -1,0 +1,287 @@
+"""The ``software-change`` template: one owner changes code, reviewers check it, trusted
+code delivers it.
+
+``seq run[step worker, choice worker_result{error -> fail worker_failed; else seq
+changes[loop change_loop, fail change_attempts_exhausted]}]``. Each pass of the loop runs
+the reviews in parallel (``acceptance``: owner verification; ``code``: the independent
+review of the main seam, left out for ``micro``), then the trusted ``review_gate``
+replays the seam's review lifecycle from the ledger and routes: ``approved`` to delivery,
+``correction`` or ``restart`` (the one strategy restart) to ``review_repair``, ``blocked``
+to ``fail blocked``. ``high-risk`` adds an early seam review after the first work and a
+final integration review (at most two) before delivery. The loop is a backstop bound;
+the review limits themselves are counted in the ledger, which no rename or restart resets.
+
+Delivery (``--delivery``): ``none`` succeeds with the change left in the run's worktree;
+``push`` publishes the managed branch; ``pr`` (the default) opens or updates a pull
+request, takes visible review feedback into the repair loop, waits for required checks
+and a conflict-free head and stops without merging; ``ship`` does the same, then merges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zeroshot_kernel.review.profiles import LIMITS
+from zeroshot_kernel.templates.build import (
+    Doc,
+    any_of,
+    boolean,
+    branch,
+    choice,
+    enum,
+    errored,
+    fail,
+    from_state,
+    graph,
+    integer,
+    loop,
+    par,
+    record,
+    seq,
+    signal_in,
+    step,
+    string,
+    succeed,
+    verifier,
+    write,
+)
+
+DELIVERY_MODES = ("none", "push", "pr", "ship")
+DEFAULT_DELIVERY = "pr"
+DELIVERY_REPAIRS = 3
+"""Passes of the change loop kept for delivery repairs (feedback, conflict, failed checks)."""
+FEEDBACK = ("acceptanceFeedback", "codeFeedback", "deliveryFeedback", "reviewGuidance")
+DELIVERY_WORKERS = {"push": "builtin.git-delivery.push@1", "pr": "builtin.git-delivery.pr@1",
+                    "ship": "builtin.git-delivery.merge@1"}
+DELIVERY_SIGNALS = {
+    "push": ["published", "rejected", "unconfirmed"],
+    "pr": ["opened", "feedback", "conflict", "ci_failed", "unconfirmed"],
+    "ship": ["merged", "feedback", "conflict", "ci_failed", "approval_required", "unconfirmed"],
+}
+REPAIRABLE = ("rejected", "feedback", "conflict", "ci_failed")
+GATE_WORKER = "zeroshot.review.gate@1"
+GATE_CALLABLE = "zeroshot_kernel.review.gate:review_gate"
+SEAM_REVIEWER = "builtin.agent.code-verifier@1"
+INTEGRATION_REVIEWER = "builtin.agent.integration-verifier@1"
+REPAIR_WORKER = "builtin.agent.review-repair@1"
+AGENT_NODES = ("worker", "acceptance", "code", "review_repair", "delivery_repair",
+               "seam_review", "early_correction", "integration_review", "final_correction")
+
+DELIVERY = record(
+    {"mode": enum("push", "pr", "ship"), "remote": string(), "targetBranch": string(),
+     "baseRevision": string(), "feedback": boolean()},
+    optional={"repository": string(), "apiUrl": string(), "pollSeconds": integer(),
+              "checksTimeoutSeconds": integer()},
+)
+REVIEW = record({"profile": enum("micro", "standard", "high-risk"), "seam": string(),
+                 "checks": {"kind": "array", "items": string()}})
+RECEIPT = record({"version": string(), "repository": string(), "targetBranch": string(),
+                  "headRevision": string(), "pullRequestId": integer(), "mode": string(),
+                  "outcome": string()})
+MESSAGE = record({"message": string()})
+
+WORKER_INSTRUCTIONS = (
+    "You own this change from request to proof. Make it in the current directory (the "
+    "run's own git worktree), keep it focused, follow the repository's guidance and run "
+    "the checks that prove it. Leave your work in the working tree; trusted delivery "
+    "commits and publishes it. Never push, never switch branches."
+)
+ACCEPTANCE_INSTRUCTIONS = (
+    "Verify the owner's change against the task: does the working tree do what was asked, "
+    "and do the repository's checks pass? Change nothing. Answer accepted or rejected with "
+    "a concrete message."
+)
+CODE_INSTRUCTIONS = (
+    "Review the change in this worktree with fresh eyes, as an independent reviewer of its "
+    "main seam: try to falsify its claims. Change nothing. Answer accepted, rejected "
+    "(Critical or Important findings the owner must fix) or load_bearing (the approach "
+    "itself is wrong), with the findings in the message."
+)
+REPAIR_INSTRUCTIONS = (
+    "Fix every Critical and Important finding in the feedback in one wave, in this "
+    "worktree; Minor findings never loop. When the guidance asks for a strategy restart, "
+    "change the approach materially, prove it with a focused check, and say why."
+)
+DELIVERY_REPAIR_INSTRUCTIONS = (
+    "Delivery could not finish: address the delivery feedback (pull request review, "
+    "conflict with the target branch, failing required checks) in this worktree."
+)
+EARLY_INSTRUCTIONS = (
+    "Early seam review of a high-risk change while there is still time to change course: "
+    "is the load-bearing approach sound? Change nothing. Answer accepted or rejected."
+)
+INTEGRATION_INSTRUCTIONS = (
+    "Final integration review of the stable candidate (scope: integration): do the parts "
+    "fit, are the public contracts kept? Change nothing. Answer accepted or rejected."
+)
+CORRECTION_INSTRUCTIONS = (
+    "Address the review findings in the feedback, in this worktree; when the review "
+    "accepted the approach, keep it and change nothing."
+)
+
+
+def state(mode: str) -> Doc:
+    fields: dict[str, Doc] = {"task": string(), "review": REVIEW,
+                              **{f: string() for f in FEEDBACK}}
+    if mode != "none":
+        fields["delivery"] = DELIVERY
+    return record(fields)
+
+
+def _reviewer(name: str, worker: str, feedback: str, instructions: str, labels: list[str],
+              inputs: tuple[str, ...] = ("task", "deliveryFeedback")) -> Doc:
+    return verifier(
+        name, worker, input=record({f: string() for f in inputs}), output={"kind": "null"},
+        signals={"verdict": labels}, diagnostic=MESSAGE,
+        input_bindings=[from_state([f]) for f in inputs],
+        write_bindings=[write([feedback], name, "diagnostic", ["message"])],
+        instructions=instructions,
+    )
+
+
+def _repair(name: str, worker: str, instructions: str, inputs: tuple[str, ...]) -> Doc:
+    return step(name, worker, input=record({f: string() for f in inputs}),
+                output={"kind": "null"}, input_bindings=[from_state([f]) for f in inputs],
+                write_bindings=[], instructions=instructions)
+
+
+def _gate(st: Doc) -> Doc:
+    return verifier(
+        "review_gate", GATE_WORKER, input=record({"review": REVIEW}), output={"kind": "null"},
+        signals={"lifecycle": ["approved", "correction", "restart", "blocked"]},
+        diagnostic=record({"message": string(), "recordJson": string()}),
+        input_bindings=[from_state(["review"])],
+        write_bindings=[write(["reviewGuidance"], "review_gate", "diagnostic", ["message"])],
+    )
+
+
+def _deliver(mode: str) -> Doc:
+    return verifier(
+        "deliver", DELIVERY_WORKERS[mode],
+        input=record({"task": string(), "delivery": DELIVERY}),
+        output=record({"receipt": RECEIPT}),
+        signals={"delivery": DELIVERY_SIGNALS[mode]}, diagnostic=MESSAGE,
+        input_bindings=[from_state(["task"]), from_state(["delivery"])],
+        write_bindings=[write(["receipt"], "deliver", "out", ["receipt"]),
+                        write(["deliveryFeedback"], "deliver", "diagnostic", ["message"])],
+    )
+
+
+def _delivery(mode: str, st: Doc) -> Doc:
+    if mode == "none":
+        return succeed("done", {"kind": "null"}, [])
+    local: Doc = {"kind": "record",
+                  "fields": {**st["fields"], "receipt": {"type": RECEIPT, "required": False}}}
+    routes = [
+        branch(errored("deliver"), fail("delivery_failed")),
+        branch(signal_in("deliver", "delivery", "unconfirmed"), fail("delivery_unconfirmed")),
+    ]
+    if mode == "ship":
+        routes.append(branch(signal_in("deliver", "delivery", "approval_required"),
+                             fail("approval_required")))
+    repairable = [s for s in REPAIRABLE if s in DELIVERY_SIGNALS[mode]]
+    routes.append(branch(signal_in("deliver", "delivery", *repairable),
+                         _repair("delivery_repair", "builtin.agent.delivery-repair@1",
+                                 DELIVERY_REPAIR_INSTRUCTIONS, ("task", "deliveryFeedback"))))
+    done = succeed("done", record({"receipt": RECEIPT}), [from_state(["receipt"])])
+    return seq("delivery_and_finish", local, [_deliver(mode), choice(
+        "delivered", local, routes, done, promoted=[["deliveryFeedback"]])],
+        promoted=[["deliveryFeedback"]])
+
+
+def _finish(mode: str, profile: str, st: Doc) -> Doc:
+    """Delivery; for high-risk behind at most two final integration reviews (a second
+    failure ends the run as ``blocked``; a delivery repair asks for a fresh one)."""
+    if profile != "high-risk":
+        return _delivery(mode, st)
+    review = _reviewer("integration_review", INTEGRATION_REVIEWER, "codeFeedback",
+                       INTEGRATION_INSTRUCTIONS, ["accepted", "rejected"])
+    correction = _repair("final_correction", REPAIR_WORKER, CORRECTION_INSTRUCTIONS,
+                         ("task", "codeFeedback"))
+    keep = [["codeFeedback"], ["deliveryFeedback"]]
+    body = seq("final_pass", st, [review, choice(
+        "integration_result", st,
+        [branch(errored("integration_review"), fail("final_review_failed", "review_failed")),
+         branch(signal_in("integration_review", "verdict", "accepted"), _delivery(mode, st))],
+        correction, promoted=keep)], promoted=keep)
+    final = loop("final_reviews", st, body, LIMITS.final_integration_reviews, promoted=keep)
+    return seq("finish", st, [final, fail("final_reviews_blocked", "blocked")])
+
+
+def _pass(mode: str, profile: str, st: Doc) -> Doc:
+    reviewers = [_reviewer("acceptance", "builtin.agent.acceptance-verifier@1",
+                           "acceptanceFeedback", ACCEPTANCE_INSTRUCTIONS,
+                           ["accepted", "rejected"])]
+    if profile != "micro":
+        reviewers.append(_reviewer("code", SEAM_REVIEWER, "codeFeedback", CODE_INSTRUCTIONS,
+                                   ["accepted", "rejected", "load_bearing"]))
+    promoted = [[f] for f in FEEDBACK]
+    reviews = par("parallel_reviews", st, reviewers, {"kind": "all"},
+                  promoted=[["acceptanceFeedback"], *([["codeFeedback"]]
+                                                      if profile != "micro" else [])])
+    repair = _repair("review_repair", REPAIR_WORKER, REPAIR_INSTRUCTIONS,
+                     ("task", *FEEDBACK))
+    gated = seq("gated", st, [_gate(st), choice(
+        "review_result", st,
+        [branch(errored("review_gate"), fail("gate_failed", "review_failed")),
+         branch(signal_in("review_gate", "lifecycle", "blocked"), fail("blocked")),
+         branch(signal_in("review_gate", "lifecycle", "approved"),
+                _finish(mode, profile, st))],
+        repair, promoted=promoted)], promoted=promoted)
+    checked = choice("reviews_checked", st,
+                     [branch(any_of(*(errored(r["name"]) for r in reviewers)),
+                             fail("review_failed"))], gated, promoted=promoted)
+    return seq("change_pass", st, [reviews, checked], promoted=promoted)
+
+
+def loop_bound(profile: str) -> int:
+    passes = LIMITS.seam_review_passes if profile != "micro" else 2
+    return passes + DELIVERY_REPAIRS
+
+
+def software_change_graph(delivery: str = DEFAULT_DELIVERY, profile: str = "standard") -> Doc:
+    if delivery not in DELIVERY_MODES:
+        raise ValueError(f"delivery must be one of {', '.join(DELIVERY_MODES)}, not {delivery!r}")
+    if profile not in ("micro", "standard", "high-risk"):
+        raise ValueError(f"profile must be micro, standard or high-risk, not {profile!r}")
+    st = state(delivery)
+    promoted = [[f] for f in FEEDBACK]
+    change_loop = loop("change_loop", st, _pass(delivery, profile, st), loop_bound(profile),
+                       promoted=promoted)
+    changes = seq("changes", st, [change_loop, fail("change_attempts_exhausted")])
+    then: Doc = changes
+    if profile == "high-risk":
+        early = _reviewer("seam_review", "builtin.agent.seam-verifier@1", "codeFeedback",
+                          EARLY_INSTRUCTIONS, ["accepted", "rejected"])
+        correction = _repair("early_correction", "builtin.agent.early-correction@1",
+                             CORRECTION_INSTRUCTIONS,
+                             ("task", "codeFeedback"))
+        # The owner always answers the early review (accepted: it keeps its course).
+        then = seq("reviewed_changes", st, [early, choice(
+            "early_result", st,
+            [branch(errored("seam_review"), fail("early_review_failed", "review_failed"))],
+            seq("corrected_changes", st, [correction, changes]))])
+    worker = _repair("worker", "builtin.agent.software-worker@1", WORKER_INSTRUCTIONS,
+                     ("task",))
+    root = seq("run", st, [worker, choice(
+        "worker_result", st, [branch(errored("worker"), fail("worker_failed"))], then)])
+    return graph(st, root)
+
+
+def software_change_input(task: str, *, profile: str = "standard", seam: str = "main",
+                          checks: list[str] | None = None,
+                          delivery: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run input: the task, empty feedback fields, the review profile and, unless
+    delivery is ``none``, the prepared delivery (mode, remote, target branch, base)."""
+    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK},
+                                "review": {"profile": profile, "seam": seam,
+                                           "checks": list(checks or [])}}
+    if delivery is not None:
+        document["delivery"] = delivery
+    return document
+
+
+def placeholder_delivery(mode: str) -> dict[str, Any]:
+    """What ``template show`` prints for delivery before a repository is prepared."""
+    return {"mode": mode, "remote": "origin", "targetBranch": "main",
+            "baseRevision": "0" * 40, "feedback": True}
