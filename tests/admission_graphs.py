@@ -10,7 +10,8 @@ ERRORS = ["crash", "malformed", "refusal", "timeout"]
 
 
 def record(**fields: Any) -> dict[str, Any]:
-    return {"kind": "record", "fields": {k: {"type": v, "required": True} for k, v in fields.items()}}
+    return {"kind": "record",
+            "fields": {k: {"type": v, "required": True} for k, v in fields.items()}}
 
 
 def step(name: str, **extra: Any) -> dict[str, Any]:

@@ -35,10 +35,20 @@ def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
     yield from _postgres_database(request)
 
 
+@pytest.fixture
+def postgres_password_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Like ``postgres_url``, but the server checks the password the URL carries."""
+    with _server(request).password_database() as url:
+        yield url
+
+
 def _postgres_database(request: pytest.FixtureRequest) -> Iterator[str]:
+    with _server(request).database() as url:
+        yield url
+
+
+def _server(request: pytest.FixtureRequest) -> postgres_server.PostgresServer:
     reason = postgres_server.missing_reason()
     require(reason is None, f"no PostgreSQL for the ledger tests: {reason}")
     # Stopped at the end of the session (atexit and a watchdog cover other endings).
-    server = postgres_server.shared_server(request.config.add_cleanup)
-    with server.database() as url:
-        yield url
+    return postgres_server.shared_server(request.config.add_cleanup)

@@ -36,6 +36,9 @@ from typing import Any
 BIN_DIR_ENV = "ZEROSHOT_PG_BIN"
 """Where ``initdb`` and ``pg_ctl`` are, when not in /usr/lib/postgresql/<version>/bin."""
 SERVER_USER = "postgres"
+PASSWORD_GROUP = "zeroshot_password_logins"
+"""Members of this role must log in over TCP with their password (scram-sha-256); every
+other role is trusted."""
 """The OS user the server runs as when the tests run as root; also the database superuser."""
 START_TIMEOUT_S = 60
 START_ATTEMPTS = 3  # a fresh port each time: another process may take the free one first
@@ -131,10 +134,19 @@ class PostgresServer:
                 "initdb", "-D", str(self.data), "-A", "trust", "-U", SERVER_USER,
                 "--no-sync", "--no-instructions", "--encoding=UTF8", "--locale=C",
             )
+            self._require_passwords_of(PASSWORD_GROUP)
             self._start_listening()
         except BaseException:
             self.stop()
             raise
+
+    def _require_passwords_of(self, group: str) -> None:
+        """First-match rule ahead of initdb's trust lines (as the file's owner wrote it)."""
+        hba = self.data / "pg_hba.conf"
+        rule = f"host all +{group} 127.0.0.1/32 scram-sha-256\n"
+        stat = hba.stat()
+        hba.write_text(rule + hba.read_text())
+        os.chown(hba, stat.st_uid, stat.st_gid)
 
     def _start_listening(self) -> None:
         for attempt in range(1, START_ATTEMPTS + 1):
@@ -203,6 +215,23 @@ class PostgresServer:
             yield self.url(name)
         finally:
             self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    @contextlib.contextmanager
+    def password_database(self) -> Iterator[str]:
+        """A fresh database owned by a role that must give its password; yields a URL
+        carrying that password (both dropped afterwards)."""
+        role, password = f"zs_{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
+        self._execute(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+                      f"'{PASSWORD_GROUP}') THEN CREATE ROLE {PASSWORD_GROUP} NOLOGIN; "
+                      f"END IF; END $$")
+        self._execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE "
+                      f"{PASSWORD_GROUP}")
+        self._execute(f'CREATE DATABASE "{role}" OWNER {role}')
+        try:
+            yield f"postgresql+psycopg://{role}:{password}@127.0.0.1:{self.port}/{role}"
+        finally:
+            self._execute(f'DROP DATABASE IF EXISTS "{role}" WITH (FORCE)')
+            self._execute(f"DROP ROLE IF EXISTS {role}")
 
     def _execute(self, sql: str) -> None:
         import psycopg

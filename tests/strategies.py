@@ -22,8 +22,9 @@ def payload_types(depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
     if depth == 0:
         return st.one_of(primitive, enum)
     inner = payload_types(depth - 1)
-    record = st.dictionaries(NAMES, st.fixed_dictionaries({"type": inner, "required": st.booleans()}),
-                             max_size=3).map(lambda fields: {"kind": "record", "fields": fields})
+    field = st.fixed_dictionaries({"type": inner, "required": st.booleans()})
+    record = st.dictionaries(NAMES, field, max_size=3).map(
+        lambda fields: {"kind": "record", "fields": fields})
     array = inner.map(lambda items: {"kind": "array", "items": items})
     return st.one_of(primitive, enum, record, array)
 
@@ -48,8 +49,10 @@ def guards() -> st.SearchStrategy[dict[str, Any]]:
     return st.recursive(
         leaf,
         lambda inner: st.one_of(
-            st.builds(lambda gs: {"kind": "all", "guards": gs}, st.lists(inner, min_size=1, max_size=3)),
-            st.builds(lambda gs: {"kind": "any", "guards": gs}, st.lists(inner, min_size=1, max_size=3)),
+            st.builds(lambda gs: {"kind": "all", "guards": gs},
+                      st.lists(inner, min_size=1, max_size=3)),
+            st.builds(lambda gs: {"kind": "any", "guards": gs},
+                      st.lists(inner, min_size=1, max_size=3)),
             st.builds(lambda g: {"kind": "not", "guard": g}, inner),
         ),
         max_leaves=5,

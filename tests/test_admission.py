@@ -39,8 +39,8 @@ def test_a_complete_submission_is_admitted_with_identity_and_bounds() -> None:
 
 
 def test_admission_is_deterministic() -> None:
-    first = admit(guarded("work", step("work")), initial_input={"value": 1}, runtime=plan(work=NOOP))
-    again = admit(guarded("work", step("work")), initial_input={"value": 1}, runtime=plan(work=NOOP))
+    first, again = (admit(guarded("work", step("work")), initial_input={"value": 1},
+                          runtime=plan(work=NOOP)) for _ in range(2))
     assert first.admitted is not None and again.admitted is not None
     assert json.dumps(first.admitted.to_wire()) == json.dumps(again.admitted.to_wire())
 

@@ -171,7 +171,8 @@ def _mutations(document: Any, rng: random.Random) -> Any:
 
 def _fixture_documents(conformance: Path) -> list[Any]:
     documents = [load_json(p) for p in (conformance / "fixtures/graph/positive").glob("*.json")]
-    documents += [load_json(p)["graph"] for p in (conformance / "fixtures/verifier").glob("*/*.json")]
+    verifier = conformance / "fixtures/verifier"
+    documents += [load_json(p)["graph"] for p in verifier.glob("*/*.json")]
     return documents
 
 

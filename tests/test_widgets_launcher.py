@@ -10,6 +10,7 @@ from zeroshot_widgets import Launcher
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult
+from zeroshot_kernel.targets import Targets
 
 
 @pytest.fixture
@@ -62,3 +63,50 @@ def test_launch_submits_and_shows_a_monitor(client: Client) -> None:
     monitor.stop_run()
     monitor.join(timeout=60)
     assert monitor.terminal == FailedResult(status="failed", reason="force_stopped")
+
+
+def test_the_form_is_saved_as_a_profile_and_launched_from_it(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, iterations=2)
+    assert launcher.profile.value == "" and launcher.target.value == "local"
+    launcher.save_button.click()
+    assert "save as: give the profile a name" in launcher.diagnostics.value
+    launcher.profile_name.value = "rosen-2"
+    launcher.save_button.click()
+    assert "saved profile <code>rosen-2</code>" in launcher.diagnostics.value
+    assert launcher.profile.value == "rosen-2"
+    saved = client.profiles.get("rosen-2")
+    assert saved.template is not None and saved.template.options["iterations"] == 2
+    assert not launcher.save_profile("rosen-2")
+    assert "already saved" in launcher.diagnostics.value
+
+    launcher.iterations.value = 5  # the form changes; the chosen profile does not
+    assert launcher.validate()
+    monitor = launcher.launch()
+    assert monitor is not None
+    admitted = client.ledger.admitted(monitor.run_id)
+    assert admitted["identity"] == saved.identity and admitted["title"] == saved.title
+    assert monitor.progress.max == 2
+    monitor.stop_run()
+    monitor.join(timeout=60)
+
+
+def test_picking_a_target_switches_the_ledger_and_its_profiles(
+        client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Targets(client.workspace).add("elsewhere", str(tmp_path / "elsewhere.db"))
+    here = Launcher(client, task=TASK, iterations=2)
+    here.save_profile("only-here")
+    launcher = Launcher(client, task=TASK, iterations=2)
+    assert [name for name, _ in launcher.target.options] == ["local", "elsewhere"]
+    assert [value for _, value in launcher.profile.options] == ["", "only-here"]
+    launcher.target.value = "elsewhere"
+    assert launcher.client.url == f"sqlite:///{tmp_path}/elsewhere.db"
+    assert [value for _, value in launcher.profile.options] == [""]
+    assert launcher.save_profile("there")
+    assert [p.name for p in Client(target="elsewhere",
+                                   workspace=str(client.workspace)).profiles.list()] == ["there"]
+    assert [p.name for p in client.profiles.list()] == ["only-here"]
+    monkeypatch.chdir(client.workspace)
+    named = Launcher(target="elsewhere", profile="there", task=TASK)
+    assert named.target.value == "elsewhere" and named.profile.value == "there"
+    given = Launcher(Client(tmp_path / "adhoc.db", workspace=str(client.workspace)))
+    assert given.target.value == "" and given.target.options[0][0].endswith("adhoc.db")

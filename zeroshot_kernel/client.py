@@ -39,7 +39,9 @@ from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
 from zeroshot_kernel.ledger import Ledger, RunSummary
 from zeroshot_kernel.ledger.events import RunEvent, SafeLog, TerminalResult
-from zeroshot_kernel.workspace import display_url, find_workspace, ledger_url
+from zeroshot_kernel.profiles import Profile, ProfileStore, TemplateSource
+from zeroshot_kernel.targets import resolve_ledger
+from zeroshot_kernel.workspace import display_url, find_workspace
 
 POLL_S = 0.2
 
@@ -185,14 +187,20 @@ class Run:
 
 
 class Client:
-    """Entry point to one ledger (the workspace's by default)."""
+    """Entry point to one ledger: ``ledger`` (a URL or SQLite path) or the named
+    ``target``, else ``ZEROSHOT_LEDGER`` or ``ZEROSHOT_TARGET``, else the workspace's."""
 
     def __init__(
-        self, ledger: str | os.PathLike[str] | None = None, *, workspace: str | None = None
+        self,
+        ledger: str | os.PathLike[str] | None = None,
+        *,
+        target: str | None = None,
+        workspace: str | None = None,
     ) -> None:
         self.workspace = find_workspace(workspace)
-        self.url = ledger_url(os.fspath(ledger) if ledger is not None else None, self.workspace)
+        self.url = resolve_ledger(ledger, target, self.workspace)
         self.ledger = Ledger(self.url)
+        self._profiles: ProfileStore | None = None
 
     @property
     def display_url(self) -> str:
@@ -200,7 +208,64 @@ class Client:
         return display_url(self.url)
 
     def close(self) -> None:
+        if self._profiles is not None:
+            self._profiles.close()
         self.ledger.close()
+
+    @property
+    def profiles(self) -> ProfileStore:
+        """The profiles saved in this ledger's database."""
+        if self._profiles is None:
+            self._profiles = ProfileStore(self.url)
+        return self._profiles
+
+    def save_profile(
+        self,
+        name: str,
+        graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        runtime: RuntimePlan | Mapping[str, Any] | None = None,
+        input: Any = None,
+        title: str | None = None,
+        template: TemplateSource | None = None,
+        replace: bool = False,
+        registry: WorkerRegistry | None = None,
+    ) -> Profile:
+        """Admit the submission (nothing runs) and store it as profile ``name``; without
+        a default ``input`` each run must give one.
+
+        Raises :class:`AdmissionRejected` when it would not be admitted, and
+        ``ProfileExists`` when the name is taken unless ``replace``. Later runs of the
+        profile use exactly what is stored, whatever happens to a template meanwhile.
+        """
+        admission = admit(_graph(graph), initial_input=input, runtime=runtime,
+                          registry=registry, require_input=False)
+        if admission.admitted is None:
+            raise AdmissionRejected(admission)
+        profile = Profile(
+            name=name, title=title or name, graph=_graph_document(graph),
+            runtime=admission.admitted.runtime.to_wire(), input=input,
+            identity=admission.admitted.identity, template=template,
+        )
+        return self.profiles.save(profile, replace=replace)
+
+    def validate_profile(self, name: str, *, input: Any = None,
+                         registry: WorkerRegistry | None = None) -> Admission:
+        """Every admission check of a saved profile, as for the same inline graph;
+        ``input`` replaces the profile's default input."""
+        profile = self.profiles.get(name)
+        return self.validate(profile.graph, input=profile.chosen_input(input),
+                             runtime=profile.runtime, registry=registry)
+
+    def submit_profile(self, name: str, *, input: Any = None, title: str | None = None,
+                       in_process: bool | None = None,
+                       registry: WorkerRegistry | None = None) -> Run:
+        """Fetch a saved profile and submit its stored graph and runtime (``input``
+        replaces the profile's default input). Raises :class:`AdmissionRejected`."""
+        profile = self.profiles.get(name)
+        return self.submit(profile.graph, input=profile.chosen_input(input),
+                           runtime=profile.runtime, title=title or profile.title,
+                           in_process=in_process, registry=registry)
 
     def validate(
         self,
@@ -277,6 +342,14 @@ def _graph(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]) -> Any
         return load_document(Path(graph))
     except DocumentError as error:
         raise ValueError(str(error)) from error
+
+
+def _graph_document(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]
+                    ) -> dict[str, Any]:
+    source = _graph(graph)
+    if isinstance(source, GraphSpec):
+        return source.to_wire()
+    return dict(source)
 
 
 def _title(graph: object) -> str:

@@ -24,7 +24,7 @@ import typer
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from zeroshot_kernel.cli import run_commands, template_commands
-from zeroshot_kernel.cli.options import LedgerOption, open_client
+from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import (
     EXIT_REJECTED,
     fail_usage,
@@ -67,6 +67,7 @@ def research(
     provider: Annotated[str | None, typer.Option(help="Provider for a model harness.")] = None,
     model: Annotated[str | None, typer.Option(help="Model for a model harness.")] = None,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Launch an auto-research run on a task folder and show its monitor.
 
@@ -76,7 +77,7 @@ def research(
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     try:
         resolve_task(task, client.workspace)
     except TaskError as problem:
@@ -108,6 +109,7 @@ def wait(
         float | None, typer.Option(min=0, help="Give up after this many seconds (the run goes on).")
     ] = None,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Wait until a run ends, let its monitors catch up, and print its result.
 
@@ -117,7 +119,7 @@ def wait(
     from zeroshot_kernel.cli.render import describe_result
 
     magics = _invocation(ctx).magics
-    handle = run_commands._run_handle(open_client(ledger), _chosen_run(magics, run_id))
+    handle = run_commands._run_handle(open_client(ledger, target), _chosen_run(magics, run_id))
     try:
         result = handle.wait(timeout)
     except TimeoutError as problem:
@@ -131,7 +133,7 @@ def wait(
 
 @line_app.command("report")
 def report(ctx: typer.Context, run_id: LatestRunArgument = None,
-           ledger: LedgerOption = None) -> None:
+           ledger: LedgerOption = None, target: TargetOption = None) -> None:
     """Show a run's report: plateau chart, incumbent and every round's evidence.
 
     Example: %zeroshot report run-abcdefghijkl
@@ -139,26 +141,31 @@ def report(ctx: typer.Context, run_id: LatestRunArgument = None,
     from zeroshot_widgets.report import show_report
 
     magics = _invocation(ctx).magics
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     handle = run_commands._run_handle(client, _chosen_run(magics, run_id))
     magics.latest_run = handle.id
     show_report(client, handle.id)
 
 
 @line_app.command("monitor")
-def monitor(ctx: typer.Context, run_id: RunArgument, ledger: LedgerOption = None) -> None:
+def monitor(
+    ctx: typer.Context,
+    run_id: RunArgument,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """Show a live monitor of a run (any run in the ledger, finished or not)."""
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     handle = run_commands._run_handle(client, run_id)
     _show_monitor(ctx, client, handle.id)
 
 
 @line_app.command("browse")
-def browse(ctx: typer.Context, ledger: LedgerOption = None) -> None:
+def browse(ctx: typer.Context, ledger: LedgerOption = None, target: TargetOption = None) -> None:
     """Show the ledger's runs; selecting one opens its monitor."""
     from zeroshot_widgets.browser import RunBrowser
 
-    browser = RunBrowser(open_client(ledger))
+    browser = RunBrowser(open_client(ledger, target))
     _invocation(ctx).magics.shown.append(browser)
     _display(browser)
 

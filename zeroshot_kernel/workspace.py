@@ -25,9 +25,10 @@ def find_workspace(start: str | os.PathLike[str] | None = None) -> Path:
     return here
 
 
-def ledger_url(explicit: str | None = None, workspace: Path | None = None) -> str:
+def ledger_url(explicit: str | None = None, workspace: Path | None = None, *,
+               use_env: bool = True) -> str:
     """The ledger URL to use; a plain path is taken as a SQLite file."""
-    value = explicit or os.environ.get(LEDGER_ENV)
+    value = explicit or (os.environ.get(LEDGER_ENV) if use_env else None)
     if value is None:
         root = workspace or find_workspace()
         path = root / ".zeroshot" / "ledger.db"

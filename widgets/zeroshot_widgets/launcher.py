@@ -1,18 +1,22 @@
-"""``Launcher``: choose a template, a task and a harness; validate; launch; monitor.
+"""``Launcher``: choose a target, a template (or a saved profile), a task and a harness;
+validate; launch; monitor; save the form as a profile.
 
 Validate runs every admission check (nothing is created) and, for auto-research, loads
 the task folder, showing each problem inline with its readable path. Launch submits the
-same expansion and shows a :class:`RunMonitor` below the form.
+same expansion, or the chosen profile's stored graph and runtime, and shows a
+:class:`RunMonitor` below the form. Save stores the form's submission at the target.
 
 Example::
 
     from zeroshot_widgets import Launcher
 
     Launcher(task="research_templates/rosenbrock", iterations=3)
+    Launcher(target="shared", profile="nightly")
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 from collections.abc import Mapping, Sequence
@@ -24,12 +28,15 @@ import ipywidgets as widgets
 from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.harness.plan import HarnessName
+from zeroshot_kernel.profiles import ProfileExists, TemplateSource
 from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
+from zeroshot_kernel.targets import TargetError, Targets
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
 from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS, MAX_ITERATIONS
 from zeroshot_widgets.monitor import RunMonitor
 
 RESEARCH = "auto-research"
+NO_PROFILE = ""
 GraphSource = Mapping[str, Any] | str | os.PathLike[str]
 
 
@@ -38,7 +45,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
 
     ``graph`` replaces the template's graph (for instance one copied from
     ``zeroshot template show auto-research --json`` and edited) while keeping the
-    template's input and runtime plan.
+    template's input and runtime plan. ``target`` picks a named ledger instead of
+    ``client``'s; ``profile`` preselects a profile saved there.
     """
 
     def __init__(
@@ -52,11 +60,19 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         provider: str = "",
         model: str = "",
         graph: GraphSource | None = None,
+        target: str | None = None,
+        profile: str = NO_PROFILE,
     ) -> None:
-        self.client = client or Client()
+        self.client = client or Client(target=target)
         self.graph = graph
         self.monitor: RunMonitor | None = None
         style = {"description_width": "80px"}
+        targets, current = self._target_options()
+        self.target = widgets.Dropdown(options=targets, value=current, description="target",
+                                       style=style)
+        self.profile = widgets.Dropdown(description="profile", style=style)
+        self._refresh_profiles(profile)
+        self.target.observe(lambda change: self._choose_target(change["new"]), names="value")
         self.template = widgets.Dropdown(options=template_names(), value=template,
                                          description="template", style=style)
         self.task = widgets.Combobox(value=task, options=_task_folders(self.client.workspace),
@@ -73,14 +89,20 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.validate_button = widgets.Button(description="Validate", icon="check")
         self.launch_button = widgets.Button(description="Launch", icon="rocket",
                                             button_style="primary")
+        self.profile_name = widgets.Text(description="save as", style=style,
+                                         placeholder="profile name")
+        self.save_button = widgets.Button(description="Save profile", icon="save")
         self.diagnostics = widgets.HTML()
         self.monitor_box = widgets.VBox()
         self.validate_button.on_click(lambda _: self.validate())
         self.launch_button.on_click(lambda _: self.launch())
+        self.save_button.on_click(lambda _: self.save_profile())
         super().__init__(children=[
+            widgets.HBox([self.target, self.profile]),
             widgets.HBox([self.template, self.task, self.iterations]),
             widgets.HBox([self.harness, self.provider, self.model]),
-            widgets.HBox([self.validate_button, self.launch_button]),
+            widgets.HBox([self.validate_button, self.launch_button, self.profile_name,
+                          self.save_button]),
             self.diagnostics,
             self.monitor_box,
         ])
@@ -94,6 +116,10 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
 
     def validate(self) -> bool:
         """Every admission check plus the task folder; shows the problems, creates nothing."""
+        if self.profile.value != NO_PROFILE:
+            admission = self.client.validate_profile(self.profile.value)
+            self._show([], admission.diagnostics)
+            return admission.ok
         problems = self._task_problems()
         try:
             expansion = expand_template(self.template.value, self.options())
@@ -106,16 +132,19 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         return admission.ok and not problems
 
     def launch(self) -> RunMonitor | None:
-        """Submit and show a monitor below the form; None (with the problems) if rejected."""
-        problems = self._task_problems()
+        """Submit (the chosen profile, else the form) and show a monitor below the form;
+        None (with the problems) if rejected."""
+        problems = [] if self.profile.value != NO_PROFILE else self._task_problems()
         if problems:
             self._show(problems, [])
             return None
-        expansion = expand_template(self.template.value, self.options())
-        title = f"{self.template.value} {self.task.value.strip()}".strip()
         try:
-            run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
-                                     runtime=expansion.runtime, title=title)
+            if self.profile.value != NO_PROFILE:
+                run = self.client.submit_profile(self.profile.value)
+            else:
+                expansion = expand_template(self.template.value, self.options())
+                run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
+                                         runtime=expansion.runtime, title=self._title())
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return None
@@ -129,10 +158,72 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.monitor_box.children = (self.monitor,)
         return self.monitor
 
+    def save_profile(self, name: str | None = None, *, replace: bool = False) -> bool:
+        """Store the form's submission at the target as profile ``name`` (default: the
+        "save as" field) and select it; shows what stopped it otherwise."""
+        name = (name or self.profile_name.value).strip()
+        if not name:
+            self._show(["save as: give the profile a name"], [])
+            return False
+        problems = self._task_problems()
+        if problems:
+            self._show(problems, [])
+            return False
+        options = self.options()
+        expansion = expand_template(self.template.value, options)
+        source = None if self.graph is not None else TemplateSource(
+            name=self.template.value, options=_template_options(options))
+        try:
+            saved = self.client.save_profile(
+                name, self.graph or expansion.graph, runtime=expansion.runtime,
+                input=expansion.input, title=self._title(), template=source, replace=replace)
+        except AdmissionRejected as rejected:
+            self._show([], rejected.diagnostics)
+            return False
+        except (ProfileExists, ValueError) as problem:
+            self._show([str(problem)], [])
+            return False
+        self._refresh_profiles(saved.name)
+        self.diagnostics.value = (f"saved profile <code>{html.escape(saved.name)}</code> at "
+                                  f"{html.escape(self.client.display_url)}")
+        return True
+
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.close()
         super().close()
+
+    def _title(self) -> str:
+        return f"{self.template.value} {self.task.value.strip()}".strip()
+
+    def _target_options(self) -> tuple[list[tuple[str, str]], str]:
+        """Every target by name, and the one the client writes to (its URL first when it
+        is none of them)."""
+        targets = Targets(self.client.workspace).list()
+        options = [(t.name, t.name) for t in targets]
+        for target in targets:
+            with contextlib.suppress(TargetError):
+                if target.url() == self.client.url:
+                    return options, target.name
+        return [(self.client.display_url, ""), *options], ""
+
+    def _choose_target(self, name: str) -> None:
+        if not name:
+            return
+        try:
+            client = Client(target=name, workspace=str(self.client.workspace))
+        except TargetError as problem:
+            self._show([f"target: {problem}"], [])
+            return
+        self.client.close()
+        self.client = client
+        self._refresh_profiles(NO_PROFILE)
+        self.diagnostics.value = f"target {html.escape(name)}: {html.escape(client.display_url)}"
+
+    def _refresh_profiles(self, chosen: str) -> None:
+        names = [p.name for p in self.client.profiles.list()]
+        self.profile.options = [("(the form below)", NO_PROFILE), *[(n, n) for n in names]]
+        self.profile.value = chosen if chosen in names else NO_PROFILE
 
     def _task_problems(self) -> list[str]:
         if self.template.value != RESEARCH:
@@ -168,6 +259,13 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
     count = len(items)
     return (f'<div class="zeroshot-diagnostics" style="color:#d62728">'
             f"{count} problem{'s' if count != 1 else ''} found:<ul>{''.join(items)}</ul></div>")
+
+
+def _template_options(options: TemplateOptions) -> dict[str, Any]:
+    chosen = {"task": options.task, "iterations": options.iterations,
+              "harness": options.harness, "provider": options.provider,
+              "model": options.model}
+    return {key: value for key, value in chosen.items() if value is not None}
 
 
 def _task_folders(workspace: Path) -> list[str]:

@@ -25,9 +25,13 @@ from zeroshot_kernel.contract.diagnostics import (
     FieldSegment,
     GraphDiagnostic,
     IndexSegment,
-    field as field_segment,
-    index as index_segment,
     sorted_diagnostics,
+)
+from zeroshot_kernel.contract.diagnostics import (
+    field as field_segment,
+)
+from zeroshot_kernel.contract.diagnostics import (
+    index as index_segment,
 )
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
 from zeroshot_kernel.contract.parse import diagnostics_from_validation, parse_graph
@@ -126,12 +130,14 @@ def admit(
     registry: WorkerRegistry | None = None,
     importable: bool = True,
     require_runtime: bool = True,
+    require_input: bool = True,
 ) -> Admission:
     """Run every admission check; nothing is created and nothing is contacted.
 
     ``importable`` also checks that python-harness callables import (local code only);
     ``require_runtime=False`` skips the runtime-plan checks when no plan is given (to
-    validate a graph and its input alone).
+    validate a graph and its input alone); ``require_input=False`` skips the input check
+    when no input is given (a profile saved without a default input).
 
     >>> admit({"profile": "bad"}).ok
     False
@@ -146,7 +152,9 @@ def admit(
         return Admission(None, verification.diagnostics)
 
     plan, plan_diagnostics = _parse_plan(runtime)
-    diagnostics = [*plan_diagnostics, *_input_diagnostics(graph, initial_input)]
+    diagnostics = list(plan_diagnostics)
+    if initial_input is not None or require_input:
+        diagnostics += _input_diagnostics(graph, initial_input)
     if plan is not None and (runtime is not None or require_runtime):
         diagnostics += runtime_diagnostics(graph, plan, importable=importable)
     if diagnostics or plan is None:

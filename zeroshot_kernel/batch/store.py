@@ -1,9 +1,7 @@
 """Batches in the ledger's database: one row per batch, one per notebook of it.
 
-The tables sit beside the ledger's own (same database, own metadata), so a batch is seen
-wherever its runs are: ``zeroshot batch status``, the run browser, a report notebook, on
-SQLite or a shared PostgreSQL. Connections get the ledger's concurrency settings (WAL, busy
-timeout, writes that take the lock up front).
+The tables sit beside the ledger's own (see ``ledger.side_tables``), so a batch is seen
+wherever its runs are: ``zeroshot batch status``, the run browser, a report notebook.
 """
 
 from __future__ import annotations
@@ -12,8 +10,7 @@ import base64
 import json
 import secrets
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from sqlalchemy import Column, Float, Integer, String, Text
@@ -21,8 +18,7 @@ from sqlalchemy.orm import registry
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.ledger.dialects import open_engines
-from zeroshot_kernel.workspace import display_url
+from zeroshot_kernel.ledger.side_tables import SideStore
 
 ItemStatus = Literal["pending", "running", "succeeded", "failed"]
 
@@ -107,33 +103,10 @@ def new_batch_id() -> str:
     return "batch-" + base64.b32encode(secrets.token_bytes(10)).decode("ascii")[:12].lower()
 
 
-class BatchStore:
-    """The batch tables of one ledger database (a SQLAlchemy URL or SQLite path)."""
+class BatchStore(SideStore):
+    """The batch tables of one ledger database (a SQLAlchemy URL)."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._engines = open_engines(url)
-        with self._session(write=True) as session:
-            _BatchTable.metadata.create_all(session.connection())
-
-    @property
-    def display_url(self) -> str:
-        return display_url(self.url)
-
-    def close(self) -> None:
-        self._engines.dispose()
-
-    def __enter__(self) -> BatchStore:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    @contextmanager
-    def _session(self, *, write: bool) -> Iterator[Session]:
-        engine = self._engines.write if write else self._engines.read
-        with Session(engine, expire_on_commit=False) as session, session.begin():
-            yield session
+    metadata = _BatchTable.metadata
 
     def create(self, notebook: str, output_dir: str, parameter_sets: Sequence[dict[str, Any]],
                options: BatchOptions) -> str:

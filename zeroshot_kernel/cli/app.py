@@ -6,10 +6,13 @@ import typer
 
 from zeroshot_kernel.cli import (
     batch_commands,
+    change_commands,
     graph_commands,
+    profile_commands,
     provider_commands,
     research_commands,
     run_commands,
+    target_commands,
     template_commands,
     validate_command,
 )
@@ -22,6 +25,7 @@ app = typer.Typer(
         "  zeroshot validate examples/headline.yaml\n"
         "  zeroshot research run rosenbrock --iterations 5\n"
         "  zeroshot batch research_templates/research.ipynb -p task branin\n"
+        "  zeroshot run --profile nightly --target shared\n"
         "  zeroshot schema graph > graph.schema.json"
     ),
     no_args_is_help=True,
@@ -33,8 +37,11 @@ validate_command.register(app)
 run_commands.register(app)
 provider_commands.register(app)
 app.add_typer(research_commands.research_app, name="research")
+app.add_typer(change_commands.change_app, name="change")
 app.add_typer(template_commands.template_app, name="template")
 app.add_typer(batch_commands.batch_app, name="batch")
+app.add_typer(profile_commands.profile_app, name="profile")
+app.add_typer(target_commands.target_app, name="target")
 app.add_typer(graph_commands.graph_app, name="graph")
 app.add_typer(graph_commands.schema_app, name="schema")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from zeroshot_kernel.cli.options import LedgerOption
+from zeroshot_kernel.cli.options import LedgerOption, TargetOption, chosen_ledger
 from zeroshot_kernel.cli.output import fail_usage, print_json
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ def run(
     quiet: QuietOption = False,
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Execute NOTEBOOK once per parameter set; exit 1 when any item failed."""
     from zeroshot_kernel.batch import ParameterError, parameter_sets, run_batch
@@ -108,7 +109,7 @@ def run(
     if not notebook.is_file():
         fail_usage(f"no notebook {notebook}")
     status = run_batch(notebook, sets, output_dir=output_dir, workers=workers, dask=dask,
-                       timeout_s=timeout, kernel_name=kernel, ledger=ledger,
+                       timeout_s=timeout, kernel_name=kernel, ledger=chosen_ledger(ledger, target),
                        progress=not quiet and not as_json)
     _report(status, as_json)
 
@@ -121,12 +122,14 @@ def resume(
     quiet: QuietOption = False,
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Execute again only the items of a batch that did not succeed."""
     from zeroshot_kernel.batch import BatchNotFound, resume_batch
 
     try:
-        status = resume_batch(batch_id, workers=workers, dask=dask, ledger=ledger,
+        status = resume_batch(batch_id, workers=workers, dask=dask,
+                              ledger=chosen_ledger(ledger, target),
                               progress=not quiet and not as_json)
     except BatchNotFound as problem:
         fail_usage(str(problem))
@@ -138,23 +141,24 @@ def status(
     batch_id: Annotated[str, typer.Argument(help="Batch id, e.g. batch-abcdefghijkl.")],
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Show every item of a batch: parameters, status, duration, output, error."""
     from zeroshot_kernel.batch import BatchNotFound, batch_status
 
     try:
-        found = batch_status(batch_id, ledger=ledger)
+        found = batch_status(batch_id, ledger=chosen_ledger(ledger, target))
     except BatchNotFound as problem:
         fail_usage(str(problem))
     _report(found, as_json, exit_on_failure=False)
 
 
 @batch_app.command("list")
-def list_batches(ledger: LedgerOption = None) -> None:
+def list_batches(ledger: LedgerOption = None, target: TargetOption = None) -> None:
     """List the ledger's batches, newest first."""
     from zeroshot_kernel.batch import open_store
 
-    with open_store(ledger) as store:
+    with open_store(chosen_ledger(ledger, target)) as store:
         for found in store.batches():
             typer.echo(f"{found.batch_id}  {_counts(found)}  {found.notebook}")
 

@@ -13,16 +13,54 @@ LedgerOption = Annotated[
     str | None,
     typer.Option(
         "--ledger",
-        envvar="ZEROSHOT_LEDGER",
-        help="Ledger: a SQLAlchemy URL or a SQLite file path "
+        help="Ledger: a SQLAlchemy URL or a SQLite file path; ZEROSHOT_LEDGER when not given "
         "(default: .zeroshot/ledger.db in the workspace).",
+        show_default=False,
+    ),
+]
+TargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--target",
+        help="A named ledger (see `zeroshot target list`); ZEROSHOT_TARGET when not given.",
         show_default=False,
     ),
 ]
 
 
-def open_client(ledger: str | None) -> Client:
+def chosen_ledger(ledger: str | None, target: str | None) -> str:
+    """The ledger URL for ``--ledger``/``--target`` (and their environment variables)."""
+    from zeroshot_kernel.cli.output import fail_usage
+    from zeroshot_kernel.targets import TargetError, resolve_ledger
+
+    try:
+        return resolve_ledger(ledger, target)
+    except TargetError as problem:
+        fail_usage(str(problem))
+
+
+def open_client(ledger: str | None, target: str | None = None) -> Client:
     """The ledger client, imported on use so that ``--help`` and ``validate`` stay quick."""
+    from sqlalchemy.exc import OperationalError
+
+    from zeroshot_kernel.cli.output import fail_usage
     from zeroshot_kernel.client import Client
 
-    return Client(ledger)
+    url = chosen_ledger(ledger, target)
+    try:
+        return Client(url)
+    except OperationalError as problem:
+        fail_usage(unreachable(url, problem))
+
+
+def unreachable(url: str, problem: Exception) -> str:
+    """Why a ledger could not be opened, in one line and without its password."""
+    from sqlalchemy.engine import make_url
+
+    from zeroshot_kernel.targets import redacted
+
+    reason = str(getattr(problem, "orig", None) or problem).strip().splitlines()[0]
+    password = make_url(url).password if "://" in url else None
+    if password:
+        reason = reason.replace(str(password), "***")
+    return f"cannot open ledger {redacted(url)}: {reason}"

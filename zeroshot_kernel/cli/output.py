@@ -31,10 +31,12 @@ def read_document(path: Path) -> Any:
 
 
 def read_inline_or_file(value: str, what: str) -> Any:
-    """``JSON`` inline, or ``@path`` to a JSON/YAML file."""
+    """``JSON`` inline, or a JSON/YAML file given as ``@path`` or as an existing path."""
     try:
         if value.startswith("@"):
             return load_document(value[1:])
+        if not value.lstrip().startswith(("{", "[", '"')) and Path(value).is_file():
+            return load_document(value)
         return loads_document(value, yaml_allowed=False)
     except DocumentError as error:
         fail_usage(f"{what}: {error}")

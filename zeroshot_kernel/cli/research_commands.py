@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zeroshot_kernel.cli.options import LedgerOption, open_client
+from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def run(
     ] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Run auto-research on TASK, printing each reviewed round as it closes.
 
@@ -64,7 +65,7 @@ def run(
         loaded = resolve_task(str(task), Path.cwd())
     except TaskError as problem:
         fail_usage(str(problem))
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     _check_harness(harness)
     if push:
         _check_push(client.workspace)
@@ -189,6 +190,7 @@ def show(
     run_id: Annotated[str, typer.Argument(help="Run id of an auto-research run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Show an auto-research run's rounds, incumbent and plateau, from the ledger alone."""
     from dataclasses import asdict
@@ -196,7 +198,7 @@ def show(
     from zeroshot_kernel.ledger import RunNotFound
     from zeroshot_kernel.research.views import load_research_view
 
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     try:
         view = load_research_view(client.ledger, run_id)
     except RunNotFound:

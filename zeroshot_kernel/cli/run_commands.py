@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from zeroshot_kernel.cli.options import LedgerOption, open_client
+from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from zeroshot_kernel.client import Client, Run
 
 InputOption = Annotated[
-    str | None, typer.Option("--input", help="Initial input: inline JSON or @file.")
+    str | None,
+    typer.Option("--input", help="Initial input: inline JSON, or a file (@file or its path)."),
 ]
 RuntimeOption = Annotated[
-    str | None, typer.Option("--runtime", help="Runtime plan: inline JSON or @file.")
+    str | None,
+    typer.Option("--runtime", help="Runtime plan: inline JSON, or a file (@file or its path)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 CursorOption = Annotated[
@@ -36,7 +38,10 @@ RunArgument = Annotated[str, typer.Argument(help="Run id, e.g. run-abcdefghijkl.
 
 
 def run(
-    graph: Annotated[Path, typer.Argument(help="Graph document (JSON or YAML).")],
+    graph: Annotated[Path | None, typer.Argument(
+        help="Graph document (JSON or YAML); omit with --profile.", show_default=False)] = None,
+    profile: Annotated[str | None, typer.Option(
+        help="Run a profile saved at the target (see `zeroshot profile list`).")] = None,
     input: InputOption = None,
     runtime: RuntimeOption = None,
     title: Annotated[str | None, typer.Option(help="Title shown in lists.")] = None,
@@ -48,29 +53,44 @@ def run(
     ] = False,
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
-    """Admit a graph and run it, streaming its events until it ends.
+    """Admit a graph (or a saved profile) and run it, streaming its events until it ends.
 
+    With --profile the stored graph and runtime go through the same admission as an
+    inline graph; --input replaces the profile's default input.
     Ctrl-C detaches (the run goes on); reattach with `zeroshot watch RUN`.
 
-    Example: zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
+    \b
+    Examples:
+      zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
+      zeroshot run --profile nightly --target shared --validate-only
     """
     from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.profiles import ProfileNotFound
 
-    document = read_document(graph)
+    if (graph is None) == (profile is None):
+        fail_usage("give a graph file or --profile NAME (one of them)")
+    if profile is not None and runtime is not None:
+        fail_usage("a profile carries its runtime plan; save a new profile to change it")
     initial = read_inline_or_file(input, "--input") if input is not None else None
+    document: Any = read_document(graph) if graph is not None else None
     plan = read_inline_or_file(runtime, "--runtime") if runtime is not None else None
-    client = open_client(ledger)
-    if validate_only:
-        admission = client.validate(document, input=initial, runtime=plan)
-        _report_admission(admission.ok, admission.diagnostics, as_json)
-        return
+    client = open_client(ledger, target)
     try:
-        started = client.submit(document, input=initial, runtime=plan,
-                                title=title or graph.stem)
+        if validate_only:
+            admission = (client.validate_profile(profile, input=initial) if profile else
+                         client.validate(document, input=initial, runtime=plan))
+            _report_admission(admission.ok, admission.diagnostics, as_json)
+        if profile is not None:
+            started = client.submit_profile(profile, input=initial, title=title)
+        else:
+            started = client.submit(document, input=initial, runtime=plan,
+                                    title=title or (graph.stem if graph else None))
+    except ProfileNotFound as missing:
+        fail_usage(str(missing.args[0]))
     except AdmissionRejected as rejected:
         _report_admission(False, rejected.diagnostics, as_json)
-        return
     if detach:
         if as_json:
             print_json({"runId": started.id})
@@ -81,7 +101,7 @@ def run(
     _follow(started, None)
 
 
-def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> None:
+def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoReturn:
     if as_json:
         print_json({"status": "verified" if ok else "rejected",
                     "diagnostics": [d.to_wire() for d in diagnostics]})
@@ -122,11 +142,15 @@ def _run_handle(client: Client, run_id: str) -> Run:
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
 
 
-def list_runs(as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
+def list_runs(
+    as_json: JsonOption = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """List the runs in the ledger, newest first."""
     from zeroshot_kernel.cli.render import describe_result
 
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     runs = sorted(client.runs(), key=lambda r: r.created_at, reverse=True)
     if as_json:
         print_json([r.to_wire() for r in runs])
@@ -139,11 +163,16 @@ def list_runs(as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
         typer.echo(f"{summary.run_id}  {created}  {summary.title[:40]:<40}  {result}")
 
 
-def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOption = None) -> None:
+def status(
+    run_id: RunArgument,
+    as_json: JsonOption = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """Show a run's phase, active executions and result."""
     from zeroshot_kernel.cli.render import describe_result
 
-    handle = _run_handle(open_client(ledger), run_id)
+    handle = _run_handle(open_client(ledger, target), run_id)
     current = handle.status()
     if as_json:
         print_json(current.to_wire())
@@ -159,6 +188,11 @@ def status(run_id: RunArgument, as_json: JsonOption = False, ledger: LedgerOptio
     usage = run_usage(event for _, event in handle.events(kinds={"node_completed"}))
     if usage is not None:
         typer.echo(f"  usage:  {describe_usage(usage)}")
+    from zeroshot_kernel.review.ledger import review_lines
+
+    graph = handle.client.ledger.admitted(handle.id)["graph"]
+    for line in review_lines(graph, (event for _, event in handle.events())):
+        typer.echo(f"  {line}")
 
 
 def logs(
@@ -167,9 +201,10 @@ def logs(
     cursor: CursorOption = None,
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Print the lines workers printed (secrets redacted), with their cursors."""
-    handle = _run_handle(open_client(ledger), run_id)
+    handle = _run_handle(open_client(ledger, target), run_id)
     try:
         for position, line in handle.logs(cursor, follow=follow):
             if as_json:
@@ -180,14 +215,19 @@ def logs(
         raise typer.Exit(130) from None
 
 
-def watch(run_id: RunArgument, cursor: CursorOption = None, ledger: LedgerOption = None) -> None:
+def watch(
+    run_id: RunArgument,
+    cursor: CursorOption = None,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """Follow a run's events until it ends (from the start, or after --cursor)."""
-    _follow(_run_handle(open_client(ledger), run_id), cursor)
+    _follow(_run_handle(open_client(ledger, target), run_id), cursor)
 
 
-def stop(run_id: RunArgument, ledger: LedgerOption = None) -> None:
+def stop(run_id: RunArgument, ledger: LedgerOption = None, target: TargetOption = None) -> None:
     """Stop a run: one atomic close as failed/force_stopped."""
-    handle = _run_handle(open_client(ledger), run_id)
+    handle = _run_handle(open_client(ledger, target), run_id)
     outcome = handle.stop()
     messages = {
         "already_finished": f"{run_id} had already finished",
@@ -201,12 +241,13 @@ def resume(
     run_id: RunArgument,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
+    target: TargetOption = None,
 ) -> None:
     """Start a new controller for a run whose controller died (replays its history)."""
     from zeroshot_kernel.client import RunHeld
     from zeroshot_kernel.ledger import LedgerError
 
-    client = open_client(ledger)
+    client = open_client(ledger, target)
     handle = _run_handle(client, run_id)
     if handle.status().status.terminal_result is not None:
         typer.echo(f"{run_id} has already finished")

@@ -8,6 +8,13 @@ import typer
 
 from zeroshot_kernel.cli.output import fail_usage, print_json
 
+TaskOption = Annotated[str, typer.Option(help="Template: task text or research task folder.")]
+IterationsOption = Annotated[
+    int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
+]
+PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
+HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
+
 template_app = typer.Typer(help="Built-in templates and the graphs they expand to.",
                            no_args_is_help=True)
 
@@ -27,12 +34,10 @@ def show(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print {graph, input, runtime} as JSON.")
     ] = False,
-    task: Annotated[str, typer.Option(help="Task text or research task folder.")] = "",
-    iterations: Annotated[
-        int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
-    ] = None,
-    push: Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")] = False,
-    harness: Annotated[str, typer.Option(help="local, python, claude, codex or openai.")] = "local",
+    task: TaskOption = "",
+    iterations: IterationsOption = None,
+    push: PushOption = False,
+    harness: HarnessOption = "local",
 ) -> None:
     """Print the graph a template expands to (an outline, or the JSON to copy and change).
 
