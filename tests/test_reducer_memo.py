@@ -105,6 +105,18 @@ GRAPHS = {
         succeed(),
         state_type=record(n=INT, items=array(N)),
     ),
+    "loops in loops": seq(
+        "root",
+        loop("rounds", seq(
+            "round", counter("open"),
+            loop("passes", seq("pass", counter("work"), verifier("check"), state_type=N),
+                 max_iterations=3, until=in_({"name": "check", "source": "signal",
+                                              "field": "verdict"}, "accepted")),
+            counter("close"), state_type=N), max_iterations=6),
+        counter("after"),
+        succeed(),
+        state_type=N,
+    ),
 }
 INPUTS: dict[str, Any] = {"loop, map and verifier": {"n": 1, "items": [{"n": 1}, {"n": 2}]}}
 

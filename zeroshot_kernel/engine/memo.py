@@ -7,7 +7,7 @@ and every history lookup made on the way (its :data:`Reads`). The walk is a dete
 function of the graph, the run id, the initial input and those lookups, so when the next
 reduction's history answers every recorded lookup with the same entry, resuming at the
 point gives exactly what walking the finished children again would. Points chain down
-nested sequences along the path the walk is waiting on.
+nested sequences and loops along the path the walk is waiting on.
 
 Checking the lookups costs one dictionary probe each, unless the history is a
 :class:`~zeroshot_kernel.engine.history.History` made from the one the memo was left with
@@ -35,8 +35,8 @@ Reads = dict[tuple[str, int], HistoryEntry | None]
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """A sequence before child ``index``, every earlier child done. Never mutated: a walk
-    resuming here works on copies."""
+    """A sequence before child ``index`` (a loop before iteration ``index``), every earlier
+    one done. Never mutated: a walk resuming here works on copies."""
 
     index: int
     context: Context
@@ -46,7 +46,7 @@ class Point:
     void_cutoffs: Mapping[str, tuple[int, VoidReason]]
     reads: Mapping[tuple[str, int], HistoryEntry | None]
     inner: Track | None = None
-    """The track of child ``index`` when it is itself a sequence."""
+    """The track of child ``index`` (the loop's body) when it is a sequence or a loop."""
 
 
 @dataclass(frozen=True, slots=True)
