@@ -50,15 +50,7 @@ class Research:
 
     def completions(self, node: str) -> list[NodeCompleted]:
         """The recorded completions of ``node``'s executions, in order."""
-        started: dict[str, str] = {}
-        found = []
-        for _, event in self.run.events():
-            if isinstance(event, NodeStarted):
-                started[event.reference.execution] = event.reference.node
-            elif isinstance(event, NodeCompleted) and \
-                    started[event.completion.reference.execution] == node:
-                found.append(event)
-        return found
+        return completions_of(self.run, node)
 
     def starts(self, node: str) -> list[NodeStarted]:
         return [event for _, event in self.run.events(kinds={"node_started"})
@@ -173,3 +165,16 @@ def commits(remote: Path, branch: str, since: str) -> Iterator[tuple[str, str]]:
     shas = git(remote, "rev-list", "--reverse", f"{since}..{branch}").split()
     for sha in shas:
         yield sha, git(remote, "log", "-1", "--format=%B", sha)
+
+
+def completions_of(run: Run, node: str) -> list[NodeCompleted]:
+    """The recorded completions of ``node``'s executions in ``run``, in order."""
+    started: dict[str, str] = {}
+    found = []
+    for _, event in run.events():
+        if isinstance(event, NodeStarted):
+            started[event.reference.execution] = event.reference.node
+        elif isinstance(event, NodeCompleted) and \
+                started[event.completion.reference.execution] == node:
+            found.append(event)
+    return found

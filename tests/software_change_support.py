@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auto_research_support import completions_of
+
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.delivery.prepare import prepare, submit_change
-from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, TerminalResult
+from zeroshot_kernel.ledger.events import NodeCompleted, TerminalResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 WORKERS = Path(__file__).with_name("change_workers.py")
@@ -83,15 +85,8 @@ class Change:
         return self.repo / ".zeroshot" / "worktrees" / self.run.id
 
     def completions(self, node: str) -> list[NodeCompleted]:
-        started: dict[str, str] = {}
-        found = []
-        for _, event in self.run.events():
-            if isinstance(event, NodeStarted):
-                started[event.reference.execution] = event.reference.node
-            elif isinstance(event, NodeCompleted) and \
-                    started[event.completion.reference.execution] == node:
-                found.append(event)
-        return found
+        """The recorded completions of ``node``'s executions, in order."""
+        return completions_of(self.run, node)
 
     def signals(self, node: str, name: str) -> list[str]:
         return [c.completion.outcome.signals[name] for c in self.completions(node)

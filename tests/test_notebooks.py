@@ -22,7 +22,7 @@ from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.parse import loads_document
-from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
 from zeroshot_kernel.research.views import load_research_view
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -124,6 +124,38 @@ def test_custom_graph_validates_shows_a_mistake_and_runs_with_notebook_workers(
     assert any(run.run_id in m["state"]["value"] for m in widget_models(notebook, "HTMLModel"))
 
 
+def test_review_loop_tutorial_rejects_each_mistake_then_runs_the_saved_profile(
+    tmp_path: Path,
+) -> None:
+    notebook = execute(NOTEBOOKS / "review-loop.ipynb", tmp_path)
+    printed = text(notebook)
+    for shown in (
+        "error: schema_safety at root › children[0] › revise › body › round › children[0] "
+        "› draft › inputBindings[2] › value",
+        "error: loop_exit_satisfiability at root › children[0] › revise › until › labels",
+        "error: ceiling_exceeded at root › children[0] › revise › maxIterations",
+        "error: invalid_graph_shape at runtime › nodes › reviewer",
+    ):
+        assert shown in printed
+
+    client = Client(workspace=str(tmp_path))
+    profile = client.profiles.get("review-loop")
+    assert profile.title == "Build a review loop"
+    assert [saved.name for saved in client.profiles.list()] == ["review-loop"]
+    (run,) = client.runs()
+    assert run.terminal == SucceededResult(status="succeeded",
+                                           output={"subject": "Fix the monitor freezing"})
+    assert client.ledger.admitted(run.run_id)["identity"] == profile.identity
+    verdicts = [event.completion.outcome.signals["verdict"]
+                for _, event in client.run(run.run_id).events(kinds={"node_completed"})
+                if isinstance(event, NodeCompleted) and event.completion.reference.node == "review"]
+    assert verdicts == ["rejected", "rejected", "rejected", "accepted"]  # fed back, then fixed
+    assert f"{run.run_id} succeeded after 4 rounds" in printed
+    phases = [m["state"]["value"] for m in widget_models(notebook, "HTMLModel")]
+    assert any(run.run_id in value for value in phases)
+    assert any(">succeeded</span>" in value for value in phases)
+
+
 def test_report_renders_a_finished_run_from_the_ledger_alone(tmp_path: Path) -> None:
     done = finished_run()
     notebook = execute(NOTEBOOKS / "report.ipynb", tmp_path, ledger=done.client.url,
@@ -194,7 +226,8 @@ def test_every_shipped_notebook_has_a_parameters_cell_and_no_outputs() -> None:
     shipped = [*sorted(NOTEBOOKS.glob("*.ipynb")), RESEARCH_NOTEBOOK]
     assert {path.name for path in shipped} >= {"quickstart.ipynb", "custom-graph.ipynb",
                                                "report.ipynb", "batch.ipynb",
-                                               "batch-report.ipynb", "research.ipynb"}
+                                               "batch-report.ipynb", "research.ipynb",
+                                               "review-loop.ipynb"}
     for path in shipped:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)

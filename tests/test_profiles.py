@@ -5,21 +5,17 @@ subprocess, on a SQLite file and on a real PostgreSQL server."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, make_workspace, wire
+from engine_support import Workspace, finish, make_workspace, run_cli, wire
 from ledger_backends import ledger_url  # noqa: F401  (the sqlite/postgresql fixture)
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.profiles import ProfileNotFound, TemplateSource
 from zeroshot_kernel.templates import TemplateOptions, expand_template, single_worker
-
-ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 
 
 @pytest.fixture
@@ -28,10 +24,7 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
-    return subprocess.run([*ZEROSHOT, *args], capture_output=True, text=True, timeout=90,
-                          cwd=ws.root, env={**clean, **env})
+    return run_cli(ws.root, *args, **env)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from software_change_support import git, repository, script, start_change
 
 from zeroshot_kernel.admission.admit import admit
+from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
 from zeroshot_kernel.templates.software_change import DELIVERY_MODES, loop_bound
@@ -29,24 +29,8 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
 
 
-def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    children: list[dict[str, Any]] = []
-    if node["kind"] == "seq":
-        children = node["children"]
-    elif node["kind"] == "par":
-        children = node["branches"]
-    elif node["kind"] == "choice":
-        children = [b["node"] for b in node["branches"]]
-        children += [node["otherwise"]] if node["otherwise"] is not None else []
-    elif node["kind"] in ("loop", "map"):
-        children = [node["body"]]
-    for child in children:
-        yield from nodes(child)
-
-
 def by_name(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {node["name"]: node for node in nodes(graph["root"])}
+    return {node["name"]: node for node in node_documents(graph["root"])}
 
 
 def test_template_show_prints_an_admissible_graph(tmp_path: Path) -> None:

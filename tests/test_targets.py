@@ -5,22 +5,18 @@ command is a real subprocess; the shared target is a real PostgreSQL server."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, make_workspace
+from engine_support import Workspace, finish, make_workspace, run_cli
 from ledger_backends import postgres_password_url  # noqa: F401  (password-checked)
 from sqlalchemy.engine import make_url
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.targets import TargetError, Targets, resolve_ledger
-
-ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 
 
 @pytest.fixture
@@ -29,10 +25,7 @@ def ws(tmp_path: Path) -> Workspace:
 
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
-    return subprocess.run([*ZEROSHOT, *args], capture_output=True, text=True, timeout=90,
-                          cwd=ws.root, env={**clean, **env})
+    return run_cli(ws.root, *args, **env)
 
 
 def test_runs_go_to_the_named_target_and_its_password_is_never_printed(

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 
 from zeroshot_kernel.admission.admit import admit, verify_document
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 from zeroshot_kernel.templates.auto_research import MAX_ITERATIONS, REVIEW_PASSES
 
@@ -37,25 +37,8 @@ def shown(cwd: Path, *args: str) -> dict[str, Any]:
     return document
 
 
-def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every node of a graph document, depth first."""
-    yield node
-    children: list[dict[str, Any]] = []
-    if node["kind"] == "seq":
-        children = node["children"]
-    elif node["kind"] == "par":
-        children = node["branches"]
-    elif node["kind"] == "choice":
-        children = [b["node"] for b in node["branches"]]
-        children += [node["otherwise"]] if node["otherwise"] is not None else []
-    elif node["kind"] in ("loop", "map"):
-        children = [node["body"]]
-    for child in children:
-        yield from nodes(child)
-
-
 def by_name(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {node["name"]: node for node in nodes(graph["root"])}
+    return {node["name"]: node for node in node_documents(graph["root"])}
 
 
 def test_list_names_the_templates(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
+from zeroshot_kernel.cli.template_commands import show_expansion
 
 change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git delivery.",
                          no_args_is_help=True)
@@ -108,8 +109,6 @@ def show(
 
     Example: zeroshot change show --delivery ship --profile high-risk
     """
-    from zeroshot_kernel.cli.output import print_json
-    from zeroshot_kernel.cli.template_commands import outline
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
     try:
@@ -117,9 +116,4 @@ def show(
             harness=harness, model=model, delivery=delivery, profile=profile))
     except ValueError as problem:
         fail_usage(str(problem))
-    if as_json:
-        print_json({"graph": expansion.graph, "input": expansion.input,
-                    "runtime": expansion.runtime})
-        return
-    for line in outline(expansion.graph["root"]):
-        typer.echo(line)
+    show_expansion(expansion, as_json)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from zeroshot_kernel.cli.output import fail_usage, print_json
+from zeroshot_kernel.contract.documents import child_documents
 
 TaskOption = Annotated[str, typer.Option(help="Template: task text or research task folder.")]
 IterationsOption = Annotated[
@@ -14,6 +15,9 @@ IterationsOption = Annotated[
 ]
 PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.templates import Expansion
 
 template_app = typer.Typer(help="Built-in templates and the graphs they expand to.",
                            no_args_is_help=True)
@@ -51,6 +55,11 @@ def show(
         )
     except KeyError as unknown:
         fail_usage(str(unknown.args[0]))
+    show_expansion(expansion, as_json)
+
+
+def show_expansion(expansion: Expansion, as_json: bool) -> None:
+    """``{graph, input, runtime}`` as JSON, or the graph's outline."""
     if as_json:
         print_json({"graph": expansion.graph, "input": expansion.input,
                     "runtime": expansion.runtime})
@@ -64,17 +73,8 @@ def outline(node: dict[str, Any], depth: int = 0) -> list[str]:
     pad = "  " * depth
     kind = node["kind"]
     lines = [f"{pad}{kind} {node['name']}" + _detail(node)]
-    if kind == "seq":
-        lines += [line for child in node["children"] for line in outline(child, depth + 1)]
-    elif kind == "par":
-        lines += [line for child in node["branches"] for line in outline(child, depth + 1)]
-    elif kind == "choice":
-        for branch in node["branches"]:
-            lines += outline(branch["node"], depth + 1)
-        if node["otherwise"] is not None:
-            lines += outline(node["otherwise"], depth + 1)
-    elif kind in ("loop", "map"):
-        lines += outline(node["body"], depth + 1)
+    for child in child_documents(node):
+        lines += outline(child, depth + 1)
     return lines
 
 

@@ -17,9 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from zeroshot_kernel.delivery.git import NETWORK_TIMEOUT_S, GitError
 from zeroshot_kernel.delivery.github import MERGE_METHODS, GitHub, GitHubError, Pull
-from zeroshot_kernel.delivery.push_delivery import REJECTED_PUSH
+from zeroshot_kernel.delivery.push_delivery import push_branch
 from zeroshot_kernel.delivery.worktree import DeliveryRefused, Remote, RunWorktree
 from zeroshot_kernel.ledger.events import ExecutionVoided, NodeCompleted, NodeStarted, RunEvent
 
@@ -60,21 +59,6 @@ async def commit_changes(worktree: RunWorktree, task: str, run_id: str) -> None:
     await worktree.git("commit", "-q", "-m", title, "-m", f"Zeroshot-Run: {run_id}")
 
 
-async def push_branch(worktree: RunWorktree, remote: Remote) -> str:
-    """Push the run's branch; what the remote rejected, or ``""``."""
-    try:
-        await worktree.git("push", "-q", "--force-with-lease", remote.name,
-                           f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S)
-    except GitError as failure:
-        refusals = [line.strip() for line in failure.stderr.splitlines()
-                    if any(marker in line for marker in REJECTED_PUSH)]
-        if refusals:
-            return refusals[0]
-        raise DeliveryRefused(f"the remote {remote.name} ({remote.display}) cannot be "
-                              f"reached: {failure.stderr or failure}") from None
-    return ""
-
-
 def receipt(delivery: dict[str, Any], repository: str, head: str, number: int, mode: str,
             outcome: str) -> dict[str, Any]:
     return {"version": "v1", "repository": repository, "targetBranch": delivery["targetBranch"],
@@ -93,7 +77,7 @@ async def deliver_change(
     if head == delivery["baseRevision"]:
         raise DeliveryRefused("the change is empty: the run's branch is still at its base "
                               f"{head[:12]}, so there is nothing to deliver")
-    rejected = await push_branch(worktree, remote)
+    rejected = await push_branch(worktree, remote, force_with_lease=True)
     slug = delivery.get("repository") or remote.display
     if rejected:
         return ChangeDelivered("rejected" if mode == "push" else "conflict",

@@ -86,7 +86,7 @@ async def deliver(
         await worktree.git("commit", "-q", "--allow-empty", "--cleanup=whitespace",
                            *(part for text in message if text for part in ("-m", text)))
     head = await worktree.git("rev-parse", "HEAD")
-    rejected = await _push(worktree, remote)
+    rejected = await push_branch(worktree, remote)
     if rejected:
         return Delivered("repair_requested", f"round {number}: the remote refused the push "
                                              f"of {worktree.branch}: {rejected}")
@@ -131,10 +131,13 @@ def _restore(records: ResearchRecords, candidate: str, sha256: str, dest: Path) 
     return ""
 
 
-async def _push(worktree: RunWorktree, remote: Remote) -> str:
-    """Push the run's branch; what the remote rejected, or ``""``."""
+async def push_branch(worktree: RunWorktree, remote: Remote, *,
+                      force_with_lease: bool = False) -> str:
+    """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
+    lets a repaired branch replace what this run pushed before, and nothing else."""
+    lease = ["--force-with-lease"] if force_with_lease else []
     try:
-        await worktree.git("push", "-q", remote.name,
+        await worktree.git("push", "-q", *lease, remote.name,
                            f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S)
     except GitError as failure:
         refusals = [line.strip() for line in failure.stderr.splitlines()

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.harness.sessions import occurrence_key
 from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, RunEvent
@@ -39,22 +40,9 @@ VERDICTS = {"accepted": "approved", "rejected": "needs_correction",
 
 def workers(node: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(node name, worker reference) of every executable of a graph document."""
-    kind = node["kind"]
-    if kind in ("step", "verifier"):
-        yield node["name"], node["worker"]
-        return
-    children: list[dict[str, Any]] = []
-    if kind == "seq":
-        children = node["children"]
-    elif kind == "par":
-        children = node["branches"]
-    elif kind == "choice":
-        children = [b["node"] for b in node["branches"]]
-        children += [node["otherwise"]] if node["otherwise"] is not None else []
-    elif kind in ("loop", "map"):
-        children = [node["body"]]
-    for child in children:
-        yield from workers(child)
+    for found in node_documents(node):
+        if found["kind"] in ("step", "verifier"):
+            yield found["name"], found["worker"]
 
 
 @dataclass(frozen=True)

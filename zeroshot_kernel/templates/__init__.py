@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates.auto_research import (
     DEFAULT_ITERATIONS,
     STRATEGIES,
@@ -138,20 +139,7 @@ def _software_change(options: TemplateOptions) -> Expansion:
 
 
 def _executables(node: dict[str, Any]) -> set[str]:
-    kind = node["kind"]
-    if kind in ("step", "verifier"):
-        return {node["name"]}
-    children: list[dict[str, Any]] = []
-    if kind == "seq":
-        children = node["children"]
-    elif kind == "par":
-        children = node["branches"]
-    elif kind == "choice":
-        children = [b["node"] for b in node["branches"]]
-        children += [node["otherwise"]] if node["otherwise"] is not None else []
-    elif kind in ("loop", "map"):
-        children = [node["body"]]
-    return {name for child in children for name in _executables(child)}
+    return {n["name"] for n in node_documents(node) if n["kind"] in ("step", "verifier")}
 
 
 TEMPLATES: dict[str, Template] = {
