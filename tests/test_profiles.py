@@ -182,3 +182,18 @@ def test_profile_save_expands_a_template(ws: Workspace) -> None:
     neither = zeroshot(ws, "profile", "save", "c")
     assert neither.returncode == 2 and "exactly one of --template and --graph" in neither.stderr
 
+
+
+def test_workers_in_the_workspace_import_from_any_folder_below_it(ws: Workspace) -> None:
+    """Admission imports python workers with the workspace first on the path, as the
+    controller runs them, wherever below the workspace the command is given."""
+    write_scenario(ws)
+    below = ws.root / "notes" / "deeper"
+    below.mkdir(parents=True)
+    files = ("--runtime", "../../plan.json", "--input", "../../input.json")
+    checked = run_cli(below, "validate", "../../graph.json", *files)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    saved = run_cli(below, "profile", "save", "p", "--graph", "../../graph.json", *files)
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    ran = run_cli(below, "run", "--profile", "p")
+    assert ran.returncode == 0 and "succeeded" in ran.stdout, ran.stdout + ran.stderr

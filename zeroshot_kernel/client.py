@@ -239,7 +239,7 @@ class Client:
         profile use exactly what is stored, whatever happens to a template meanwhile.
         """
         admission = admit(_graph(graph), initial_input=input, runtime=runtime,
-                          registry=registry, require_input=False)
+                          registry=registry, require_input=False, workspace=self.workspace)
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         profile = Profile(
@@ -276,7 +276,8 @@ class Client:
         registry: WorkerRegistry | None = None,
     ) -> Admission:
         """Every admission check; creates nothing (``zeroshot validate``)."""
-        return admit(_graph(graph), initial_input=input, runtime=runtime, registry=registry)
+        return admit(_graph(graph), initial_input=input, runtime=runtime, registry=registry,
+                     workspace=self.workspace)
 
     def submit(
         self,
@@ -297,7 +298,7 @@ class Client:
         source = _graph(graph)
         admission = admit(
             source, initial_input=input, runtime=runtime, title=title or _title(graph),
-            registry=registry,
+            registry=registry, workspace=self.workspace,
         )
         if admission.admitted is None:
             raise AdmissionRejected(admission)

@@ -7,7 +7,10 @@ input's value, delivery placement and declared environment names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -131,10 +134,12 @@ def admit(
     importable: bool = True,
     require_runtime: bool = True,
     require_input: bool = True,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Admission:
     """Run every admission check; nothing is created and nothing is contacted.
 
-    ``importable`` also checks that python-harness callables import (local code only);
+    ``importable`` also checks that python-harness callables import (local code only),
+    with ``workspace`` first on the import path as the run's controller will have it;
     ``require_runtime=False`` skips the runtime-plan checks when no plan is given (to
     validate a graph and its input alone); ``require_input=False`` skips the input check
     when no input is given (a profile saved without a default input).
@@ -156,7 +161,8 @@ def admit(
     if initial_input is not None or require_input:
         diagnostics += _input_diagnostics(graph, initial_input)
     if plan is not None and (runtime is not None or require_runtime):
-        diagnostics += runtime_diagnostics(graph, plan, importable=importable)
+        with _importing_from(workspace):
+            diagnostics += runtime_diagnostics(graph, plan, importable=importable)
     if diagnostics or plan is None:
         return Admission(None, sorted_diagnostics(diagnostics))
     admitted = AdmittedSubmission(
@@ -167,6 +173,20 @@ def admit(
         runtime=plan,
     )
     return Admission(admitted)
+
+
+@contextmanager
+def _importing_from(workspace: str | os.PathLike[str] | None) -> Iterator[None]:
+    """``workspace`` first on ``sys.path`` for the duration of the import checks."""
+    if workspace is None:
+        yield
+        return
+    entry = os.fspath(workspace)
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path.remove(entry)
 
 
 def _parse_plan(

@@ -18,6 +18,7 @@ from zeroshot_kernel.cli.output import (
     read_document,
     read_inline_or_file,
 )
+from zeroshot_kernel.workspace import find_workspace
 
 
 def validate(
@@ -77,6 +78,7 @@ def report_validation(
             runtime=read_inline_or_file(runtime, "--runtime") if runtime is not None else None,
             registry=workers,
             require_runtime=runtime is not None,
+            workspace=find_workspace(),
         )
         if not admission.ok:
             diagnostics = admission.diagnostics
