@@ -251,14 +251,15 @@ class _Analysis:
         for entry in self.nodes:
             waiting[entry.node.name] |= _dependencies(entry.node)
         for name, needs in waiting.items():
-            for missing in sorted(needs - self.first.keys()):
+            # Membership tests, not set algebra with the keys view: that walks every key.
+            for missing in sorted(need for need in needs if need not in self.first):
                 self.emit("undefined_read",
                           f"reference to unknown node {missing}, which is not in this graph; "
                           "name a node of the graph",
                           self.first[name].path, [missing])
         dependents: dict[str, list[str]] = {name: [] for name in waiting}
         for name, needs in waiting.items():
-            for need in needs & self.first.keys():
+            for need in (need for need in needs if need in self.first):
                 dependents[need].append(name)
         blocked = {name: len(needs) for name, needs in waiting.items()}
         ready = [(self.first[name].ordinal, name) for name, count in blocked.items() if not count]
