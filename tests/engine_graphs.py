@@ -482,15 +482,16 @@ def resume_graph() -> Scenario:
     return graph(RESUME_STATE, root), plan(callables)
 
 
-def spin_graph(iterations: int = 100) -> Scenario:
-    """A loop with no ``until`` over one quick step: the controller is nearly always
+def spin_graph(iterations: int = 100, rounds: int = 1) -> Scenario:
+    """A loop with no ``until`` over one quick step (``rounds`` > 1: that loop again inside
+    an outer one, for ``iterations * rounds`` steps): the controller is nearly always
     between reading the run and recording the next dispatch."""
     body = seq("iteration", VALUE, value_step("bump"), promote=("value",))
-    root = seq(
-        "root", VALUE,
-        loop("spin", VALUE, body, until=None, max_iterations=iterations, promote=("value",)),
-        value_result(),
-    )
+    spin = loop("spin", VALUE, body, until=None, max_iterations=iterations, promote=("value",))
+    if rounds > 1:
+        spin = loop("rounds", VALUE, seq("round", VALUE, spin, promote=("value",)),
+                    until=None, max_iterations=rounds, promote=("value",))
+    root = seq("root", VALUE, spin, value_result())
     return graph(VALUE, root), plan({"bump": "inc"})
 
 

@@ -136,9 +136,10 @@ def test_stop_is_honoured_while_the_controller_is_dispatching(tmp_path: Path) ->
     """A stop recorded between the controller's read of the run and its next dispatch must
     still close the run (``node_started`` is refused once the run is stopping). Late in a
     long loop the reducer's walk makes that window most of each cycle: without the fix about
-    two stops in three hit it and the run stays ``stopping`` forever."""
+    two stops in three hit it and the run stays ``stopping`` forever. The loops run far
+    longer than the test waits, so every run is still spinning when its stop comes."""
     workspaces = [make_workspace(tmp_path / f"run{i}") for i in range(3)]
-    runs = [ws.submit(g.spin_graph(), {"value": 0}) for ws in workspaces]
+    runs = [ws.submit(g.spin_graph(rounds=50), {"value": 0}) for ws in workspaces]
     for index, (ws, run) in enumerate(zip(workspaces, runs, strict=True)):
         at = 120 + 10 * index
         eventually(lambda ws=ws, run=run, at=at: cursor_of(ws.client, run.id) >= at, 30,
