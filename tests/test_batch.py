@@ -170,13 +170,40 @@ def test_a_killed_kernel_fails_only_its_item_and_resume_reruns_only_that(
 def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace: Path) -> None:
     notebook = write_notebook(workspace)
     status = run_batch(notebook, [*sets(2, hang=120), *sets(-1)], output_dir="out",
-                       timeout_s=3, progress=False)
+                       timeout_s=20, progress=False)
     hung, negative = status.items
     assert hung.status == negative.status == "failed"
-    assert hung.error == "a cell ran past the 3 s timeout; the kernel was stopped"
+    assert hung.error == ("the notebook ran past its 20 s timeout; its process and kernel "
+                          "were stopped")
     assert hung.duration_s is not None and hung.duration_s < 60
+    kernel = int((workspace / "marks" / "2.pid").read_text())
+    wait_for(lambda: not _alive(kernel), 30, "the hung kernel to exit with its process")
     assert negative.error is not None
     assert "raised AssertionError: negative x" in negative.error
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(") ")[1].startswith("Z"))
+
+
+def test_the_timeout_bounds_the_whole_notebook_not_only_each_cell(workspace: Path) -> None:
+    cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(6)]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, workspace / "slow.ipynb")
+    status = run_batch(workspace / "slow.ipynb", [{}], output_dir="out", timeout_s=4,
+                       progress=False)
+    (item,) = status.items
+    assert item.status == "failed"
+    assert item.error == ("the notebook ran past its 4 s timeout; its process and kernel "
+                          "were stopped")
+    assert item.duration_s is not None and 4 <= item.duration_s < 30
 
 
 def test_a_kernel_that_fails_to_start_is_retried(

@@ -4,8 +4,9 @@ plain, picklable outcome.
 
 A kernel that fails to start is retried with backoff: under load, kernel starts race (the
 "Kernel didn't respond" of many parallel papermills). A failure after the first cell started
-is the notebook's own and is not retried: a cell error, a cell past the timeout, a kernel
-that died or was killed. It fails only its item, with the reason in words.
+is the notebook's own and is not retried: a cell error, a notebook past its timeout, a
+kernel that died or was killed. It fails only its item, with the reason in
+words.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ class ItemOutcome:
 
 
 def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
-                 timeout_s: float | None = None, kernel_name: str | None = None,
-                 start_retries: int = 3, cwd: str | None = None) -> ItemOutcome:
+                 kernel_name: str | None = None, start_retries: int = 3,
+                 cwd: str | None = None) -> ItemOutcome:
     """Execute ``notebook`` with ``parameters`` into ``output``; never raises for the
-    notebook's failures (they are the outcome)."""
+    notebook's failures (they are the outcome). Its time limit is the caller's
+    (:func:`execute_in_child`)."""
     import papermill
 
     started = time.monotonic()
@@ -50,7 +52,7 @@ def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
         try:
             papermill.execute_notebook(
                 notebook, output, parameters=parameters, kernel_name=kernel_name,
-                execution_timeout=timeout_s, start_timeout=START_TIMEOUT_S, progress_bar=False,
+                start_timeout=START_TIMEOUT_S, progress_bar=False,
                 log_output=False, cwd=cwd,
             )
         except Exception as problem:
@@ -58,7 +60,7 @@ def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
                 time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (1 + random.random()))
                 continue
             return ItemOutcome("failed", time.monotonic() - started, output,
-                               _reason(problem, timeout_s, started=_any_cell_started(output)),
+                               _reason(problem, started=_any_cell_started(output)),
                                _results(output), attempt)
         return ItemOutcome("succeeded", time.monotonic() - started, output, None,
                            _results(output), attempt)
@@ -82,14 +84,12 @@ def _results(output: str) -> dict[str, Any] | None:
         return None
 
 
-def _reason(problem: Exception, timeout_s: float | None, *, started: bool) -> str:
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+def _reason(problem: Exception, *, started: bool) -> str:
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     if isinstance(problem, PapermillExecutionError):
         return f"cell {problem.exec_count} raised {problem.ename}: {problem.evalue}"
-    if isinstance(problem, CellTimeoutError):
-        return f"a cell ran past the {timeout_s:g} s timeout; the kernel was stopped"
     if isinstance(problem, DeadKernelError):
         return "the kernel died while a cell ran (killed, or out of memory)"
     if not started:
@@ -98,21 +98,32 @@ def _reason(problem: Exception, timeout_s: float | None, *, started: bool) -> st
 
 
 def execute_in_child(notebook: str, output: str, parameters: dict[str, Any],
-                     **options: Any) -> ItemOutcome:
-    """``execute_item`` in a new Python process: a local batch's unit of isolation (a crash,
-    a leak or a hung kernel of one notebook stays in its process)."""
+                     timeout_s: float | None = None, **options: Any) -> ItemOutcome:
+    """``execute_item`` in a new Python process: a batch's unit of isolation (a crash, a
+    leak or a hung kernel of one notebook stays in its process). ``timeout_s`` is the
+    whole notebook's budget: past it the process is killed, and its kernel, which watches
+    its parent, exits with it."""
     request = json.dumps({"notebook": notebook, "output": output, "parameters": parameters,
                           "options": options})
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "zeroshot_kernel.batch.execute"],
-                          input=request, capture_output=True, text=True, check=False)
-    lines = done.stdout.strip().splitlines()
+    child = subprocess.Popen([sys.executable, "-m", "zeroshot_kernel.batch.execute"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = child.communicate(request, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return ItemOutcome("failed", time.monotonic() - started, output,
+                           f"the notebook ran past its {timeout_s:g} s timeout; its process "
+                           "and kernel were stopped", _results(output))
+    lines = stdout.strip().splitlines()
     try:
         return ItemOutcome(**json.loads(lines[-1]))
     except (IndexError, ValueError, TypeError):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return ItemOutcome("failed", time.monotonic() - started, output,
-                           f"the process executing it exited with {done.returncode}: {tail}")
+                           f"the process executing it exited with {child.returncode}: {tail}")
 
 
 def main() -> None:

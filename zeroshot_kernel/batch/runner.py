@@ -21,7 +21,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor, as_complete
 from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child, execute_item
+from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child
 from zeroshot_kernel.batch.store import BatchItem, BatchOptions, BatchStatus, BatchStore
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 
@@ -128,13 +128,14 @@ Runner = Callable[..., ItemOutcome]
 @contextlib.contextmanager
 def _executor(workers: int, dask: str | None) -> Iterator[tuple[Executor, Runner, float]]:
     """Where items run, what runs one, and the pause between two starts. Every notebook
-    runs in a process of its own (papermill's cwd is process-wide, kernels crash): locally
-    a child process that a thread waits on; on dask, a worker process."""
+    runs in a process of its own (papermill's cwd is process-wide, kernels crash, and the
+    notebook's timeout kills it): a child process that a local thread, or a dask worker,
+    waits on."""
     if dask is not None:
         from distributed import Client
 
         with Client(dask) as client:  # type: ignore[no-untyped-call]
-            yield client.get_executor(pure=False), execute_item, 0.0
+            yield client.get_executor(pure=False), execute_in_child, 0.0
         return
     if workers < 1:
         raise ValueError("workers must be at least 1")

@@ -86,8 +86,8 @@ def run(
     workers: WorkersOption = 2,
     dask: DaskOption = None,
     timeout: Annotated[
-        float | None, typer.Option(min=1, help="Seconds one cell may run before its notebook "
-                                               "fails.")
+        float | None, typer.Option(min=1, help="Seconds one notebook may run (and so any "
+                                               "of its cells) before it fails.")
     ] = None,
     kernel: Annotated[str | None, typer.Option(help="Kernel name (default: the notebook's).")]
     = None,
