@@ -4,6 +4,7 @@ subprocesses (``tests/agent_standins``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -330,6 +331,18 @@ def test_status_shows_the_tokens_and_cost_agents_reported(
     assert shown.returncode == 0, shown.stderr
     # two turns of 115 input (100 + 10 cache creation + 5 cache read) and 20 output tokens
     assert "  usage:  230 input + 40 output tokens, $0.0030" in shown.stdout
+    (execution,) = [e.completion.reference.execution for _, e in
+                    run.events(kinds={"node_completed"})]
+    assert f"    work             {execution}  230 input + 40 output tokens" in shown.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "status", run.id, "--json", "--ledger",
+         str(ws.ledger_path)], capture_output=True, text=True, timeout=60, cwd=ws.root,
+    )
+    usage = json.loads(as_json.stdout)["usage"]
+    each = {"inputTokens": 230, "outputTokens": 40, "costUsd": usage["total"]["costUsd"]}
+    assert usage == {"total": each, "executions": [
+        {"execution": execution, "node": "work", "usage": each}]}
+    assert round(each["costUsd"], 4) == 0.003
 
 
 @pytest.mark.parametrize("cli", CLIS)

@@ -169,13 +169,23 @@ def status(
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Show a run's phase, active executions and result."""
+    """Show a run's phase, active executions, result, the tokens and cost each execution
+    reported, and a software change's review state."""
     from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.harness.usage import describe_usage, execution_usage, run_usage
+    from zeroshot_kernel.review.ledger import review_lines
 
     handle = _run_handle(open_client(ledger, target), run_id)
     current = handle.status()
+    completed = [event for _, event in handle.events(kinds={"node_completed"})]
+    total, each = run_usage(completed), execution_usage(completed)
     if as_json:
-        print_json(current.to_wire())
+        document = current.to_wire()
+        if total is not None:
+            document["usage"] = {"total": total.to_wire(), "executions": [
+                {"execution": execution, "node": node, "usage": usage.to_wire()}
+                for execution, node, usage in each]}
+        print_json(document)
         return
     typer.echo(f"{current.run_id}  {current.title}")
     typer.echo(f"  phase:  {current.status.phase}   (at {current.at_cursor})")
@@ -183,13 +193,10 @@ def status(
         typer.echo(f"  active: {active.node}  {active.execution}")
     if current.status.terminal_result is not None:
         typer.echo(f"  result: {describe_result(current.status.terminal_result)}")
-    from zeroshot_kernel.harness.usage import describe_usage, run_usage
-
-    usage = run_usage(event for _, event in handle.events(kinds={"node_completed"}))
-    if usage is not None:
-        typer.echo(f"  usage:  {describe_usage(usage)}")
-    from zeroshot_kernel.review.ledger import review_lines
-
+    if total is not None:
+        typer.echo(f"  usage:  {describe_usage(total)}")
+        for execution, node, usage in each:
+            typer.echo(f"    {node:<16} {execution}  {describe_usage(usage)}")
     graph = handle.client.ledger.admitted(handle.id)["graph"]
     for line in review_lines(graph, (event for _, event in handle.events())):
         typer.echo(f"  {line}")

@@ -1,4 +1,4 @@
-"""Usage of a run: the tokens and cost its executions reported, summed."""
+"""Usage of a run: the tokens and cost each execution reported, and their sum."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ def run_usage(events: Iterable[RunEvent]) -> Usage | None:
         if isinstance(event, NodeCompleted):
             total = add_usage(total, event.usage)
     return total
+
+
+def execution_usage(events: Iterable[RunEvent]) -> list[tuple[str, str, Usage]]:
+    """``(execution, node, usage)`` of every completion that reported usage, in order."""
+    return [(event.completion.reference.execution, event.completion.reference.node,
+             event.usage) for event in events
+            if isinstance(event, NodeCompleted) and event.usage is not None]
 
 
 def describe_usage(usage: Usage) -> str:
