@@ -47,3 +47,18 @@ def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
     label = labels[number - 1] if number <= len(labels) else "accepted"
     return Verdict(signals={"verdict": label},
                    diagnostic={"message": f"{context.node} call {number}: {label}"})
+
+
+def classify(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    """The ``--profile auto`` classifier: ratings and the rest from the script's
+    ``classify`` entry (default: all six low, one coherent slice, no public contract)."""
+    path = context.workspace / ".zeroshot" / "script.json"  # the classifier runs in the repo
+    scripted = json.loads(path.read_text()).get("classify", {}) if path.exists() else {}
+    dimensions = ("blast_radius", "concurrency", "security_data", "boundary", "novelty",
+                  "observability")
+    ratings = {d: scripted.get("ratings", {}).get(d, "low") for d in dimensions}
+    return Verdict(signals=ratings, diagnostic={
+        "hardTriggers": scripted.get("hardTriggers", []),
+        "coherentSlice": scripted.get("coherentSlice", True),
+        "publicContract": scripted.get("publicContract", False),
+        "rationale": f"scripted for: {value['task']}"})

@@ -18,6 +18,7 @@ from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.delivery.prepare import prepare, submit_change
 from zeroshot_kernel.ledger.events import NodeCompleted, TerminalResult
+from zeroshot_kernel.review.classify import classify
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 WORKERS = Path(__file__).with_name("change_workers.py")
@@ -93,18 +94,30 @@ class Change:
                 if isinstance(c.completion.outcome, VerifierOutcome)]
 
 
+CLASSIFIER_RUNTIME = {"harness": "python", "nodes": {
+    "classify": {"kind": "agent", "callable": "change_workers:classify"}}}
+"""The ``--profile auto`` classifier bound to the scripted test worker."""
+
+
 def start_change(repo: Path, task: str = "Add a line to change.txt", *,
                  delivery: str = "push", profile: str = "standard", feedback: bool = True,
                  checks: tuple[str, ...] = (), api_url: str | None = None,
                  nodes: dict[str, Any] | None = None) -> Change:
+    """Prepare and submit a change as ``zeroshot change run`` does (``auto`` runs the
+    scripted classifier first), with the test workers bound."""
     prepared = asyncio.run(prepare(repo, delivery))
+    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    classification = None
+    if profile == "auto":
+        found = classify(client, task, runtime=CLASSIFIER_RUNTIME, timeout_s=RUN_TIMEOUT_S)
+        profile, classification = found.profile, found.to_input()
     expansion = expand_template("software-change", TemplateOptions(
         task=task, harness="claude", delivery=delivery, profile=profile, checks=checks,
         prepared=prepared.delivery(delivery, feedback=feedback, api_url=api_url,
-                                   poll_seconds=0, checks_timeout_seconds=20)))
+                                   poll_seconds=0, checks_timeout_seconds=20),
+        classification=classification))
     runtime = test_nodes(expansion.runtime)
     runtime["nodes"] = {**runtime["nodes"], **(nodes or {})}
-    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     run = submit_change(client, prepared, graph=expansion.graph, input=expansion.input,
                         runtime=runtime, title=f"software-change: {task}")
     return Change(repo, client, run)

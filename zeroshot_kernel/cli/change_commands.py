@@ -4,13 +4,17 @@ the review discipline and delivered by trusted code (none, push, pull request, s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
 from zeroshot_kernel.cli.template_commands import show_expansion
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.client import Client
+    from zeroshot_kernel.review.classify import Classification
 
 change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git delivery.",
                          no_args_is_help=True)
@@ -65,10 +69,14 @@ def run(
         prepared = asyncio.run(prepare(Path.cwd(), delivery))
     except DeliveryRefused as refused:
         fail_usage(str(refused))
+    classification = _classified(client, task, harness, model) if profile == "auto" else None
+    if classification is not None:
+        resolved = classification.profile
     expansion = expand_template("software-change", TemplateOptions(
         task=task, harness=harness, model=model, delivery=delivery, profile=resolved,
         checks=tuple(check or ()),
         prepared=prepared.delivery(delivery, feedback=not no_pr_feedback, api_url=github_api),
+        classification=classification.to_input() if classification is not None else None,
     ))
     try:
         started = submit_change(client, prepared, graph=expansion.graph,
@@ -96,10 +104,34 @@ def run(
     raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
 
 
+def _classified(client: Client, task: str, harness: str, model: str | None
+                ) -> Classification:
+    """``--profile auto``: the read-only classifier's run, then the rules."""
+    from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.review.classify import ClassificationFailed, classify
+    from zeroshot_kernel.templates import SOFTWARE_CHANGE_MODEL
+    from zeroshot_kernel.templates.change_classifier import classifier_runtime
+
+    if harness == "claude" and not model:
+        model = SOFTWARE_CHANGE_MODEL
+    typer.echo("profile auto: a read-only classifier rates the change first")
+    try:
+        found = classify(client, task, runtime=classifier_runtime(harness, model))
+    except AdmissionRejected as rejected:
+        print_diagnostics(rejected.diagnostics)
+        raise typer.Exit(EXIT_REJECTED) from None
+    except ClassificationFailed as failed:
+        typer.echo(f"error: {failed}", err=True)
+        raise typer.Exit(EXIT_REJECTED) from None
+    typer.echo(f"profile auto: {found.describe()}, by the rules from {found.run_id}")
+    return found
+
+
 @change_app.command("show")
 def show(
     delivery: Annotated[str, typer.Option(help="none, push, pr or ship.")] = "pr",
-    profile: Annotated[str, typer.Option(help="micro, standard or high-risk.")] = "standard",
+    profile: Annotated[str, typer.Option(help="micro, standard, high-risk or auto (the "
+                                              "classifier's graph).")] = "standard",
     harness: Annotated[str, typer.Option(help="claude (default) or codex.")] = "claude",
     model: Annotated[str | None, typer.Option(help="Model for the agents.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print {graph, input, runtime}.")
@@ -107,10 +139,18 @@ def show(
 ) -> None:
     """Print the graph a software change expands to for a delivery mode and profile.
 
+    With --profile auto: the classifier's graph, which runs first; the rules then choose
+    micro, standard or high-risk from its ratings.
+
     Example: zeroshot change show --delivery ship --profile high-risk
     """
-    from zeroshot_kernel.templates import TemplateOptions, expand_template
+    from zeroshot_kernel.templates import Expansion, TemplateOptions, expand_template
+    from zeroshot_kernel.templates.change_classifier import classifier_graph, classifier_runtime
 
+    if profile == "auto":
+        show_expansion(Expansion(graph=classifier_graph(), input={"task": ""},
+                                 runtime=classifier_runtime(harness, model)), as_json)
+        return
     try:
         expansion = expand_template("software-change", TemplateOptions(
             harness=harness, model=model, delivery=delivery, profile=profile))

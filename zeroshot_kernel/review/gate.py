@@ -17,6 +17,7 @@ from typing import Any
 
 from zeroshot_kernel.review.completion import (
     CompletionFacts,
+    MicroEligibility,
     Requirement,
     Review,
     decide,
@@ -81,7 +82,8 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
         failed = [r.command for r in receipts if r.exit_code != 0]
         message = ("owner verification: " + ("; ".join(f"`{c}` failed" for c in failed)
                                              or "the acceptance review rejected the change"))
-    decision = decide(_facts(profile, now, receipts, life, found, owner_ok, review["checks"]))
+    decision = decide(_facts(profile, now, receipts, life, found, owner_ok, review["checks"],
+                             review.get("classification")))
     record |= {
         "seam": seam, "profile": profile, "signal": signal,
         "lifecycle": None if life is None else {
@@ -115,7 +117,8 @@ def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]
 
 
 def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLifecycle | None,
-           found: list[Fact], owner_ok: bool, checks: list[str]) -> CompletionFacts:
+           found: list[Fact], owner_ok: bool, checks: list[str],
+           classification: dict[str, Any] | None) -> CompletionFacts:
     stale = {r.id: why for r in receipts if (why := staleness(r, now)) is not None}
     rows = [Requirement(id=f"CHK-{n:03d}", authoritative_text=command,
                         status="verified" if receipts[n - 1].exit_code == 0 else "unverified",
@@ -132,8 +135,17 @@ def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLi
                 code.signals.get("verdict", ""), "needs_correction"),
             head=head, base="", checkout="REVIEW_CHECKOUT_UNVERIFIED",
             engine_authenticated=True)
+    micro = None
+    if profile == "micro" and classification is not None:
+        # The eligibility record: the engine-run classifier's ratings, bound to this head.
+        micro = MicroEligibility(
+            head=now.fingerprint.git_commit, tree=now.fingerprint.git_tree,
+            ratings=classification["ratings"], coherent_slice=classification["coherentSlice"],
+            public_contract=classification["publicContract"],
+            hard_triggers=classification["hardTriggers"],
+            proof_refs=[r.id for r in receipts if r.exit_code == 0])
     return CompletionFacts(
-        profile=profile,
+        profile=profile, micro=micro,
         candidate_head=now.fingerprint.git_commit, candidate_tree=now.fingerprint.git_tree,
         owner_verified=owner_ok, requirements=rows, receipts=receipts, stale=stale,
         review_available=profile != "micro",

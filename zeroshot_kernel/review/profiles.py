@@ -2,8 +2,8 @@
 
 ``micro`` is owner work plus owner verification; ``standard`` adds an independent review
 of the main seam; ``high-risk`` adds an early seam review and a final integration review.
-``auto`` is resolved by rules from the six risk dimensions and the hard triggers (a model
-may propose ratings; the rules decide the profile).
+``auto`` is resolved by rules from the six risk dimensions and the hard triggers (the
+classifier of ``review.classify`` proposes ratings; the rules decide the profile).
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ LIMITS = ReviewLimits()
 
 
 def resolve_profile(choice: str, ratings: Mapping[str, str] | None = None,
-                    triggers: Sequence[str] = ()) -> Profile:
+                    triggers: Sequence[str] = (), *, coherent_slice: bool = True,
+                    public_contract: bool = False) -> Profile:
     """The profile a run uses. ``auto`` follows the rules: any hard trigger or High rating
-    is high-risk, any Medium is standard, all Low is micro; unrated dimensions count as
-    Medium (missing information never makes work look smaller)."""
+    is high-risk, any Medium is standard, all Low is micro if the change is one coherent
+    slice touching no public contract (else standard); unrated dimensions count as Medium
+    (missing information never makes work look smaller)."""
     if choice not in PROFILES:
         raise ValueError(f"unknown profile {choice!r}; choose one of {', '.join(PROFILES)}")
     if choice != "auto":
@@ -57,6 +59,6 @@ def resolve_profile(choice: str, ratings: Mapping[str, str] | None = None,
     rated = {d: (ratings or {}).get(d, "medium") for d in DIMENSIONS}
     if triggers or "high" in rated.values():
         return "high-risk"
-    if "medium" in rated.values():
+    if "medium" in rated.values() or not coherent_slice or public_contract:
         return "standard"
     return "micro"

@@ -48,6 +48,8 @@ class TemplateOptions:
     prepared: dict[str, Any] | None = None
     """software-change: the prepared delivery (remote, target branch, base); a
     placeholder when not given."""
+    classification: dict[str, Any] | None = None
+    """software-change: the classification that chose ``profile`` under ``auto``."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ def _software_change(options: TemplateOptions) -> Expansion:
     return Expansion(
         graph=graph,
         input=software_change_input(options.task, profile=options.profile,
-                                    checks=list(options.checks), delivery=delivery),
+                                    checks=list(options.checks), delivery=delivery,
+                                    classification=options.classification),
         runtime=runtime,
     )
 

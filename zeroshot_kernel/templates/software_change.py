@@ -45,6 +45,7 @@ from zeroshot_kernel.templates.build import (
     verifier,
     write,
 )
+from zeroshot_kernel.templates.change_classifier import CLASSIFICATION
 
 DELIVERY_MODES = ("none", "push", "pr", "ship")
 DEFAULT_DELIVERY = "pr"
@@ -74,7 +75,9 @@ DELIVERY = record(
               "checksTimeoutSeconds": integer()},
 )
 REVIEW = record({"profile": enum("micro", "standard", "high-risk"), "seam": string(),
-                 "checks": {"kind": "array", "items": string()}})
+                 "checks": {"kind": "array", "items": string()}},
+                optional={"classification": CLASSIFICATION})
+"""The review record; ``classification`` when ``--profile auto`` chose the profile."""
 RECEIPT = record({"version": string(), "repository": string(), "targetBranch": string(),
                   "headRevision": string(), "pullRequestId": integer(), "mode": string(),
                   "outcome": string()})
@@ -270,12 +273,15 @@ def software_change_graph(delivery: str = DEFAULT_DELIVERY, profile: str = "stan
 
 def software_change_input(task: str, *, profile: str = "standard", seam: str = "main",
                           checks: list[str] | None = None,
-                          delivery: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The run input: the task, empty feedback fields, the review profile and, unless
-    delivery is ``none``, the prepared delivery (mode, remote, target branch, base)."""
-    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK},
-                                "review": {"profile": profile, "seam": seam,
-                                           "checks": list(checks or [])}}
+                          delivery: dict[str, Any] | None = None,
+                          classification: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run input: the task, empty feedback fields, the review profile (with the
+    classification that chose it, if ``auto`` did) and, unless delivery is ``none``, the
+    prepared delivery (mode, remote, target branch, base)."""
+    review: dict[str, Any] = {"profile": profile, "seam": seam, "checks": list(checks or [])}
+    if classification is not None:
+        review["classification"] = classification
+    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK}, "review": review}
     if delivery is not None:
         document["delivery"] = delivery
     return document

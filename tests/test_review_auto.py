@@ -1,0 +1,98 @@
+"""``--profile auto``: a read-only classifier run proposes ratings, the rules choose the
+profile, and the classification reaches the change run, where it is a micro change's
+eligibility record. Real git repositories, real controllers; the classifier and the coding
+agents are scripted python workers standing in for the LLM agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_support import run_cli as zeroshot
+from software_change_support import CLASSIFIER_RUNTIME, repository, script, start_change
+
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.review.classify import ClassificationFailed, classify
+from zeroshot_kernel.templates.change_classifier import classifier_graph
+
+
+@pytest.mark.parametrize(("scripted", "profile"), [
+    ({}, "micro"),
+    ({"ratings": {"novelty": "medium"}}, "standard"),
+    ({"publicContract": True}, "standard"),
+    ({"coherentSlice": False}, "standard"),
+    ({"ratings": {"concurrency": "high"}}, "high-risk"),
+    ({"hardTriggers": ["auth_secrets_trust"]}, "high-risk"),
+])
+def test_the_rules_choose_the_profile_from_the_classifiers_ratings(
+        tmp_path: Path, scripted: dict[str, Any], profile: str) -> None:
+    repo, _ = repository(tmp_path)
+    script(repo, {"classify": scripted})
+    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    found = classify(client, "Rename a local variable", runtime=CLASSIFIER_RUNTIME,
+                     timeout_s=120)
+    assert found.profile == profile
+    assert found.hard_triggers == scripted.get("hardTriggers", [])
+    (summary,) = client.runs()
+    assert summary.run_id == found.run_id
+    assert summary.title == "software-change classification: Rename a local variable"
+    assert client.ledger.admitted(found.run_id)["graph"]["root"]["children"][0]["name"] == \
+        "classify"
+
+
+def test_a_failing_classifier_stops_before_any_change(tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    broken = {"harness": "python", "nodes": {
+        "classify": {"kind": "agent", "callable": "change_workers:write"}}}  # not a verdict
+    with pytest.raises(ClassificationFailed, match="classifier_failed"):
+        classify(client, "Anything", runtime=broken, timeout_s=120)
+    assert len(client.runs()) == 1
+    assert not (repo / ".zeroshot" / "worktrees").exists()
+
+
+def test_an_auto_micro_change_reaches_candidate_complete_on_its_eligibility(
+        tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    change = start_change(repo, delivery="none", profile="auto", checks=("true",))
+    assert isinstance(change.wait(), SucceededResult)
+    review = change.client.ledger.admitted(change.run.id)["initialInput"]["review"]
+    assert review["profile"] == "micro"
+    assert review["classification"]["ratings"] == dict.fromkeys(
+        ("blast_radius", "boundary", "concurrency", "novelty", "observability",
+         "security_data"), "low")
+    done = zeroshot(repo, "status", change.run.id, "--ledger",
+                    str(repo / ".zeroshot" / "ledger.db"))
+    assert "completion: CANDIDATE_COMPLETE" in done.stdout, done.stdout
+
+
+def test_a_micro_change_without_a_classification_stays_partially_verified(
+        tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    change = start_change(repo, delivery="none", profile="micro", checks=("true",))
+    assert isinstance(change.wait(), SucceededResult)
+    done = zeroshot(repo, "status", change.run.id, "--ledger",
+                    str(repo / ".zeroshot" / "ledger.db"))
+    assert "completion: PARTIALLY_VERIFIED (micro: no eligibility record)" in done.stdout, \
+        done.stdout
+
+
+def test_an_auto_change_with_a_medium_rating_runs_the_standard_review(tmp_path: Path) -> None:
+    repo, _ = repository(tmp_path)
+    script(repo, {"classify": {"ratings": {"blast_radius": "medium"}}})
+    change = start_change(repo, delivery="none", profile="auto")
+    assert isinstance(change.wait(), SucceededResult)
+    assert len(change.completions("code")) == 1  # the independent seam review ran
+    assert change.client.ledger.admitted(change.run.id)["initialInput"]["review"][
+        "profile"] == "standard"
+
+
+def test_change_show_prints_the_classifier_graph_for_auto(tmp_path: Path) -> None:
+    shown = zeroshot(tmp_path, "change", "show", "--profile", "auto")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == ["seq classification",
+                                             "  verifier classify  "
+                                             "(builtin.agent.change-classifier@1)"]
+    assert classifier_graph()["root"]["name"] == "classification"
