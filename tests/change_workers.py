@@ -42,7 +42,11 @@ def write(value: dict[str, Any], context: WorkerContext) -> None:
 
 
 def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    """A reviewer's scripted verdicts; ``<node>.touch`` in the script makes it (wrongly)
+    change the worktree it reviews."""
     number = _count(context)
+    if _script(context).get(f"{context.node}.touch"):
+        (context.workspace / "touched-by-reviewer.txt").write_text(f"{number}\n")
     labels = _script(context).get(context.node, [])
     label = labels[number - 1] if number <= len(labels) else "accepted"
     return Verdict(signals={"verdict": label},

@@ -1,6 +1,8 @@
-"""The completion gate as a table: ledgers (the facts a run recorded) and the decision
-each must get. The first failing gate decides; missing proof stays missing. Also the
-evidence receipts' fingerprints and staleness rules on a real git checkout."""
+"""The completion gate as tables: facts and the decision each must get, then real runs'
+ledgers (software changes in real repositories, scripted workers standing in for the agents)
+and the decision their gate recorded. The first failing gate decides; missing proof stays
+missing. Also the evidence receipts' fingerprints and staleness rules on a real git
+checkout."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_support import run_cli
+from software_change_support import repository, script, start_change
 
 from zeroshot_kernel.review.completion import (
     CompletionFacts,
@@ -179,3 +183,33 @@ def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 3\n")
     assert staleness(with_inputs, current(tmp_path, ["a.py"])) == \
         "input_digest_changed: a.py"
+
+
+@pytest.mark.parametrize(("profile", "scripted", "checks", "decision"), [
+    pytest.param("standard", {}, ("true",),
+                 "CANDIDATE_COMPLETE (independent review approved the exact head)",
+                 id="standard-approved"),
+    pytest.param("standard", {"code.touch": True}, ("true",),
+                 "REVIEW_PENDING (checkout integrity: REVIEW_CHECKOUT_CHANGED)",
+                 id="reviewer-changed-the-checkout"),
+    pytest.param("standard", {}, (), "BLOCKED_BY_MISSING_EVIDENCE", id="no-evidence"),
+    pytest.param("micro", {}, ("true",),
+                 "PARTIALLY_VERIFIED (micro: no eligibility record)", id="micro-unclassified"),
+    pytest.param("auto", {}, ("true",),
+                 "CANDIDATE_COMPLETE (micro: eligible, owner proof on the exact head)",
+                 id="auto-micro-eligible"),
+    pytest.param("high-risk", {}, ("true",),
+                 "REVIEW_PENDING (high risk: the obligations are not all satisfied)",
+                 id="high-risk-without-obligations"),
+])
+def test_the_decision_recorded_in_a_real_runs_ledger(
+        tmp_path: Path, profile: str, scripted: dict[str, Any], checks: tuple[str, ...],
+        decision: str) -> None:
+    repo, _ = repository(tmp_path)
+    script(repo, scripted)
+    change = start_change(repo, delivery="none", profile=profile, checks=checks)
+    change.wait()
+    shown = run_cli(repo, "status", change.run.id, "--ledger",
+                    str(repo / ".zeroshot" / "ledger.db"))
+    assert shown.returncode == 0, shown.stderr
+    assert f"completion: {decision}" in shown.stdout, shown.stdout

@@ -130,9 +130,10 @@ def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     done = zeroshot(repo, "status", change.run.id, "--ledger",
                     str(repo / ".zeroshot" / "ledger.db"))
     assert done.returncode == 0, done.stderr
-    # the checks' receipts cover the evidence; the reviewer's checkout is not yet observed
-    # by the engine, so the honest decision stops short of CANDIDATE_COMPLETE
-    assert "completion: REVIEW_PENDING (checkout integrity: REVIEW_CHECKOUT_UNVERIFIED)" \
+    # the checks' receipts cover the evidence, the engine ran the reviewer, and the tree it
+    # reviewed (recorded before it started) is the tree the gate sees
+    assert "completion: CANDIDATE_COMPLETE (independent review approved the exact head)" \
         in done.stdout, done.stdout
     assert "review:  seam main REVIEW_LIFECYCLE_COMPLETE, cycle 1, 1 review(s), " \
         "1 recheck(s), 0 restart(s)" in done.stdout, done.stdout
+

@@ -16,16 +16,25 @@ import shlex
 from typing import Any
 
 from zeroshot_kernel.review.completion import (
+    CheckoutIntegrity,
     CompletionFacts,
     MicroEligibility,
     Requirement,
     Review,
     decide,
 )
-from zeroshot_kernel.review.evidence import EvidenceReceipt, current, run_check, staleness
+from zeroshot_kernel.review.evidence import (
+    EvidenceReceipt,
+    Fingerprint,
+    current,
+    fingerprint,
+    run_check,
+    staleness,
+)
 from zeroshot_kernel.review.ledger import (
     OWNER_VERIFIER,
     SEAM_REVIEWER,
+    SNAPSHOT_WORKER,
     Fact,
     facts,
     replay_run,
@@ -97,6 +106,30 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
                    diagnostic={"message": message, "recordJson": json.dumps(record)})
 
 
+def review_snapshot(value: None, context: WorkerContext) -> Verdict:
+    """``zeroshot.review.snapshot@1``: the worktree's fingerprint just before the reviewers
+    start (trusted code, so that the gate can tell whether their checkout stayed as it
+    was)."""
+    found = fingerprint(context.workspace)
+    return Verdict(signals={"checkout": "recorded"}, diagnostic={
+        "gitCommit": found.git_commit, "gitTree": found.git_tree,
+        "workingTreeHash": found.working_tree_hash,
+        "dirtyTreeFingerprint": found.dirty_tree_fingerprint})
+
+
+def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutIntegrity:
+    """Unchanged when the tree the reviewers started on (recorded by the snapshot before
+    them) is the tree now; unverified without a snapshot."""
+    if snapshot is None or not isinstance(snapshot.diagnostic, dict):
+        return "REVIEW_CHECKOUT_UNVERIFIED"
+    before = snapshot.diagnostic
+    same = (before["gitCommit"], before["gitTree"], before["workingTreeHash"],
+            before["dirtyTreeFingerprint"]) == (now.git_commit, now.git_tree,
+                                                now.working_tree_hash,
+                                                now.dirty_tree_fingerprint)
+    return "REVIEW_CHECKOUT_UNCHANGED" if same else "REVIEW_CHECKOUT_CHANGED"
+
+
 def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]:
     if refused:
         return "blocked", f"review lifecycle refused an event: {refused}"
@@ -133,7 +166,8 @@ def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLi
             review_id=code.execution, reviewer_step_id=code.execution,
             verdict={"accepted": "approved", "load_bearing": "load_bearing_findings"}.get(
                 code.signals.get("verdict", ""), "needs_correction"),
-            head=head, base="", checkout="REVIEW_CHECKOUT_UNVERIFIED",
+            head=head, base="",
+            checkout=checkout_integrity(_latest(found, SNAPSHOT_WORKER), now.fingerprint),
             engine_authenticated=True)
     micro = None
     if profile == "micro" and classification is not None:

@@ -34,6 +34,7 @@ INTEGRATION_REVIEWER = "builtin.agent.integration-verifier@1"
 REPAIR_WORKER = "builtin.agent.review-repair@1"
 OWNER_VERIFIER = "builtin.agent.acceptance-verifier@1"
 GATE_WORKER = "zeroshot.review.gate@1"
+SNAPSHOT_WORKER = "zeroshot.review.snapshot@1"
 VERDICTS = {"accepted": "approved", "rejected": "needs_correction",
             "load_bearing": "load_bearing_findings"}
 

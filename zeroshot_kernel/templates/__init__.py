@@ -23,6 +23,7 @@ from zeroshot_kernel.templates.software_change import (
     AGENT_NODES,
     DEFAULT_DELIVERY,
     GATE_CALLABLE,
+    SNAPSHOT_CALLABLE,
     placeholder_delivery,
     software_change_graph,
     software_change_input,
@@ -123,6 +124,9 @@ def _software_change(options: TemplateOptions) -> Expansion:
     nodes: dict[str, Any] = {name: _agent(options, scope="node_instance")
                              for name in AGENT_NODES if name in present}
     nodes["review_gate"] = {"kind": "agent", "harness": "python", "callable": GATE_CALLABLE}
+    if "review_snapshot" in present:
+        nodes["review_snapshot"] = {"kind": "agent", "harness": "python",
+                                    "callable": SNAPSHOT_CALLABLE}
     if options.delivery != "none":
         nodes["deliver"] = {"kind": "git_delivery"}
         if options.delivery in ("pr", "ship"):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zeroshot_kernel.review.ledger import SNAPSHOT_WORKER
 from zeroshot_kernel.review.profiles import LIMITS
 from zeroshot_kernel.templates.build import (
     Doc,
@@ -62,6 +63,9 @@ DELIVERY_SIGNALS = {
 REPAIRABLE = ("rejected", "feedback", "conflict", "ci_failed")
 GATE_WORKER = "zeroshot.review.gate@1"
 GATE_CALLABLE = "zeroshot_kernel.review.gate:review_gate"
+SNAPSHOT_CALLABLE = "zeroshot_kernel.review.gate:review_snapshot"
+"""Trusted code that records the worktree's fingerprint just before the reviewers start, so
+the gate can prove their checkout unchanged (the reviewers are read-only)."""
 SEAM_REVIEWER = "builtin.agent.code-verifier@1"
 INTEGRATION_REVIEWER = "builtin.agent.integration-verifier@1"
 REPAIR_WORKER = "builtin.agent.review-repair@1"
@@ -234,7 +238,17 @@ def _pass(mode: str, profile: str, st: Doc) -> Doc:
     checked = choice("reviews_checked", st,
                      [branch(any_of(*(errored(r["name"]) for r in reviewers)),
                              fail("review_failed"))], gated, promoted=promoted)
-    return seq("change_pass", st, [reviews, checked], promoted=promoted)
+    first = [_snapshot()] if profile != "micro" else []
+    return seq("change_pass", st, [*first, reviews, checked], promoted=promoted)
+
+
+def _snapshot() -> Doc:
+    fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint")
+    return verifier(
+        "review_snapshot", SNAPSHOT_WORKER, input={"kind": "null"}, output={"kind": "null"},
+        signals={"checkout": ["recorded"]}, diagnostic=record({f: string() for f in fields}),
+        input_bindings=[], write_bindings=[],
+    )
 
 
 def loop_bound(profile: str) -> int:
