@@ -87,16 +87,31 @@ def test_a_target_missing_on_the_remote_fails_preparation(tmp_path: Path) -> Non
         asyncio.run(prepare(repo, "push"))
 
 
-def test_cli_refuses_an_unverified_target_before_any_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [("--delivery", "push"), ("--push",)])
+def test_cli_refuses_an_unverified_target_before_any_run(
+        tmp_path: Path, flags: tuple[str, ...]) -> None:
     repo, _remote = repository(tmp_path)
     git(repo, "checkout", "-q", "-b", "local-only")
-    done = subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "change", "run", "a task", "--delivery",
-         "push"], cwd=repo, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    done = change_cli(repo, tmp_path, *flags)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "target branch could not be verified" in done.stderr
     assert not (repo / ".zeroshot" / "worktrees").exists()
+
+
+def test_cli_takes_one_delivery(tmp_path: Path) -> None:
+    repo, _remote = repository(tmp_path)
+    for flags, named in [(("--push", "--ship"), "push and ship"),
+                         (("--delivery", "none", "--pr"), "none and pr")]:
+        done = change_cli(repo, tmp_path, *flags)
+        assert done.returncode == 2 and f"choose one delivery, not {named}" in done.stderr
+    assert not (repo / ".zeroshot" / "worktrees").exists()
+
+
+def change_cli(repo: Path, root: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "change", "run", "a task", *flags],
+        cwd=repo, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(root)})
 
 
 def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:

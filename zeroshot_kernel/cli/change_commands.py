@@ -23,10 +23,13 @@ change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git d
 @change_app.command("run")
 def run(
     task: Annotated[str, typer.Argument(help="What to change, in words.")],
-    delivery: Annotated[str, typer.Option(
+    delivery: Annotated[str | None, typer.Option(
         help="none (keep the change in the run's worktree), push (publish the managed "
              "branch), pr (open or update a pull request; the default) or ship (pr, then "
-             "merge).")] = "pr",
+             "merge).", show_default=False)] = None,
+    push: Annotated[bool, typer.Option("--push", help="Short for --delivery push.")] = False,
+    pr: Annotated[bool, typer.Option("--pr", help="Short for --delivery pr.")] = False,
+    ship: Annotated[bool, typer.Option("--ship", help="Short for --delivery ship.")] = False,
     no_pr_feedback: Annotated[bool, typer.Option(
         "--no-pr-feedback", help="Do not read pull request reviews into the repair loop.")
     ] = False,
@@ -58,6 +61,7 @@ def run(
     from zeroshot_kernel.templates import TemplateOptions, expand_template
     from zeroshot_kernel.templates.software_change import DELIVERY_MODES
 
+    delivery = _delivery(delivery, push=push, pr=pr, ship=ship)
     if delivery not in DELIVERY_MODES:
         fail_usage(f"--delivery must be one of {', '.join(DELIVERY_MODES)}, not {delivery!r}")
     try:
@@ -102,6 +106,14 @@ def run(
         raise typer.Exit(130) from None
     typer.echo(f"finished: {describe_result(result)}")
     raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
+
+
+def _delivery(given: str | None, **flags: bool) -> str:
+    """``--delivery MODE`` or one of its short flags (default ``pr``)."""
+    chosen = {mode for mode, on in flags.items() if on} | ({given} if given else set())
+    if len(chosen) > 1:
+        fail_usage(f"choose one delivery, not {' and '.join(sorted(chosen))}")
+    return chosen.pop() if chosen else "pr"
 
 
 def _classified(client: Client, task: str, harness: str, model: str | None
