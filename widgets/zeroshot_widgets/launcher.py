@@ -64,6 +64,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         profile: str = NO_PROFILE,
     ) -> None:
         self.client = client or Client(target=target)
+        self._given = client  # the caller's client is the caller's to close
         self.graph = graph
         self.monitor: RunMonitor | None = None
         style = {"description_width": "80px"}
@@ -215,7 +216,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         except TargetError as problem:
             self._show([f"target: {problem}"], [])
             return
-        self.client.close()
+        if self.client is not self._given:
+            self.client.close()
         self.client = client
         self._refresh_profiles(NO_PROFILE)
         self.diagnostics.value = f"target {html.escape(name)}: {html.escape(client.display_url)}"
