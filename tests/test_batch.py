@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from engine_support import alive
 from workbench_support import wait_for
 
 from zeroshot_kernel.batch import (
@@ -177,18 +178,9 @@ def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace:
                           "were stopped")
     assert hung.duration_s is not None and hung.duration_s < 60
     kernel = int((workspace / "marks" / "2.pid").read_text())
-    wait_for(lambda: not _alive(kernel), 30, "the hung kernel to exit with its process")
+    wait_for(lambda: not alive(kernel), 30, "the hung kernel to exit with its process")
     assert negative.error is not None
     assert "raised AssertionError: negative x" in negative.error
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split(") ")[1].startswith("Z"))
 
 
 def test_the_timeout_bounds_the_whole_notebook_not_only_each_cell(workspace: Path) -> None:
