@@ -199,8 +199,11 @@ def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
                  "CANDIDATE_COMPLETE (micro: eligible, owner proof on the exact head)",
                  id="auto-micro-eligible"),
     pytest.param("high-risk", {}, ("true",),
-                 "REVIEW_PENDING (high risk: the obligations are not all satisfied)",
-                 id="high-risk-without-obligations"),
+                 "CANDIDATE_COMPLETE (independent review approved the exact head)",
+                 id="high-risk-final-review-approved"),
+    pytest.param("high-risk", {"integration_review.touch": True}, ("true",),
+                 "REVIEW_PENDING (checkout integrity: REVIEW_CHECKOUT_CHANGED)",
+                 id="final-reviewer-changed-the-checkout"),
 ])
 def test_the_decision_recorded_in_a_real_runs_ledger(
         tmp_path: Path, profile: str, scripted: dict[str, Any], checks: tuple[str, ...],

@@ -17,6 +17,7 @@ from typing import Any
 
 from zeroshot_kernel.review.completion import (
     CheckoutIntegrity,
+    CompletionDecision,
     CompletionFacts,
     MicroEligibility,
     Requirement,
@@ -24,6 +25,7 @@ from zeroshot_kernel.review.completion import (
     decide,
 )
 from zeroshot_kernel.review.evidence import (
+    Current,
     EvidenceReceipt,
     Fingerprint,
     current,
@@ -32,6 +34,7 @@ from zeroshot_kernel.review.evidence import (
     staleness,
 )
 from zeroshot_kernel.review.ledger import (
+    INTEGRATION_REVIEWER,
     OWNER_VERIFIER,
     SEAM_REVIEWER,
     SNAPSHOT_WORKER,
@@ -68,14 +71,7 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     graph, events = _run_events(context)
     found = facts(graph, events)
     passes = sum(f.role == "zeroshot.review.gate@1" for f in found) + 1
-    receipts = [run_check(shlex.split(command), context.workspace,
-                          receipt_id=f"{context.execution}:CHK-{n:03d}",
-                          requirement_ids=[f"CHK-{n:03d}"], establishes=[f"passes: {command}"])
-                for n, command in enumerate(review["checks"], 1)]
-    now = current(context.workspace)
-    checks_ok = all(r.exit_code == 0 for r in receipts)
-    owner = _latest(found, OWNER_VERIFIER)
-    owner_ok = owner is not None and owner.signals.get("verdict") == "accepted" and checks_ok
+    receipts, now, owner_ok = _evidence(review, found, context)
     record: dict[str, Any] = {"pass": passes, "treeHash": now.fingerprint.working_tree_hash,
                               "proof": "passed" if owner_ok else "failed"}
     life: SeamLifecycle | None = None
@@ -93,17 +89,54 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
                                              or "the acceptance review rejected the change"))
     decision = decide(_facts(profile, now, receipts, life, found, owner_ok, review["checks"],
                              review.get("classification")))
-    record |= {
-        "seam": seam, "profile": profile, "signal": signal,
+    record |= {"signal": signal, **_recorded(review, life, receipts, decision)}
+    context.log(f"review gate: {signal}; completion {decision.state}")
+    return Verdict(signals={"lifecycle": signal},
+                   diagnostic={"message": message, "recordJson": json.dumps(record)})
+
+
+def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
+    """``zeroshot.review.final-gate@1``: after a high-risk change's accepted final
+    integration review, the checks run once more on the final tree (their receipts are the
+    obligations record) and the completion decision is recorded against that review."""
+    review = value["review"]
+    graph, events = _run_events(context)
+    found = facts(graph, events)
+    receipts, now, owner_ok = _evidence(review, found, context)
+    life = replay_run(graph, events, review["seam"], final_review=True).lifecycle
+    decision = decide(_facts(review["profile"], now, receipts, life, found, owner_ok,
+                             review["checks"], review.get("classification"),
+                             reviewer=INTEGRATION_REVIEWER))
+    record = _recorded(review, life, receipts, decision)
+    context.log(f"final gate: completion {decision.state}")
+    return Verdict(signals={"decision": "recorded"},
+                   diagnostic={"message": "", "recordJson": json.dumps(record)})
+
+
+def _evidence(review: dict[str, Any], found: list[Fact], context: WorkerContext
+              ) -> tuple[list[EvidenceReceipt], Current, bool]:
+    """The declared checks run now in the worktree, the checkout now, and whether the owner
+    verified the change (its acceptance verifier accepted and every check passed)."""
+    receipts = [run_check(shlex.split(command), context.workspace,
+                          receipt_id=f"{context.execution}:CHK-{n:03d}",
+                          requirement_ids=[f"CHK-{n:03d}"], establishes=[f"passes: {command}"])
+                for n, command in enumerate(review["checks"], 1)]
+    owner = _latest(found, OWNER_VERIFIER)
+    owner_ok = owner is not None and owner.signals.get("verdict") == "accepted" and \
+        all(r.exit_code == 0 for r in receipts)
+    return receipts, current(context.workspace), owner_ok
+
+
+def _recorded(review: dict[str, Any], life: SeamLifecycle | None,
+              receipts: list[EvidenceReceipt], decision: CompletionDecision) -> dict[str, Any]:
+    return {
+        "seam": review["seam"], "profile": review["profile"],
         "lifecycle": None if life is None else {
             "state": life.state, "cycle": life.cycle, "reason": life.reason,
             "counters": life.counters.model_dump()},
         "receipts": [r.model_dump(mode="json") for r in receipts],
         "decision": decision.model_dump(mode="json"),
     }
-    context.log(f"review gate: {signal}; completion {decision.state}")
-    return Verdict(signals={"lifecycle": signal},
-                   diagnostic={"message": message, "recordJson": json.dumps(record)})
 
 
 def review_snapshot(value: None, context: WorkerContext) -> Verdict:
@@ -151,14 +184,15 @@ def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]
 
 def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLifecycle | None,
            found: list[Fact], owner_ok: bool, checks: list[str],
-           classification: dict[str, Any] | None) -> CompletionFacts:
+           classification: dict[str, Any] | None, *,
+           reviewer: str = SEAM_REVIEWER) -> CompletionFacts:
     stale = {r.id: why for r in receipts if (why := staleness(r, now)) is not None}
     rows = [Requirement(id=f"CHK-{n:03d}", authoritative_text=command,
                         status="verified" if receipts[n - 1].exit_code == 0 else "unverified",
                         evidence_refs=[receipts[n - 1].id],
                         intended_acceptance_claims=[f"passes: {command}"])
             for n, command in enumerate(checks, 1)]
-    code = _latest(found, SEAM_REVIEWER)
+    code = _latest(found, reviewer)
     review = None
     if code is not None:
         head = now.fingerprint.git_commit
@@ -166,7 +200,8 @@ def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLi
             review_id=code.execution, reviewer_step_id=code.execution,
             verdict={"accepted": "approved", "load_bearing": "load_bearing_findings"}.get(
                 code.signals.get("verdict", ""), "needs_correction"),
-            head=head, base="",
+            head=head, base="", scope="integration" if reviewer == INTEGRATION_REVIEWER
+            else "seam",
             checkout=checkout_integrity(_latest(found, SNAPSHOT_WORKER), now.fingerprint),
             engine_authenticated=True)
     micro = None
@@ -183,4 +218,8 @@ def _facts(profile: str, now: Any, receipts: list[EvidenceReceipt], life: SeamLi
         candidate_head=now.fingerprint.git_commit, candidate_tree=now.fingerprint.git_tree,
         owner_verified=owner_ok, requirements=rows, receipts=receipts, stale=stale,
         review_available=profile != "micro",
-        lifecycle_state=life.state if life else "INITIAL_REVIEW_REQUIRED", review=review)
+        lifecycle_state=life.state if life else "INITIAL_REVIEW_REQUIRED", review=review,
+        # High risk: the obligations are the declared checks, each passing on this tree.
+        obligations_satisfied=bool(receipts) and not stale
+        and all(r.exit_code == 0 for r in receipts) if reviewer == INTEGRATION_REVIEWER
+        else None)

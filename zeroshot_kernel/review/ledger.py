@@ -35,6 +35,7 @@ REPAIR_WORKER = "builtin.agent.review-repair@1"
 OWNER_VERIFIER = "builtin.agent.acceptance-verifier@1"
 GATE_WORKER = "zeroshot.review.gate@1"
 SNAPSHOT_WORKER = "zeroshot.review.snapshot@1"
+FINAL_GATE_WORKER = "zeroshot.review.final-gate@1"
 VERDICTS = {"accepted": "approved", "rejected": "needs_correction",
             "load_bearing": "load_bearing_findings"}
 
@@ -172,8 +173,9 @@ def _revise(result: Replay, step: Any, pending: str | None, restart_hash: str,
 
 
 def latest_decision(graph: dict[str, Any], events: Iterable[RunEvent]) -> dict[str, Any] | None:
-    """The completion decision the last review gate recorded, with its lifecycle."""
-    gates = [f for f in facts(graph, events) if f.role == GATE_WORKER]
+    """The completion decision the last review gate (or final gate) recorded, with its
+    lifecycle."""
+    gates = [f for f in facts(graph, events) if f.role in (GATE_WORKER, FINAL_GATE_WORKER)]
     if not gates:
         return None
     record = gate_record(gates[-1])

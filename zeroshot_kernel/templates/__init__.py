@@ -22,8 +22,7 @@ from zeroshot_kernel.templates.single_worker import single_worker_graph
 from zeroshot_kernel.templates.software_change import (
     AGENT_NODES,
     DEFAULT_DELIVERY,
-    GATE_CALLABLE,
-    SNAPSHOT_CALLABLE,
+    TRUSTED_NODES,
     placeholder_delivery,
     software_change_graph,
     software_change_input,
@@ -123,10 +122,8 @@ def _software_change(options: TemplateOptions) -> Expansion:
     present = _executables(graph["root"])
     nodes: dict[str, Any] = {name: _agent(options, scope="node_instance")
                              for name in AGENT_NODES if name in present}
-    nodes["review_gate"] = {"kind": "agent", "harness": "python", "callable": GATE_CALLABLE}
-    if "review_snapshot" in present:
-        nodes["review_snapshot"] = {"kind": "agent", "harness": "python",
-                                    "callable": SNAPSHOT_CALLABLE}
+    nodes |= {name: {"kind": "agent", "harness": "python", "callable": trusted}
+              for name, trusted in TRUSTED_NODES.items() if name in present}
     if options.delivery != "none":
         nodes["deliver"] = {"kind": "git_delivery"}
         if options.delivery in ("pr", "ship"):

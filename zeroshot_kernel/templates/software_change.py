@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zeroshot_kernel.review.ledger import SNAPSHOT_WORKER
+from zeroshot_kernel.review.ledger import FINAL_GATE_WORKER, SNAPSHOT_WORKER
 from zeroshot_kernel.review.profiles import LIMITS
 from zeroshot_kernel.templates.build import (
     Doc,
@@ -64,6 +64,10 @@ REPAIRABLE = ("rejected", "feedback", "conflict", "ci_failed")
 GATE_WORKER = "zeroshot.review.gate@1"
 GATE_CALLABLE = "zeroshot_kernel.review.gate:review_gate"
 SNAPSHOT_CALLABLE = "zeroshot_kernel.review.gate:review_snapshot"
+FINAL_GATE_CALLABLE = "zeroshot_kernel.review.gate:final_gate"
+TRUSTED_NODES = {"review_gate": GATE_CALLABLE, "review_snapshot": SNAPSHOT_CALLABLE,
+                 "final_snapshot": SNAPSHOT_CALLABLE, "final_gate": FINAL_GATE_CALLABLE}
+"""The python-harness nodes (trusted code, no agent) and their callables."""
 """Trusted code that records the worktree's fingerprint just before the reviewers start, so
 the gate can prove their checkout unchanged (the reviewers are read-only)."""
 SEAM_REVIEWER = "builtin.agent.code-verifier@1"
@@ -206,10 +210,20 @@ def _finish(mode: str, profile: str, st: Doc) -> Doc:
     correction = _repair("final_correction", REPAIR_WORKER, CORRECTION_INSTRUCTIONS,
                          ("task", "codeFeedback"))
     keep = [["codeFeedback"], ["deliveryFeedback"]]
-    body = seq("final_pass", st, [review, choice(
+    final_gate = verifier(
+        "final_gate", FINAL_GATE_WORKER, input=record({"review": REVIEW}),
+        output={"kind": "null"}, signals={"decision": ["recorded"]},
+        diagnostic=record({"message": string(), "recordJson": string()}),
+        input_bindings=[from_state(["review"])], write_bindings=[],
+    )
+    gated = seq("final_gated", st, [final_gate, choice(
+        "final_gate_result", st,
+        [branch(errored("final_gate"), fail("final_gate_failed", "review_failed"))],
+        _delivery(mode, st), promoted=keep)], promoted=keep)
+    body = seq("final_pass", st, [_snapshot("final_snapshot"), review, choice(
         "integration_result", st,
         [branch(errored("integration_review"), fail("final_review_failed", "review_failed")),
-         branch(signal_in("integration_review", "verdict", "accepted"), _delivery(mode, st))],
+         branch(signal_in("integration_review", "verdict", "accepted"), gated)],
         correction, promoted=keep)], promoted=keep)
     final = loop("final_reviews", st, body, LIMITS.final_integration_reviews, promoted=keep)
     return seq("finish", st, [final, fail("final_reviews_blocked", "blocked")])
@@ -238,14 +252,14 @@ def _pass(mode: str, profile: str, st: Doc) -> Doc:
     checked = choice("reviews_checked", st,
                      [branch(any_of(*(errored(r["name"]) for r in reviewers)),
                              fail("review_failed"))], gated, promoted=promoted)
-    first = [_snapshot()] if profile != "micro" else []
+    first = [_snapshot("review_snapshot")] if profile != "micro" else []
     return seq("change_pass", st, [*first, reviews, checked], promoted=promoted)
 
 
-def _snapshot() -> Doc:
+def _snapshot(name: str) -> Doc:
     fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint")
     return verifier(
-        "review_snapshot", SNAPSHOT_WORKER, input={"kind": "null"}, output={"kind": "null"},
+        name, SNAPSHOT_WORKER, input={"kind": "null"}, output={"kind": "null"},
         signals={"checkout": ["recorded"]}, diagnostic=record({f: string() for f in fields}),
         input_bindings=[], write_bindings=[],
     )
