@@ -110,3 +110,17 @@ def test_picking_a_target_switches_the_ledger_and_its_profiles(
     assert named.target.value == "elsewhere" and named.profile.value == "there"
     given = Launcher(Client(tmp_path / "adhoc.db", workspace=str(client.workspace)))
     assert given.target.value == "" and given.target.options[0][0].endswith("adhoc.db")
+
+
+def test_a_target_switch_closes_only_the_clients_the_launcher_opened(
+        client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Targets(client.workspace).add("elsewhere", str(tmp_path / "elsewhere.db"))
+    closed: list[str] = []
+    monkeypatch.setattr(client, "close", lambda: closed.append("given"))
+    launcher = Launcher(client, task=TASK)
+    launcher.target.value = "elsewhere"
+    assert closed == []  # the caller's client stays the caller's
+    opened = launcher.client
+    monkeypatch.setattr(opened, "close", lambda: closed.append("opened"))
+    launcher.target.value = "local"
+    assert closed == ["opened"] and launcher.client.url == client.url
