@@ -10,7 +10,6 @@ so they all say the same thing.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated
 
 from pydantic import Field
 
@@ -42,7 +41,7 @@ class FailureCause(ContractModel):
     when a verifier's answer routed the run to its fail exit."""
     error_reason: str | None = None
     detail: str | None = None
-    error_lines: Annotated[list[str], Field(default_factory=list)]
+    error_lines: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:
         """One line: ``failed: REASON (node N: code [error reason] - detail)``."""
