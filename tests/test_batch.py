@@ -107,7 +107,7 @@ def test_bad_parameter_sources_say_what_is_wrong(tmp_path: Path) -> None:
         "not both": lambda: parameter_sets(grid=tmp_path / "list.yaml",
                                            rows=tmp_path / "ragged.csv"),
         "No such file": lambda: parameter_sets(grid=tmp_path / "missing.yaml"),
-        "not a Python variable name": lambda: parameter_sets(pairs=[("2x", "1")]),
+        "not a plain Python variable name": lambda: parameter_sets(pairs=[("2x", "1")]),
     }
     for words, call in cases.items():
         with pytest.raises(ParameterError, match=words):
@@ -273,3 +273,74 @@ def test_progress_is_a_bar_that_ends_at_the_item_count(workspace: Path) -> None:
     ran = zeroshot(workspace, str(notebook), "-p", "marks", "marks", "--output-dir", "out")
     assert ran.returncode == 0, ran.stderr
     assert "1/1" in ran.stderr and "notebook" in ran.stderr  # tqdm's bar, on stderr
+
+
+# --- hostile parameters --------------------------------------------------------------------
+
+INJECTED = "x;__import__('os').system('touch PWNED');y"
+HOSTILE_VALUE = "\"'); __import__('os').system('touch PWNED') #\\\n\"\"\"'''"
+
+
+@pytest.mark.parametrize("source", ["csv header", "grid key", "-p name"])
+def test_a_name_that_is_code_is_refused_before_any_notebook_runs(
+    workspace: Path, source: str
+) -> None:
+    notebook = write_notebook(workspace)
+    (workspace / "rows.csv").write_text(f"{INJECTED},marks\n1,marks\n")
+    (workspace / "grid.yaml").write_text(json.dumps({INJECTED: [1], "marks": "marks"}))
+    arguments = {"csv header": ["--csv", "rows.csv"], "grid key": ["--grid", "grid.yaml"],
+                 "-p name": ["-p", INJECTED, "1", "-p", "marks", "marks"]}[source]
+    ran = zeroshot(workspace, str(notebook), *arguments, "--output-dir", "out", "--quiet")
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    [line] = ran.stderr.splitlines()
+    assert line.startswith("error: ") and INJECTED[:20] in line
+    assert "not a plain Python variable name" in line
+    assert not (workspace / "PWNED").exists()
+    assert not (workspace / "out").exists()
+    listed = zeroshot(workspace, "list")
+    assert listed.returncode == 0 and listed.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["class", "__builtins__", "naïve", "a b", ""])
+def test_keywords_dunders_and_non_identifiers_are_refused(name: str) -> None:
+    with pytest.raises(ParameterError, match="not a plain Python variable name"):
+        parameter_sets(pairs=[(name, "1")])
+
+
+def test_the_python_api_refuses_the_same_names_and_unwritable_values(workspace: Path) -> None:
+    notebook = write_notebook(workspace)
+    with pytest.raises(ParameterError, match="not a plain Python variable name"):
+        run_batch(notebook, [{INJECTED: 1}], output_dir="out", progress=False)
+    with pytest.raises(ParameterError, match="set values cannot be passed"):
+        run_batch(notebook, [{"x": {1, 2}}], output_dir="out", progress=False)
+    assert not (workspace / "PWNED").exists() and not (workspace / "out").exists()
+
+
+def test_a_hostile_value_stays_data_and_outputs_leave_the_workspace_only_when_asked(
+    workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    notebook = workspace / "echo.ipynb"
+    document = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('text = ""'),
+        nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\nrecord(text=text)"),
+    ])
+    document.cells[0].metadata["tags"] = ["parameters"]
+    document.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(document, notebook)
+    (workspace / "rows.csv").write_text('text\n"' + HOSTILE_VALUE.replace('"', '""') + '"\n')
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+
+    refused = zeroshot(workspace, str(notebook), "--csv", "rows.csv",
+                       "--output-dir", str(elsewhere), "--quiet")
+    assert refused.returncode == 2
+    assert "outside the workspace" in refused.stderr and str(elsewhere) in refused.stderr
+    assert list(elsewhere.iterdir()) == []
+
+    ran = zeroshot(workspace, str(notebook), "--csv", "rows.csv", "--output-dir",
+                   str(elsewhere), "--allow-outside-workspace", "--quiet")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"executed notebooks go to {elsewhere}" in ran.stderr
+    [output] = elsewhere.glob("*.ipynb")
+    assert read_results(str(output)) == {"text": HOSTILE_VALUE}
+    assert not (workspace / "PWNED").exists() and not (elsewhere / "PWNED").exists()

@@ -10,7 +10,14 @@ Example::
 
 from zeroshot_kernel.batch.parameters import ParameterError, parameter_sets
 from zeroshot_kernel.batch.results import RESULT_MIME, read_results, record
-from zeroshot_kernel.batch.runner import batch_status, open_store, resume_batch, run_batch
+from zeroshot_kernel.batch.runner import (
+    OutputOutsideWorkspace,
+    batch_status,
+    open_store,
+    output_directory,
+    resume_batch,
+    run_batch,
+)
 from zeroshot_kernel.batch.store import BatchItem, BatchNotFound, BatchStatus, BatchStore
 
 __all__ = [
@@ -19,9 +26,11 @@ __all__ = [
     "BatchNotFound",
     "BatchStatus",
     "BatchStore",
+    "OutputOutsideWorkspace",
     "ParameterError",
     "batch_status",
     "open_store",
+    "output_directory",
     "parameter_sets",
     "read_results",
     "record",

@@ -5,6 +5,11 @@ A grid (YAML or JSON mapping) expands to the cross product of its lists, scalars
 fixed; a CSV gives one set per row with values read as YAML scalars (``3`` is an int,
 ``true`` a bool, ``x`` a string), as ``-p`` values are.
 
+Papermill writes each name into the notebook's parameters cell as ``name = value``, so a
+name is source code: every name must be a plain Python identifier (no keyword, no dunder),
+checked before any notebook runs. Values are data: only JSON-like values (text, numbers,
+booleans, None, lists, mappings with text keys), which papermill renders as literals.
+
 Example::
 
     parameter_sets(pairs=[("iterations", "3")], grid="grid.yaml")
@@ -15,6 +20,8 @@ from __future__ import annotations
 
 import csv
 import itertools
+import keyword
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -29,6 +36,54 @@ MAX_SETS = 10_000
 
 class ParameterError(ValueError):
     """A parameter source that cannot be used, saying which and why."""
+
+
+MAX_NAME_CHARS = 64
+"""Longer names are cut in messages."""
+
+
+def check_name(name: object, source: str) -> str:
+    """``name`` if it can stand on the left of ``name = value`` and nothing else; raises
+    :class:`ParameterError` naming the source and the (shortened) bad name."""
+    if (isinstance(name, str) and name.isidentifier() and name.isascii()
+            and not keyword.iskeyword(name) and not name.startswith("__")):
+        return name
+    shown = repr(name)
+    if len(shown) > MAX_NAME_CHARS:
+        shown = shown[:MAX_NAME_CHARS - 3] + "..."
+    raise ParameterError(
+        f"{source}: parameter name {shown} is not a plain Python variable name "
+        "(letters, digits and _, not starting with a digit or __, not a keyword)")
+
+
+def check_value(value: Any, name: str) -> None:
+    """Refuse values papermill could not write as a literal (it would write ``str(value)``
+    into the code cell)."""
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return
+    elif isinstance(value, list):
+        for item in value:
+            check_value(item, name)
+        return
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                break
+            check_value(item, name)
+        else:
+            return
+    raise ParameterError(f"parameter {name}: {type(value).__name__} values cannot be passed; "
+                         "use text, numbers, booleans, null, lists or mappings with text keys")
+
+
+def check_sets(sets: Sequence[Mapping[str, Any]], source: str = "parameters") -> None:
+    """Every name and value of every set, before anything runs."""
+    for parameters in sets:
+        for name, value in parameters.items():
+            check_value(value, check_name(name, source))
 
 
 def scalar(text: str) -> Any:
@@ -47,6 +102,8 @@ def grid_sets(grid: Mapping[str, Any]) -> list[Parameters]:
     if any(not axis for axis in axes):
         empty = [name for name, axis in zip(names, axes, strict=True) if not axis]
         raise ParameterError(f"grid parameter {empty[0]!r} has an empty list: no notebook to run")
+    for name in names:
+        check_name(name, "grid")
     return [dict(zip(names, combination, strict=True)) for combination in itertools.product(*axes)]
 
 
@@ -70,6 +127,8 @@ def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
     if any(None in row or None in row.values() for row in rows):
         raise ParameterError(f"CSV file {os.fspath(path)}: a row has more or fewer cells than "
                              "the header")
+    for name in rows[0] if rows else ():
+        check_name(name, f"CSV file {os.fspath(path)} header")
     return [{name: scalar(value) for name, value in row.items()} for row in rows]
 
 
@@ -89,8 +148,7 @@ def parameter_sets(
         raise ParameterError("the parameter source has no rows: no notebook to run")
     if len(sets) > MAX_SETS:
         raise ParameterError(f"{len(sets)} parameter sets; a batch holds at most {MAX_SETS}")
-    fixed = {name: scalar(value) for name, value in pairs}
-    for name in fixed:
-        if not name.isidentifier():
-            raise ParameterError(f"-p {name}: not a Python variable name")
-    return [{**parameters, **fixed} for parameters in sets]
+    fixed = {check_name(name, "-p"): scalar(value) for name, value in pairs}
+    combined = [{**parameters, **fixed} for parameters in sets]
+    check_sets(combined)
+    return combined

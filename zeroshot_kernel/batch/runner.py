@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child
+from zeroshot_kernel.batch.parameters import check_sets
 from zeroshot_kernel.batch.store import BatchItem, BatchOptions, BatchStatus, BatchStore
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 
@@ -29,6 +30,27 @@ STAGGER_S = 0.25
 """Between two kernel starts on a local pool: simultaneous starts race for ports and CPU."""
 
 Progress = Callable[[int], Any]
+
+
+class OutputOutsideWorkspace(ValueError):
+    """The output directory lies outside the workspace and that was not asked for."""
+
+    def __init__(self, output: Path, workspace: Path) -> None:
+        super().__init__(
+            f"output directory {output} is outside the workspace {workspace}; "
+            "allow it explicitly (--allow-outside-workspace, "
+            "allow_outside_workspace=True) or choose a folder inside it")
+
+
+def output_directory(output_dir: str | os.PathLike[str], *,
+                     allow_outside_workspace: bool = False) -> Path:
+    """The resolved output directory, refused when it leaves the workspace unasked (a
+    batch writes one notebook per item there, overwriting what has the same name)."""
+    out = Path(output_dir).resolve()
+    workspace = find_workspace()
+    if not allow_outside_workspace and not out.is_relative_to(workspace):
+        raise OutputOutsideWorkspace(out, workspace)
+    return out
 
 
 def open_store(ledger: str | os.PathLike[str] | None = None) -> BatchStore:
@@ -49,14 +71,20 @@ def run_batch(
     cwd: str | os.PathLike[str] | None = None,
     ledger: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    allow_outside_workspace: bool = False,
 ) -> BatchStatus:
-    """Record a new batch, ``notebook`` once per parameter set, and execute it."""
+    """Record a new batch, ``notebook`` once per parameter set, and execute it.
+
+    Every parameter name and value is checked before anything runs (see
+    :mod:`zeroshot_kernel.batch.parameters`); ``output_dir`` must lie inside the workspace
+    unless ``allow_outside_workspace``."""
     source = Path(notebook).resolve()
     if not source.is_file():
         raise FileNotFoundError(f"no notebook {source}")
     if not parameter_sets:
         raise ValueError("a batch needs at least one parameter set")
-    out = Path(output_dir).resolve()
+    check_sets(parameter_sets)
+    out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
     out.mkdir(parents=True, exist_ok=True)
     options = BatchOptions(timeout_s=timeout_s, kernel_name=kernel_name,
                            cwd=str(Path(cwd).resolve()) if cwd is not None else None)

@@ -81,8 +81,11 @@ def run(
     ] = None,
     csv: Annotated[Path | None, typer.Option(help="One notebook per CSV row (header: names).")]
     = None,
-    output_dir: Annotated[Path, typer.Option(help="Where executed notebooks go.")] = Path(
-        "batch-output"),
+    output_dir: Annotated[Path, typer.Option(
+        help="Where executed notebooks go (inside the workspace).")] = Path("batch-output"),
+    allow_outside_workspace: Annotated[bool, typer.Option(
+        "--allow-outside-workspace",
+        help="Let --output-dir point outside the workspace.")] = False,
     workers: WorkersOption = 2,
     dask: DaskOption = None,
     timeout: Annotated[
@@ -96,8 +99,18 @@ def run(
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Execute NOTEBOOK once per parameter set; exit 1 when any item failed."""
-    from zeroshot_kernel.batch import ParameterError, parameter_sets, run_batch
+    """Execute NOTEBOOK once per parameter set; exit 1 when any item failed.
+
+    Parameter names must be plain Python variable names (they become code in the
+    parameters cell); values are passed as literals. Anything else is refused before any
+    notebook runs."""
+    from zeroshot_kernel.batch import (
+        OutputOutsideWorkspace,
+        ParameterError,
+        output_directory,
+        parameter_sets,
+        run_batch,
+    )
 
     pairs = [tuple(text.split("=", 1)) for text in parameter or []]
     if any(len(pair) != 2 for pair in pairs):
@@ -108,9 +121,16 @@ def run(
         fail_usage(str(problem))
     if not notebook.is_file():
         fail_usage(f"no notebook {notebook}")
-    status = run_batch(notebook, sets, output_dir=output_dir, workers=workers, dask=dask,
+    try:
+        out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
+    except OutputOutsideWorkspace as problem:
+        fail_usage(str(problem))
+    if not as_json:
+        typer.echo(f"executed notebooks go to {out}", err=True)
+    status = run_batch(notebook, sets, output_dir=out, workers=workers, dask=dask,
                        timeout_s=timeout, kernel_name=kernel, ledger=chosen_ledger(ledger, target),
-                       progress=not quiet and not as_json)
+                       progress=not quiet and not as_json,
+                       allow_outside_workspace=allow_outside_workspace)
     _report(status, as_json)
 
 
