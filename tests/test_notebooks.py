@@ -21,7 +21,7 @@ from workbench_support import PNG_SIGNATURE, finished_run
 from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.contract.parse import loads_document
+from zeroshot_kernel.contract.reading import loads_document
 from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
 from zeroshot_kernel.research.views import load_research_view
 

@@ -33,7 +33,7 @@ from zeroshot_kernel.admission.admit import Admission, admit
 from zeroshot_kernel.admission.registry import WorkerRegistry
 from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.contract.parse import DocumentError, load_document
+from zeroshot_kernel.contract.reading import DocumentError, load_document
 from zeroshot_kernel.engine.launch import start_detached, start_in_thread
 from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan

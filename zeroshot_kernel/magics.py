@@ -199,7 +199,7 @@ def graph_cell(
     Example: %%zeroshot_graph --as graph --input '{"task": "x"}'
     """
     from zeroshot_kernel.cli.validate_command import report_validation
-    from zeroshot_kernel.contract.parse import DocumentError, loads_document
+    from zeroshot_kernel.contract.reading import DocumentError, loads_document
 
     if variable is not None and not variable.isidentifier():
         fail_usage(f"--as {variable!r}: not a Python variable name")

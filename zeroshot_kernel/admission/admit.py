@@ -7,6 +7,7 @@ input's value, delivery placement and declared environment names.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -38,7 +39,7 @@ from zeroshot_kernel.contract.diagnostics import (
 )
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
 from zeroshot_kernel.contract.parse import diagnostics_from_validation, parse_graph
-from zeroshot_kernel.contract.payload import check_value
+from zeroshot_kernel.contract.payload import MAX_VIOLATIONS, iter_violations
 from zeroshot_kernel.harness.plan import RuntimePlan
 
 
@@ -207,14 +208,26 @@ def _parse_plan(
 
 
 def _input_diagnostics(graph: GraphSpec, value: Any) -> list[GraphDiagnostic]:
-    return [
+    """One diagnostic per violation up to :data:`MAX_VIOLATIONS`, then one that counts the
+    rest (an input can hold a million unknown keys)."""
+    violations = iter_violations(value, graph.initial_input)
+    diagnostics = [
         GraphDiagnostic(
             code="schema_safety",
             message=f"initial input does not match initialInput: {violation.describe()}",
             path=[field_segment("input"), *(_value_segment(p) for p in violation.path)],
         )
-        for violation in check_value(value, graph.initial_input)
+        for violation in itertools.islice(violations, MAX_VIOLATIONS)
     ]
+    more = sum(1 for _ in violations)
+    if more:
+        diagnostics.append(GraphDiagnostic(
+            code="schema_safety",
+            message=f"initial input does not match initialInput: {more} more violations "
+                    f"(only the first {MAX_VIOLATIONS} are listed)",
+            path=[field_segment("input")],
+        ))
+    return diagnostics
 
 
 def _value_segment(part: str | int) -> FieldSegment | IndexSegment:

@@ -21,12 +21,9 @@ from zeroshot_kernel.contract.diagnostics import (
     sorted_diagnostics,
 )
 from zeroshot_kernel.contract.graph import GraphSpec, StepNode, VerifierNode
-from zeroshot_kernel.contract.parse import (
-    DocumentError,
-    diagnostics_from_validation,
-    loads_document,
-)
+from zeroshot_kernel.contract.parse import diagnostics_from_validation
 from zeroshot_kernel.contract.payload import is_subtype
+from zeroshot_kernel.contract.reading import DocumentError, loads_document, read_text, shorten
 from zeroshot_kernel.contract.values import MAX_REFERENCE_LENGTH, REFERENCE_PATTERN
 from zeroshot_kernel.contract.workers import WorkerDescriptor
 
@@ -104,17 +101,18 @@ class FileRegistry(MappingRegistry):
     @classmethod
     def load(cls, path: str | Path) -> FileRegistry:
         """Read ``path``; raises ``RegistryFileError`` if it is not a JSON object of refs."""
+        shown = shorten(str(path))
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise RegistryFileError(f"cannot read registry file {path}: {error}") from error
+            text = read_text(path)
+        except DocumentError as error:
+            raise RegistryFileError(f"cannot read registry file {error}") from None
         try:
             document = loads_document(text, yaml_allowed=False)
         except DocumentError as error:
-            raise RegistryFileError(f"registry file {path} is {error}") from error
+            raise RegistryFileError(f"registry file {shown} is {error}") from None
         if not isinstance(document, dict):
             raise RegistryFileError(
-                f"registry file {path} must hold a JSON object mapping name@version to a "
+                f"registry file {shown} must hold a JSON object mapping name@version to a "
                 "descriptor (or null)"
             )
         bad = [

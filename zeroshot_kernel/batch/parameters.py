@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import keyword
 import math
@@ -28,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from zeroshot_kernel.contract.parse import DocumentError, loads_document
+from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text
 
 Parameters = dict[str, Any]
 MAX_SETS = 10_000
@@ -109,10 +110,9 @@ def grid_sets(grid: Mapping[str, Any]) -> list[Parameters]:
 
 def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = loads_document(handle.read())
-    except (OSError, DocumentError) as problem:
-        raise ParameterError(f"grid file {os.fspath(path)}: {problem}") from None
+        document = load_document(path)
+    except DocumentError as problem:
+        raise ParameterError(f"grid file {problem}") from None
     if not isinstance(document, dict) or not all(isinstance(k, str) for k in document):
         raise ParameterError(f"grid file {os.fspath(path)}: expected a mapping of names to lists")
     return grid_sets(document)
@@ -120,9 +120,8 @@ def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
 
 def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as problem:
+        rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+    except (DocumentError, csv.Error) as problem:
         raise ParameterError(f"CSV file {os.fspath(path)}: {problem}") from None
     if any(None in row or None in row.values() for row in rows):
         raise ParameterError(f"CSV file {os.fspath(path)}: a row has more or fewer cells than "

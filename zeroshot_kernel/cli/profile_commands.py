@@ -15,7 +15,8 @@ from zeroshot_kernel.cli.output import (
     print_diagnostics,
     print_json,
     read_document,
-    read_inline_or_file,
+    read_input,
+    read_runtime,
 )
 from zeroshot_kernel.cli.template_commands import (
     HarnessOption,
@@ -78,8 +79,8 @@ def save(
 
     if (template is None) == (graph is None):
         fail_usage("give exactly one of --template and --graph")
-    plan = read_inline_or_file(runtime, "--runtime") if runtime is not None else None
-    default_input = read_inline_or_file(input, "--input") if input is not None else None
+    plan = read_runtime(runtime) if runtime is not None else None
+    default_input = read_input(input) if input is not None else None
     source = None
     if template is not None:
         options = {"task": task, "iterations": iterations, "push": push, "harness": harness,

@@ -16,7 +16,8 @@ from zeroshot_kernel.cli.output import (
     print_diagnostics,
     print_json,
     read_document,
-    read_inline_or_file,
+    read_input,
+    read_runtime,
 )
 
 if TYPE_CHECKING:
@@ -73,9 +74,9 @@ def run(
         fail_usage("give a graph file or --profile NAME (one of them)")
     if profile is not None and runtime is not None:
         fail_usage("a profile carries its runtime plan; save a new profile to change it")
-    initial = read_inline_or_file(input, "--input") if input is not None else None
     document: Any = read_document(graph) if graph is not None else None
-    plan = read_inline_or_file(runtime, "--runtime") if runtime is not None else None
+    initial = read_input(input, document) if input is not None else None
+    plan = read_runtime(runtime) if runtime is not None else None
     client = open_client(ledger, target)
     try:
         if validate_only:

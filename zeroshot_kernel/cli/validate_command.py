@@ -16,7 +16,8 @@ from zeroshot_kernel.cli.output import (
     print_diagnostics,
     print_json,
     read_document,
-    read_inline_or_file,
+    read_input,
+    read_runtime,
 )
 from zeroshot_kernel.workspace import find_workspace
 
@@ -74,8 +75,8 @@ def report_validation(
     if verification.compiled_ir is not None and (input is not None or runtime is not None):
         admission = admit(
             document,  # type: ignore[arg-type]
-            initial_input=read_inline_or_file(input, "--input") if input is not None else None,
-            runtime=read_inline_or_file(runtime, "--runtime") if runtime is not None else None,
+            initial_input=read_input(input, document) if input is not None else None,
+            runtime=read_runtime(runtime) if runtime is not None else None,
             registry=workers,
             require_runtime=runtime is not None,
             workspace=find_workspace(),

@@ -2,20 +2,17 @@
 
 Parsing never raises on bad content: a caller gets either the model or a list of
 ``GraphDiagnostic`` whose paths use the same field/index/node segments as the verifier.
-Only an unreadable document (not JSON/YAML at all) raises ``DocumentError``.
+Reading the document first is :mod:`zeroshot_kernel.contract.reading`'s job.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import reprlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -39,10 +36,6 @@ from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
 
 Segment = FieldSegment | IndexSegment | NodeSegment
 M = TypeVar("M", bound=BaseModel)
-
-
-class DocumentError(Exception):
-    """The input could not be read as a JSON or YAML document at all."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +76,21 @@ def parse_model(model: type[M], document: Any) -> ParseResult[M]:
         )])
 
 
+MAX_SHAPE_DIAGNOSTICS = 200
+"""Past this many shape problems, one more diagnostic counts the rest."""
+
+
 def diagnostics_from_validation(error: ValidationError, document: Any) -> list[GraphDiagnostic]:
     """One diagnostic per distinct location, with paths resolved against ``document``."""
     seen: set[tuple[object, ...]] = set()
     diagnostics = []
-    for detail in error.errors(include_url=False):
+    details = error.errors(include_url=False)
+    if len(details) > MAX_SHAPE_DIAGNOSTICS:
+        diagnostics.append(GraphDiagnostic(
+            code="invalid_graph_shape", path=[],
+            message=f"{len(details) - MAX_SHAPE_DIAGNOSTICS} more shape problems "
+                    f"(only the first {MAX_SHAPE_DIAGNOSTICS} are listed)"))
+    for detail in details[:MAX_SHAPE_DIAGNOSTICS]:
         path = document_path(document, detail["loc"])
         message = _humanize(detail)
         key = (tuple(s.model_dump_json() for s in path), message)
@@ -158,6 +161,8 @@ def _humanize(detail: ErrorDetails) -> str:
     kind = detail["type"]
     loc = [e for e in detail["loc"] if isinstance(e, str)]
     last = loc[-1] if loc else ""
+    if len(last) > 60:
+        last = last[:57] + "..."
     ctx: dict[str, Any] = dict(detail.get("ctx") or {})
     value = detail.get("input")
     if kind == "extra_forbidden":
@@ -220,59 +225,3 @@ def _jsonable(value: Any) -> bool:
     except (TypeError, ValueError, RecursionError):
         return False
     return True
-
-
-# --- reading documents ------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def loads_document(text: str, *, yaml_allowed: bool = True) -> Any:
-    """Parse JSON (strictly: no NaN, no duplicate keys), falling back to YAML."""
-    try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as json_error:
-        if not yaml_allowed or text.lstrip().startswith(("{", "[")):
-            raise DocumentError(f"not valid JSON: {json_error}") from json_error
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as yaml_error:
-            raise DocumentError(f"neither JSON nor YAML: {yaml_error}") from yaml_error
-        if _has_non_finite(value):
-            raise DocumentError("the document contains a non-finite number") from None
-        return value
-    except ValueError as error:
-        raise DocumentError(str(error)) from error
-
-
-def load_document(path: str | Path) -> Any:
-    """Read a JSON or YAML file; ``DocumentError`` when it is missing or unreadable."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DocumentError(f"cannot read {path}: {error}") from error
-    try:
-        return loads_document(text)
-    except DocumentError as error:
-        raise DocumentError(f"{path}: {error}") from error
-
-
-def _has_non_finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_non_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_non_finite(v) for v in value)
-    return False

@@ -6,6 +6,7 @@ question about it (is S a subtype of T? does this value fit?) is decidable and c
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -103,19 +104,30 @@ class ValueViolation(ContractModel):
     message: str
 
     def describe(self) -> str:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path)
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{_short_name(p)}"
+                        for p in self.path)
         return f"{where.lstrip('.') or '(value)'}: {self.message}"
 
 
-def check_value(value: Any, payload_type: PayloadType) -> list[ValueViolation]:
-    """All the ways ``value`` fails ``payload_type``; empty when it fits.
+MAX_VIOLATIONS = 100
+""":func:`check_value` reports at most this many (a value can be as large as its document)."""
+
+
+def check_value(value: Any, payload_type: PayloadType, *,
+                limit: int = MAX_VIOLATIONS) -> list[ValueViolation]:
+    """The first ``limit`` ways ``value`` fails ``payload_type``; empty when it fits.
 
     >>> check_value({"n": 1.5}, RecordType(kind="record", fields={
     ...     "n": RecordField(type=IntegerType(kind="integer"), required=True)}))[0].message
     'expected an integer without a fraction, got 1.5'
     """
-    found = _violations(value, payload_type, ())
-    return [ValueViolation(path=list(path), message=message) for path, message in found]
+    return list(itertools.islice(iter_violations(value, payload_type), limit))
+
+
+def iter_violations(value: Any, payload_type: PayloadType) -> Iterator[ValueViolation]:
+    """Every way ``value`` fails ``payload_type``, lazily (count them without keeping them)."""
+    for path, message in _violations(value, payload_type, ()):
+        yield ValueViolation(path=list(path), message=message)
 
 
 def _violations(value: Any, t: PayloadType, path: ValuePath) -> Iterator[tuple[ValuePath, str]]:
@@ -160,6 +172,10 @@ def _violations(value: Any, t: PayloadType, path: ValuePath) -> Iterator[tuple[V
             for name in value:
                 if name not in t.fields:
                     yield (*path, name), "unknown field"
+
+
+def _short_name(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
 
 
 def _describe(value: Any) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.contract.parse import DocumentError, loads_document
+from zeroshot_kernel.contract.reading import DocumentError, loads_document, read_text
 
 TASK_FILE = "task.yaml"
 CANDIDATE_DIR = "candidate"
@@ -193,8 +193,8 @@ def _read_spec(task_file: Path, stamp: tuple[int, int, int]) -> TaskSpec:
     the task, and parsing YAML costs more than the rest of a round's bookkeeping."""
     root = task_file.parent
     try:
-        document = loads_document(task_file.read_text(encoding="utf-8"))
-    except (DocumentError, OSError, UnicodeDecodeError) as exc:
+        document = loads_document(read_text(task_file))
+    except DocumentError as exc:
         raise TaskError(f"research task {root}: {TASK_FILE} cannot be read: {exc}") from exc
     if not isinstance(document, dict):
         raise TaskError(f"research task {root}: {TASK_FILE} must be a mapping of fields")

@@ -1,0 +1,207 @@
+"""Reading JSON and YAML documents from untrusted text and files, within fixed limits.
+
+Every document a user hands over (a graph, a runtime plan, an input, a grid, a registry, a
+``task.yaml``) comes through here, so one set of limits bounds the time and memory reading
+may take, whatever the input:
+
+- files are read only when they are regular files, and at most :data:`MAX_DOCUMENT_BYTES`;
+- nesting deeper than :data:`MAX_NESTING` is refused before any recursive parser sees it;
+- YAML aliases may repeat at most :data:`MAX_ALIAS_EXPANSION` values (an alias bomb of a
+  few hundred bytes stands for billions); non-finite numbers, duplicate JSON keys and lone
+  surrogates are refused;
+- a YAML file whose top level is plain text is not a document, and no error repeats a
+  file's content (a private file named by mistake is never echoed back).
+
+Each refusal is a :class:`DocumentError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable
+from itertools import accumulate
+from typing import Any
+
+import yaml
+
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+"""The largest document read, from a file or inline (the ledger stores at most 2 MiB of
+an admitted submission, so nothing larger could run anyway)."""
+MAX_NESTING = 256
+"""The deepest nesting of objects and lists accepted (a graph's own depth ceiling is 64
+nodes, a few levels each)."""
+MAX_ALIAS_EXPANSION = 100_000
+"""How many values YAML aliases may add by repeating anchored nodes."""
+MAX_SHOWN_CHARS = 200
+"""Names, paths and values quoted in messages are cut to this length."""
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = str.maketrans({"[": "1", "{": "1", "]": "2", "}": "2"})
+
+
+class DocumentError(Exception):
+    """The input could not be read as a JSON or YAML document within the limits."""
+
+
+def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (marked with an ellipsis), for messages."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def read_text(path: str | os.PathLike[str], limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes.
+
+    Devices, FIFOs and directories are refused before reading (``/dev/zero`` never ends),
+    and at most ``limit + 1`` bytes are read, so a file that grows meanwhile is still
+    bounded.
+    """
+    shown = shorten(os.fspath(path))
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise DocumentError(f"{shown}: not a regular file")
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise DocumentError(f"{shown}: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise DocumentError(f"{shown}: larger than the {limit:,}-byte limit")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DocumentError(f"{shown}: not UTF-8 text (byte {error.start})") from None
+
+
+def load_document(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON or YAML file within the limits; ``DocumentError`` otherwise."""
+    try:
+        text = read_text(path)
+    except DocumentError as error:
+        raise DocumentError(f"cannot read {error}") from None
+    try:
+        return loads_document(text, from_file=True)
+    except DocumentError as error:
+        raise DocumentError(f"{shorten(os.fspath(path))}: {error}") from None
+
+
+def loads_document(text: str, *, yaml_allowed: bool = True, from_file: bool = False) -> Any:
+    """Parse JSON (strictly: no NaN, no duplicate keys), falling back to YAML.
+
+    ``from_file``: the text came from a file the user named, so YAML that is only plain
+    text is refused without repeating it.
+    """
+    if len(text) > MAX_DOCUMENT_BYTES or len(text.encode("utf-8", "surrogatepass")) > (
+            MAX_DOCUMENT_BYTES):
+        raise DocumentError(f"the document is larger than the {MAX_DOCUMENT_BYTES:,}-byte limit")
+    looks_like_json = text.lstrip().startswith(("{", "["))
+    if looks_like_json:
+        _check_json_nesting(text)
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as json_error:
+        if not yaml_allowed or looks_like_json:
+            raise DocumentError(
+                f"not valid JSON: {json_error.msg} (line {json_error.lineno}, "
+                f"column {json_error.colno})") from None
+        value = _load_yaml(text, from_file=from_file)
+    except ValueError as error:
+        raise DocumentError(shorten(str(error))) from None
+    _check_values(value)
+    return value
+
+
+def _check_json_nesting(text: str) -> None:
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if len(brackets) <= MAX_NESTING:
+        return
+    steps = (1 if step == "1" else -1 for step in brackets.translate(_DEPTH_STEP))
+    if max(accumulate(steps), default=0) > MAX_NESTING:
+        raise DocumentError(f"the document is nested deeper than {MAX_NESTING} levels")
+
+
+def _load_yaml(text: str, *, from_file: bool) -> Any:
+    """Compose the YAML only after its events passed: bounded nesting, and aliases that
+    expand to at most :data:`MAX_ALIAS_EXPANSION` values beyond the text's own."""
+    try:
+        _check_yaml_events(yaml.parse(text, Loader=_Loader))
+        value = yaml.load(text, Loader=_Loader)  # a safe loader (C when available)
+    except yaml.YAMLError as error:
+        raise DocumentError(f"neither JSON nor YAML: {_yaml_problem(error)}") from None
+    if from_file and not isinstance(value, dict | list):
+        raise DocumentError("not a JSON or YAML document (an object or a list)")
+    return value
+
+
+def _check_yaml_events(events: Iterable[yaml.Event]) -> None:
+    """Count the values each anchored node holds, and what every alias adds by repeating
+    one: a few hundred bytes of nested aliases stand for billions of values."""
+    open_sizes: list[int] = []
+    open_anchors: list[str | None] = []
+    anchored: dict[str, int] = {}
+    expansion = 0
+
+    def settle(size: int, anchor: str | None) -> None:
+        if anchor is not None:
+            anchored[anchor] = size
+        if open_sizes:
+            open_sizes[-1] += size
+
+    for event in events:
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_sizes) >= MAX_NESTING:
+                raise DocumentError(f"the document is nested deeper than {MAX_NESTING} levels")
+            open_sizes.append(1)
+            open_anchors.append(event.anchor)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            settle(open_sizes.pop(), open_anchors.pop())
+        elif isinstance(event, yaml.ScalarEvent):
+            settle(1, event.anchor)
+        elif isinstance(event, yaml.AliasEvent):
+            size = anchored.get(event.anchor or "", 1)
+            expansion += size
+            if expansion > MAX_ALIAS_EXPANSION:
+                raise DocumentError(
+                    f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} "
+                    "values")
+            settle(size, None)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """The parser's complaint and where, without the quoted line (it could be a secret)."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        return shorten(f"{error.problem or error.context or 'unreadable'}{where}")
+    return "unreadable"
+
+
+def _check_values(value: Any) -> None:
+    """One pass in C over the parsed value: finite numbers and valid Unicode only."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False, default=repr).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DocumentError(
+            "the document contains a lone surrogate (an unpaired \\ud800-\\udfff escape), "
+            "which is not text") from None
+    except ValueError:
+        raise DocumentError("the document contains a non-finite number") from None
+    except RecursionError:
+        raise DocumentError(f"the document is nested deeper than {MAX_NESTING} levels") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {shorten(repr(key))}")
+        result[key] = value
+    return result
+
