@@ -16,11 +16,10 @@ import engine_graphs as g
 import pytest
 from ledger_backends import postgres_url  # noqa: F401 (fixture)
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.engine.launch import controller_log
-from zeroshot_kernel.ledger import parse_cursor
+from zeroshot_kernel.ledger import LedgerUnavailable, parse_cursor
 from zeroshot_kernel.ledger.events import ControllerAttached, SucceededResult
 from zeroshot_kernel.workspace import LEDGER_ENV
 
@@ -132,7 +131,7 @@ def test_a_password_in_the_ledger_url_is_never_shown(
         assert SECRET not in shown.stdout + shown.stderr
 
     closed = make_url(url).set(port=_closed_port()).render_as_string(hide_password=False)
-    with pytest.raises(OperationalError) as unreachable:
+    with pytest.raises(LedgerUnavailable) as unreachable:
         Client(closed, workspace=str(workspace))
     assert SECRET not in str(unreachable.value)
 

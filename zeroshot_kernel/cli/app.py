@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
 import typer
 
 from zeroshot_kernel.cli import (
@@ -46,6 +53,56 @@ app.add_typer(graph_commands.graph_app, name="graph")
 app.add_typer(graph_commands.schema_app, name="schema")
 
 
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+CRASH_REPORTS = Path(tempfile.gettempdir()) / "zeroshot-crash-reports"
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: whatever happens, one line on stderr, never a traceback.
+
+    A ledger that cannot be used (damaged, full, read-only, locked, unreachable) is named
+    with its problem, exit 2; anything unexpected is reported in one line that says where
+    the full report (with its traceback) was written, exit 2.
+    """
+    from zeroshot_kernel.ledger.errors import LedgerError
+
+    try:
+        app()
+    except LedgerError as problem:
+        _fail(str(problem))
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as bug:
+        report = _write_report()
+        where = f"; the full report is in {report}" if report else ""
+        _fail(f"internal error: {type(bug).__name__}: {_first_line(bug)}{where}")
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    text = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
+    print(text, file=sys.stderr)
+    sys.exit(code)
+
+
+def _first_line(problem: BaseException) -> str:
+    text = (str(problem).strip().splitlines() or [""])[0]
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _write_report() -> Path | None:
+    """The traceback of the exception being handled, in a file only this user can read."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:
+        CRASH_REPORTS.mkdir(mode=0o700, exist_ok=True)
+        path = CRASH_REPORTS / f"zeroshot-{stamp}-{os.getpid()}.txt"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as out:
+            out.write(f"zeroshot {' '.join(sys.argv[1:2])}\n\n")
+            out.write(traceback.format_exc())
+    except OSError:
+        return None
+    return path

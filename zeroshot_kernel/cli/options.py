@@ -41,16 +41,29 @@ def chosen_ledger(ledger: str | None, target: str | None) -> str:
 
 def open_client(ledger: str | None, target: str | None = None) -> Client:
     """The ledger client, imported on use so that ``--help`` and ``validate`` stay quick."""
-    from sqlalchemy.exc import OperationalError
-
     from zeroshot_kernel.cli.output import fail_usage
     from zeroshot_kernel.client import Client
 
     url = chosen_ledger(ledger, target)
     try:
         return Client(url)
-    except OperationalError as problem:
-        fail_usage(unreachable(url, problem))
+    except Exception as problem:
+        fail_usage(ledger_problem(url, problem))
+
+
+def ledger_problem(url: str, problem: Exception) -> str:
+    """One line on why the ledger at ``url`` could not be opened: the ledger's own
+    :class:`LedgerError` as it is, a bad URL or a missing driver in words; anything else
+    is not the ledger's problem and is raised again."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from zeroshot_kernel.ledger import LedgerError
+
+    if isinstance(problem, LedgerError):
+        return str(problem)
+    if isinstance(problem, SQLAlchemyError | ImportError):
+        return unreachable(url, problem)
+    raise problem
 
 
 def unreachable(url: str, problem: Exception) -> str:

@@ -49,17 +49,15 @@ def add(
 
 def _open(target: Target) -> None:
     """Open the ledger once so that a typo or an unreachable server is caught now."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from zeroshot_kernel.cli.options import unreachable
+    from zeroshot_kernel.cli.options import ledger_problem
     from zeroshot_kernel.ledger import Ledger
     from zeroshot_kernel.targets import TargetError
 
     url = target.url()
     try:
         Ledger(url).close()
-    except (SQLAlchemyError, ImportError) as problem:
-        raise TargetError(f"{unreachable(url, problem)}; pass --no-check to save it anyway"
+    except Exception as problem:
+        raise TargetError(f"{ledger_problem(url, problem)}; pass --no-check to save it anyway"
                           ) from None
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import URL, Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import URL, Connection, Engine, create_engine, event, exc, text
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
+
+from zeroshot_kernel.ledger.errors import classify
 
 BUSY_TIMEOUT_MS = 30_000
 _WRITE_OPTION = "zeroshot_ledger_write"
@@ -49,7 +51,25 @@ def open_engines(url: str | URL) -> Engines:
     else:
         engine = create_engine(parsed)
         _configure_sqlite(engine)
+    _translate_errors(engine, parsed)
     return Engines(read=engine, write=engine.execution_options(**{_WRITE_OPTION: True}))
+
+
+def _translate_errors(engine: Engine, url: URL) -> None:
+    """Every failure of the database itself (damaged, full, read-only, locked too long,
+    unreachable) leaves the ledger as one :class:`LedgerUnavailable` naming the ledger, in
+    whichever store or command it happens; constraint errors stay the store's to handle."""
+    shown = url.database or "" if url.get_backend_name() == "sqlite" else (
+        url.render_as_string(hide_password=True))
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        failure = context.sqlalchemy_exception
+        if isinstance(failure, exc.IntegrityError | exc.ProgrammingError | exc.DataError):
+            return
+        if isinstance(failure, exc.DBAPIError):
+            raise classify(shown, str(context.original_exception), url.password) from (
+                context.original_exception)
 
 
 def lock_schema(session: Session) -> None:

@@ -6,6 +6,8 @@ to their own vocabulary (``NOT_FOUND``, ``IDEMPOTENCY_REUSE``, ...).
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""
@@ -68,3 +70,57 @@ class CursorAhead(LedgerError):
 
 class LedgerVersionError(LedgerError):
     """The database was written by a ledger schema this code does not know."""
+
+
+class LeaseNotHeld(LedgerError):
+    """A controller wrote without holding the run's lease (it was paused or cut off past
+    its lease and another controller may have taken over): nothing was written."""
+
+    def __init__(self, run_id: str, owner: str) -> None:
+        super().__init__(f"controller {owner} no longer holds the lease on run {run_id}")
+        self.run_id = run_id
+        self.owner = owner
+
+
+LedgerProblem = Literal["corrupt", "full", "read_only", "busy", "unreachable", "failed"]
+
+_PROBLEMS: tuple[tuple[LedgerProblem, tuple[str, ...], str], ...] = (
+    ("corrupt", ("file is not a database", "malformed", "database corruption"),
+     "the database file is damaged (not a database, or malformed)"),
+    ("full", ("database or disk is full", "disk i/o error", "file too large"),
+     "writing failed: the disk is full or a file-size limit was hit (disk I/O error)"),
+    ("read_only", ("readonly database", "read-only", "read only"),
+     "the database is read-only here"),
+    ("busy", ("database is locked", "database table is locked", "lock timeout",
+              "could not obtain lock"),
+     "the database stayed locked by another process past the busy timeout"),
+    ("unreachable", ("unable to open database file", "could not connect",
+                     "connection refused", "connection timed out", "could not translate host",
+                     "server closed the connection", "password authentication failed",
+                     "no such host", "timeout expired", "name or service not known"),
+     "the database cannot be reached or opened"),
+)
+
+
+class LedgerUnavailable(LedgerError):
+    """The database under the ledger failed: damaged, full, read-only, locked too long or
+    unreachable. ``problem`` says which; the message is one line naming the ledger."""
+
+    def __init__(self, ledger: str, problem: LedgerProblem, reason: str) -> None:
+        super().__init__(f"ledger {ledger}: {reason}")
+        self.ledger = ledger
+        self.problem = problem
+        self.reason = reason
+
+
+def classify(ledger: str, driver_message: str, secret: str | None = None) -> LedgerUnavailable:
+    """The :class:`LedgerUnavailable` for a database driver's message (its first line, any
+    ``secret`` such as a password hidden)."""
+    first = (driver_message.strip().splitlines() or ["unknown error"])[0][:300]
+    if secret:
+        first = first.replace(secret, "***")
+    lowered = first.lower()
+    for problem, needles, meaning in _PROBLEMS:
+        if any(needle in lowered for needle in needles):
+            return LedgerUnavailable(ledger, problem, f"{meaning} ({first})")
+    return LedgerUnavailable(ledger, "failed", f"database error: {first}")
