@@ -62,7 +62,9 @@ def test_run_attached_exits_0_on_success_and_1_on_failure(ws: Workspace) -> None
     graph, plan = write(ws, g.guarded_graph("crash"))
     failed = zeroshot(ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert failed.stdout.splitlines()[-1].endswith("finished  failed: crash")
+    finished, cause = failed.stdout.splitlines()[-2:]
+    assert finished.endswith("finished  failed: crash")
+    assert cause.startswith("failed: crash (node work: crash - RuntimeError: this worker")
     assert len(ws.client.runs()) == 2
 
 
@@ -78,7 +80,8 @@ def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     eventually(lambda: any(True for _ in run.logs()), 20, "the worker's first line")
 
     status = json.loads(zeroshot(ws, "status", run_id, "--json").stdout)
-    assert list(status) == ["runId", "title", "atCursor", "status"]
+    assert list(status) == ["runId", "title", "atCursor", "status", "controller"]
+    assert status["controller"]["phase"] == "live"
     assert status["runId"] == run_id and status["title"] == "graph"
     assert status["atCursor"].startswith("v2:")
     [active] = run.status().status.active_executions or []

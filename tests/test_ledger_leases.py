@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 from ledger_backends import ledger_url  # noqa: F401 (fixture)
-from ledger_events import ADMITTED
+from ledger_events import ADMITTED, log
 
-from zeroshot_kernel.ledger import InvalidArgument, Ledger
+from zeroshot_kernel.ledger import InvalidArgument, LeaseNotHeld, Ledger
+from zeroshot_kernel.ledger.events import SafeLog
 
 START = 1_800_000_000.0
 
@@ -124,3 +125,32 @@ def test_bad_lease_arguments_are_refused(
 ) -> None:
     with pytest.raises(InvalidArgument):
         ledger.acquire_lease(run_id, owner, ttl_s)
+
+
+def test_appends_are_fenced_by_the_lease(ledger: Ledger, run_id: str, clock: Clock) -> None:
+    """A holder writes; once its lease lapsed and another took it, the old holder's append
+    is refused inside the transaction and nothing of its batch is written."""
+    assert ledger.acquire_lease(run_id, "controller-a", ttl_s=10)
+    ledger.append(run_id, [log("from a")], owner="controller-a")
+    with pytest.raises(LeaseNotHeld):
+        ledger.append(run_id, [log("from b, unleased")], owner="controller-b")
+    clock.now += 11
+    with pytest.raises(LeaseNotHeld):  # lapsed, even before anyone took it over
+        ledger.append(run_id, [log("from a, lapsed")], owner="controller-a")
+    assert ledger.acquire_lease(run_id, "controller-b", ttl_s=10)
+    ledger.append(run_id, [log("from b")], owner="controller-b")
+    with pytest.raises(LeaseNotHeld):
+        ledger.append(run_id, [log("from a, taken over")], owner="controller-a")
+    lines = [event.line for _, event in ledger.snapshot_and_tail(run_id, None)[1]
+             if isinstance(event, SafeLog)]
+    assert lines == ["from a", "from b"]
+
+
+def test_a_dead_holder_named_by_the_caller_is_replaced_at_once(
+    ledger: Ledger, run_id: str, clock: Clock
+) -> None:
+    assert ledger.acquire_lease(run_id, "controller-a", ttl_s=30)
+    assert not ledger.acquire_lease(run_id, "controller-b", ttl_s=30, replacing="someone-else")
+    assert ledger.acquire_lease(run_id, "controller-b", ttl_s=30, replacing="controller-a")
+    lease = ledger.lease(run_id)
+    assert lease is not None and lease.owner == "controller-b"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -35,6 +36,8 @@ from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.reading import DocumentError, load_document
 from zeroshot_kernel.engine.launch import start_detached, start_in_thread
+from zeroshot_kernel.engine.liveness import ControllerState, controller_state
+from zeroshot_kernel.engine.owner import owner_gone
 from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
 from zeroshot_kernel.ledger import Ledger, RunSummary
@@ -94,6 +97,7 @@ class Run:
         self.client = client
         self.id = run_id
         self._thread: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
@@ -179,6 +183,18 @@ class Run:
             if snapshot.terminal is not None:
                 return snapshot.terminal
             await asyncio.sleep(poll_s)
+
+    def controller(self) -> ControllerState:
+        """Who drives the run: ``live``, ``starting``, ``gone`` (with why) or
+        ``finished``. A controller this handle started and that already exited is gone."""
+        state = controller_state(self.client.ledger, self.id)
+        if state.phase in ("starting", "gone") and self._process is not None:
+            if self._process.poll() is None:
+                return ControllerState("starting", state.owner)
+            if state.phase == "starting":
+                return ControllerState(
+                    "gone", why=f"its controller exited with status {self._process.returncode}")
+        return state
 
     def stop(self) -> StopResult:
         """Stop the run: its live controller closes it atomically as ``force_stopped``;
@@ -311,14 +327,18 @@ class Client:
         return self._start(run_id, in_process=in_process)
 
     def resume(self, run_id: str, *, in_process: bool = False) -> Run:
-        """Start a controller for a run whose controller died or whose lease expired.
+        """Start a controller for a run whose controller died or whose lease expired: at
+        once when the lease holder's process is provably gone on this host.
 
         Raises :class:`RunHeld` while another controller's lease is live."""
         self.ledger.snapshot(run_id)  # RunNotFound early
         lease = self.ledger.lease(run_id)
+        replacing = None
         if lease is not None and lease.expires_at.timestamp() > time.time():
-            raise RunHeld(run_id, lease.owner, lease.expires_at.isoformat())
-        return self._start(run_id, in_process=in_process)
+            if not owner_gone(lease.owner):
+                raise RunHeld(run_id, lease.owner, lease.expires_at.isoformat())
+            replacing = lease.owner
+        return self._start(run_id, in_process=in_process, replacing=replacing)
 
     def run(self, run_id: str) -> Run:
         self.ledger.snapshot(run_id)
@@ -327,12 +347,14 @@ class Client:
     def runs(self) -> list[RunSummary]:
         return self.ledger.runs()
 
-    def _start(self, run_id: str, *, in_process: bool) -> Run:
+    def _start(self, run_id: str, *, in_process: bool, replacing: str | None = None) -> Run:
         run = Run(self, run_id)
         if in_process:
-            run._thread = start_in_thread(self.ledger, run_id, self.workspace)
+            run._thread = start_in_thread(self.ledger, run_id, self.workspace,
+                                          replacing=replacing)
         else:
-            start_detached(self.url, run_id, self.workspace)
+            run._process = start_detached(self.url, run_id, self.workspace,
+                                          replacing=replacing)
         return run
 
 

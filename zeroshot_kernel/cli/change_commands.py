@@ -96,11 +96,18 @@ def run(
     if detach:
         typer.echo(f"follow it with: zeroshot status {started.id}")
         raise typer.Exit(EXIT_OK)
+    from zeroshot_kernel.cli.follow import CHECK_EVERY_S, ControllerWatch
     from zeroshot_kernel.cli.render import describe_result
     from zeroshot_kernel.ledger.events import SucceededResult
 
+    watch = ControllerWatch(started)
     try:
-        result = started.wait()
+        while True:
+            try:
+                result = started.wait(CHECK_EVERY_S)
+                break
+            except TimeoutError:
+                watch.check()
     except KeyboardInterrupt:
         typer.echo(f"\ndetached; {started.id} keeps running.", err=True)
         raise typer.Exit(130) from None

@@ -142,11 +142,13 @@ def _task_reference(task: Path, workspace: Path) -> str:
 
 
 def _follow(run_handle: Run) -> None:
+    from zeroshot_kernel.cli.follow import ControllerWatch
     from zeroshot_kernel.cli.render import describe_result
     from zeroshot_kernel.ledger.events import SucceededResult
     from zeroshot_kernel.research.views import ResearchViewBuilder
 
     builder = ResearchViewBuilder()
+    watch = ControllerWatch(run_handle)
     shown = 0
     cursor = None
     try:
@@ -162,6 +164,7 @@ def _follow(run_handle: Run) -> None:
                 _summary(view)
                 ok = isinstance(view.terminal, SucceededResult)
                 raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+            watch.check()
             time.sleep(0.3)
     except KeyboardInterrupt:
         typer.echo(f"\ndetached; {run_handle.id} keeps running. "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -15,6 +16,7 @@ from zeroshot_kernel.cli.output import (
     fail_usage,
     print_diagnostics,
     print_json,
+    printable,
     read_document,
     read_input,
     read_runtime,
@@ -114,17 +116,27 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoRetu
 
 
 def _follow(run_handle: Run, cursor: str | None) -> None:
+    """Print the run's events until it ends; exit 0 when it succeeded, 1 when it failed,
+    3 when its controller died and the run is left unfinished."""
+    from zeroshot_kernel.cli.follow import ControllerWatch
     from zeroshot_kernel.cli.render import EventRenderer
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
 
     renderer = EventRenderer()
+    watch = ControllerWatch(run_handle)
     last = cursor
     try:
-        for last, event in run_handle.events(cursor, follow=True):
-            typer.echo(renderer.line(last, event))
-            if isinstance(event, Terminal):
-                code = EXIT_OK if isinstance(event.result, SucceededResult) else EXIT_REJECTED
-                raise typer.Exit(code)
+        while True:
+            for position, event in run_handle.events(last):
+                last = position
+                typer.echo(printable(renderer.line(position, event)))
+                if isinstance(event, Terminal):
+                    if not isinstance(event.result, SucceededResult):
+                        _explain_failure(run_handle)
+                    raise typer.Exit(EXIT_OK if isinstance(event.result, SucceededResult)
+                                     else EXIT_REJECTED)
+            watch.check()
+            time.sleep(FOLLOW_POLL_S)
     except KeyboardInterrupt:
         typer.echo(
             f"\ndetached from {run_handle.id}; it keeps running. Reattach with: "
@@ -132,6 +144,19 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
             err=True,
         )
         raise typer.Exit(130) from None
+
+
+FOLLOW_POLL_S = 0.1
+
+
+def _explain_failure(run_handle: Run) -> None:
+    """The failed run's cause, after its last event line."""
+    from zeroshot_kernel.ledger.failure import explain_failure
+
+    cause = explain_failure(event for _, event in run_handle.events())
+    if cause is not None and cause.node is not None:
+        for line in cause.lines():
+            typer.echo(printable(line))
 
 
 def _run_handle(client: Client, run_id: str) -> Run:
@@ -173,34 +198,54 @@ def status(
     """Show a run's phase, active executions, result, the tokens and cost each execution
     reported, and a software change's review state."""
     from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.engine.launch import last_log_line
     from zeroshot_kernel.harness.usage import describe_usage, execution_usage, run_usage
+    from zeroshot_kernel.ledger.events import NodeCompleted
+    from zeroshot_kernel.ledger.failure import explain_failure
     from zeroshot_kernel.review.ledger import review_lines
 
     handle = _run_handle(open_client(ledger, target), run_id)
     current = handle.status()
-    completed = [event for _, event in handle.events(kinds={"node_completed"})]
+    events = [event for _, event in handle.events()]
+    completed = [event for event in events if isinstance(event, NodeCompleted)]
     total, each = run_usage(completed), execution_usage(completed)
+    cause = explain_failure(events)
+    controller = handle.controller()
+    last_words = (last_log_line(handle.client.workspace, handle.id)
+                  if controller.phase == "gone" else None)
     if as_json:
         document = current.to_wire()
+        document["controller"] = {"phase": controller.phase, "owner": controller.owner,
+                                  "why": controller.why, "lastLogLine": last_words}
+        if cause is not None:
+            document["failure"] = cause.to_wire()
         if total is not None:
             document["usage"] = {"total": total.to_wire(), "executions": [
                 {"execution": execution, "node": node, "usage": usage.to_wire()}
                 for execution, node, usage in each]}
         print_json(document)
         return
-    typer.echo(f"{current.run_id}  {current.title}")
+    typer.echo(printable(f"{current.run_id}  {current.title}"))
     typer.echo(f"  phase:  {current.status.phase}   (at {current.at_cursor})")
     for active in current.status.active_executions or []:
         typer.echo(f"  active: {active.node}  {active.execution}")
+    if controller.phase == "gone":
+        typer.echo(f"  controller: gone ({controller.why}); resume it with "
+                   f"`zeroshot resume {run_id}`")
+        if last_words:
+            typer.echo(printable(f"    its log ends: {last_words}"))
     if current.status.terminal_result is not None:
         typer.echo(f"  result: {describe_result(current.status.terminal_result)}")
+    if cause is not None and cause.node is not None:
+        for line in cause.lines():
+            typer.echo(printable(f"  {line}"))
     if total is not None:
         typer.echo(f"  usage:  {describe_usage(total)}")
         for execution, node, usage in each:
             typer.echo(f"    {node:<16} {execution}  {describe_usage(usage)}")
     graph = handle.client.ledger.admitted(handle.id)["graph"]
-    for line in review_lines(graph, (event for _, event in handle.events())):
-        typer.echo(f"  {line}")
+    for line in review_lines(graph, events):
+        typer.echo(printable(f"  {line}"))
 
 
 def logs(
@@ -211,16 +256,20 @@ def logs(
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Print the lines workers printed (secrets redacted), with their cursors."""
+    """Print the lines workers printed (secrets redacted), with their cursors; for a
+    failed run, then why it failed (the failing node, its error and its last error lines)."""
     handle = _run_handle(open_client(ledger, target), run_id)
     try:
         for position, line in handle.logs(cursor, follow=follow):
             if as_json:
-                typer.echo(json.dumps({"cursor": position, **line.to_wire()}))
+                typer.echo(printable(json.dumps({"cursor": position, **line.to_wire()},
+                                                ensure_ascii=False)))
             else:
-                typer.echo(f"{position:>8}  [{line.stream}] {line.line}")
+                typer.echo(printable(f"{position:>8}  [{line.stream}] {line.line}"))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    if not as_json:
+        _explain_failure(handle)
 
 
 def watch(

@@ -12,8 +12,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +24,13 @@ from zeroshot_kernel.contract.outcome import ErrorOutcome, WorkerOutcome, error
 from zeroshot_kernel.engine.decisions import Decisions, Dispatch
 from zeroshot_kernel.engine.history import HistoryBook
 from zeroshot_kernel.engine.outcomes import check_outcome
+from zeroshot_kernel.engine.owner import new_owner_id
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 from zeroshot_kernel.harness.plan import KNOWN_CONNECTIONS, NodeBinding, RuntimePlan
 from zeroshot_kernel.harness.registry import HarnessUnavailable, harness_for
-from zeroshot_kernel.ledger import EventRejected, Ledger
+from zeroshot_kernel.ledger import EventRejected, LeaseNotHeld, Ledger
 from zeroshot_kernel.ledger import state as ledger_state
 from zeroshot_kernel.ledger.events import (
     Completion,
@@ -59,6 +58,10 @@ STOP_POLL_S = 0.1
 
 class LeaseUnavailable(RuntimeError):
     """Another live controller holds the run's lease."""
+
+
+class Interrupted(Exception):
+    """The controller was asked to stop (a signal); the run stays unfinished."""
 
 
 class LeaseLost(RuntimeError):
@@ -92,10 +95,6 @@ class _Logs:
         return drained
 
 
-def controller_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 class Controller:
     """Runs one admitted run; construct, then ``await controller.run()``."""
 
@@ -107,6 +106,7 @@ class Controller:
         workspace: Path,
         in_process: bool = False,
         owner: str | None = None,
+        replacing: str | None = None,
         harnesses: Mapping[str, Harness] | None = None,
         lease_ttl_s: float = LEASE_TTL_S,
         heartbeat_s: float = HEARTBEAT_S,
@@ -114,8 +114,11 @@ class Controller:
         self.ledger = ledger
         self.run_id = run_id
         self.workspace = workspace
-        self.owner = owner or controller_id()
+        self.owner = owner or new_owner_id()
+        self._replacing = replacing
         self._in_process = in_process
+        self._interrupted: str | None = None
+        self._interrupt = asyncio.Event()
         self._harnesses: dict[str, Harness] = dict(harnesses or {})
         self._lease_ttl_s = lease_ttl_s
         self._heartbeat_s = heartbeat_s
@@ -130,13 +133,26 @@ class Controller:
         """Rebuilds only the executions a cycle changed, so a cycle's cost follows what
         happened since the last one, not the whole history."""
 
+    def interrupt(self, why: str) -> None:
+        """Stop driving the run without ending it (a SIGTERM): the running executions are
+        cancelled (their workers stopped), the interruption is recorded, and the lease is
+        released so that ``zeroshot resume`` can take over at once. Call it from the
+        controller's event loop (a signal handler of the loop)."""
+        self._interrupted = why
+        self._interrupt.set()
+
     async def run(self) -> TerminalResult | None:
-        """Drive the run to its terminal; returns it (None if the lease was lost)."""
-        if not self.ledger.acquire_lease(self.run_id, self.owner, self._lease_ttl_s):
+        """Drive the run to its terminal; returns it (None if the lease was lost or the
+        controller was interrupted)."""
+        if not self.ledger.acquire_lease(self.run_id, self.owner, self._lease_ttl_s,
+                                         replacing=self._replacing):
             raise LeaseUnavailable(f"run {self.run_id} is held by another live controller")
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
             return await self._drive()
+        except Interrupted:
+            await self._record_interruption()
+            return None
         except LeaseLost:
             log.warning("lease on %s lost; stopping without writing", self.run_id)
             return None
@@ -176,6 +192,8 @@ class Controller:
             self._append(self._attach_events(self.ledger.snapshot(self.run_id)))
         while True:
             self._check_lease()
+            if self._interrupt.is_set():
+                raise Interrupted(self.run_id)
             snapshot = self._with_pending(self.ledger.snapshot(self.run_id))
             if snapshot.force_stop_requested:
                 return await self._close(FailedResult(status="failed", reason="force_stopped"))
@@ -246,8 +264,14 @@ class Controller:
     async def _settle_some(self) -> None:
         if self._pending:  # nothing follows them this cycle: record them before waiting
             self._append([])
-        tasks = {r.task for r in self._running.values()}
-        done, _ = await asyncio.wait(tasks, timeout=STOP_POLL_S, return_when="FIRST_COMPLETED")
+        tasks: set[asyncio.Future[Any]] = {r.task for r in self._running.values()}
+        interrupt = asyncio.ensure_future(self._interrupt.wait())
+        try:
+            done, _ = await asyncio.wait(tasks | {interrupt}, timeout=STOP_POLL_S,
+                                         return_when="FIRST_COMPLETED")
+        finally:
+            interrupt.cancel()
+        done.discard(interrupt)
         if not done:
             if self._logs.pending:
                 self._append(self._logs.drain())
@@ -373,12 +397,27 @@ class Controller:
 
     def _append(self, events: Sequence[RunEvent]) -> None:
         """Record the pending completions and ``events`` in one transaction (kept pending
-        if the ledger refuses the batch)."""
+        if the ledger refuses the batch), only while this controller holds the lease."""
         batch = [*self._pending, *events]
         if batch:
             self._check_lease()
-            self.ledger.append(self.run_id, batch)
+            try:
+                self.ledger.append(self.run_id, batch, owner=self.owner)
+            except LeaseNotHeld:
+                self._lease_lost.set()
+                raise LeaseLost(self.run_id) from None
         self._pending = []
+
+    async def _record_interruption(self) -> None:
+        """Cancel the executions (their workers stop), then record what settled and why the
+        controller stopped; the executions still active are crashes for the next
+        controller to retry (``runtime_lost``)."""
+        await self._cancel_all()
+        note = SafeLog(stream="system", line=(
+            f"controller {self.owner} interrupted ({self._interrupted}); the run is "
+            f"unfinished: resume it with `zeroshot resume {self.run_id}`"))
+        with contextlib.suppress(LeaseLost):
+            self._append([*self._logs.drain(), note])
 
     def _with_pending(self, snapshot: ledger_state.RunSnapshot) -> ledger_state.RunSnapshot:
         """The run as it will be once the pending completions are recorded."""

@@ -23,8 +23,27 @@ def controller_log(workspace: Path, run_id: str) -> Path:
     return workspace / ".zeroshot" / "controllers" / f"{run_id}.log"
 
 
-def start_detached(url: str, run_id: str, workspace: Path) -> subprocess.Popen[bytes]:
-    """Start a controller process that outlives this one."""
+LOG_TAIL_BYTES = 8192
+
+
+def last_log_line(workspace: Path, run_id: str) -> str | None:
+    """The last line a detached controller of ``run_id`` logged (its final word when it
+    stopped without finishing the run), read from the log's tail only."""
+    try:
+        with controller_log(workspace, run_id).open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - LOG_TAIL_BYTES))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return lines[-1][:500] if lines else None
+
+
+def start_detached(url: str, run_id: str, workspace: Path, *, replacing: str | None = None
+                   ) -> subprocess.Popen[bytes]:
+    """Start a controller process that outlives this one; ``replacing`` names the dead
+    controller whose lease it takes over."""
     log_path = controller_log(workspace, run_id)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, LEDGER_ENV: url}
@@ -33,18 +52,21 @@ def start_detached(url: str, run_id: str, workspace: Path) -> subprocess.Popen[b
     with log_path.open("ab") as output:
         return subprocess.Popen(
             [sys.executable, "-m", "zeroshot_kernel.engine.controller_main", run_id,
-             "--workspace", str(workspace)],
+             "--workspace", str(workspace),
+             *(["--replacing", replacing] if replacing else [])],
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
             cwd=workspace, env=env, start_new_session=True, close_fds=True,
         )
 
 
-def start_in_thread(ledger: Ledger, run_id: str, workspace: Path) -> threading.Thread:
+def start_in_thread(ledger: Ledger, run_id: str, workspace: Path, *,
+                    replacing: str | None = None) -> threading.Thread:
     """Run the controller on a daemon thread of this process (notebook-defined workers):
     the run then lives only as long as this process."""
 
     def drive() -> None:
-        controller = Controller(ledger, run_id, workspace=workspace, in_process=True)
+        controller = Controller(ledger, run_id, workspace=workspace, in_process=True,
+                                replacing=replacing)
         asyncio.run(controller.run())
 
     thread = threading.Thread(target=drive, name=f"zeroshot-controller-{run_id}", daemon=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 from zeroshot_kernel.contract.outcome import error
-from zeroshot_kernel.engine.controller import LEASE_TTL_S, controller_id
+from zeroshot_kernel.engine.controller import LEASE_TTL_S
+from zeroshot_kernel.engine.owner import new_owner_id, owner_gone
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.ledger.events import (
     Completion,
@@ -29,8 +30,10 @@ def stop_run(ledger: Ledger, run_id: str) -> StopResult:
     if before.terminal is not None:
         return "already_finished"
     ledger.request_force_stop(run_id)
-    owner = f"stop:{controller_id()}"
-    if not ledger.acquire_lease(run_id, owner, LEASE_TTL_S):
+    owner = f"stop:{new_owner_id()}"
+    holder = ledger.lease(run_id)
+    dead = holder.owner if holder is not None and owner_gone(holder.owner) else None
+    if not ledger.acquire_lease(run_id, owner, LEASE_TTL_S, replacing=dead):
         return "requested"
     try:
         snapshot = ledger.snapshot(run_id)
@@ -45,7 +48,7 @@ def stop_run(ledger: Ledger, run_id: str) -> StopResult:
             for execution in snapshot.active()
         ]
         events.append(Terminal(result=FailedResult(status="failed", reason=reason)))
-        ledger.append(run_id, events)
+        ledger.append(run_id, events, owner=owner)
         return "closed"
     finally:
         ledger.release_lease(run_id, owner)

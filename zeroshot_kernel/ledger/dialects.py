@@ -9,6 +9,7 @@ lock for schema setup.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,12 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
-from zeroshot_kernel.ledger.errors import classify
+from zeroshot_kernel.ledger.errors import LedgerUnavailable, classify
 
 BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_ENV = "ZEROSHOT_LEDGER_BUSY_TIMEOUT_S"
+"""How long a SQLite ledger waits for another process's write lock before it reports the
+ledger busy (seconds; default 30)."""
 _WRITE_OPTION = "zeroshot_ledger_write"
 _SCHEMA_LOCK_KEY = 0x7A65726F73686F74  # "zeroshot"
 
@@ -59,8 +63,6 @@ def _translate_errors(engine: Engine, url: URL) -> None:
     """Every failure of the database itself (damaged, full, read-only, locked too long,
     unreachable) leaves the ledger as one :class:`LedgerUnavailable` naming the ledger, in
     whichever store or command it happens; constraint errors stay the store's to handle."""
-    shown = url.database or "" if url.get_backend_name() == "sqlite" else (
-        url.render_as_string(hide_password=True))
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
@@ -68,8 +70,16 @@ def _translate_errors(engine: Engine, url: URL) -> None:
         if isinstance(failure, exc.IntegrityError | exc.ProgrammingError | exc.DataError):
             return
         if isinstance(failure, exc.DBAPIError):
-            raise classify(shown, str(context.original_exception), url.password) from (
+            raise ledger_failure(url, context.original_exception) from (
                 context.original_exception)
+
+
+def ledger_failure(url: URL, error: BaseException) -> LedgerUnavailable:
+    """The ledger's own error for a database driver's ``error`` (also for statements run on
+    a raw DBAPI connection, which SQLAlchemy's hook does not see)."""
+    shown = url.database or "" if url.get_backend_name() == "sqlite" else (
+        url.render_as_string(hide_password=True))
+    return classify(shown, str(error), url.password)
 
 
 def lock_schema(session: Session) -> None:
@@ -86,13 +96,21 @@ def begin_raw(cursor: Any, dialect: str, *, write: bool) -> None:
         cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+def _busy_timeout_ms() -> int:
+    try:
+        seconds = float(os.environ.get(BUSY_TIMEOUT_ENV, BUSY_TIMEOUT_MS / 1000))
+    except ValueError:
+        return BUSY_TIMEOUT_MS
+    return int(seconds * 1000) if 0 <= seconds <= 3600 else BUSY_TIMEOUT_MS
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN away from the sqlite3 module; _on_begin emits it below.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {_busy_timeout_ms()}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()

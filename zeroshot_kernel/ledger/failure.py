@@ -84,6 +84,8 @@ def explain_failure(events: Iterable[RunEvent]) -> FailureCause | None:
                 terminal = result
     if terminal is None:
         return None
+    if terminal.reason == "force_stopped":  # someone stopped it: no execution is to blame
+        return FailureCause(reason=terminal.reason)
     culprit = _culprit(list(settled.values()))
     if culprit is None:
         return FailureCause(reason=terminal.reason)

@@ -11,13 +11,15 @@ from sqlmodel import Session
 from zeroshot_kernel.ledger.tables import LeaseRow
 
 
-def acquire(session: Session, run_id: str, owner: str, now: float, ttl_s: float) -> bool:
-    """Take the lease if nobody holds it, it lapsed, or ``owner`` already holds it."""
+def acquire(session: Session, run_id: str, owner: str, now: float, ttl_s: float, *,
+            replacing: str | None = None) -> bool:
+    """Take the lease if nobody holds it, it lapsed, ``owner`` already holds it, or its
+    holder is ``replacing`` (a controller the caller proved dead)."""
     lease = session.get(LeaseRow, run_id)
     if lease is None:
         session.add(LeaseRow(run_id=run_id, owner=owner, expires_at=now + ttl_s, heartbeat_at=now))
         return True
-    if lease.owner != owner and lease.expires_at > now:
+    if lease.owner not in (owner, replacing) and lease.expires_at > now:
         return False
     _extend(lease, owner, now, ttl_s)
     return True

@@ -47,7 +47,7 @@ from zeroshot_kernel.ledger.state import (
     started_execution,
 )
 from zeroshot_kernel.ledger.statements import Cursor, Row, Statement
-from zeroshot_kernel.ledger.tables import EventRow, ExecutionRow, RunRow
+from zeroshot_kernel.ledger.tables import EventRow, ExecutionRow, LeaseRow, RunRow
 
 _EVENT = TypeAdapter[RunEvent](RunEvent)
 _SETTLEMENT = TypeAdapter[NodeCompleted | ExecutionVoided](NodeCompleted | ExecutionVoided)
@@ -92,6 +92,8 @@ class Statements:
             col(RunRow.terminal_json),
         ).where(col(RunRow.run_id) == run)
         self.header = Statement(engine, header)
+        self.lease_holder = Statement(engine, select(
+            col(LeaseRow.owner), col(LeaseRow.expires_at)).where(col(LeaseRow.run_id) == run))
         self.header_locked = Statement(engine, header.with_for_update())
         execution_run = col(ExecutionRow.run_id)
         started_at = col(ExecutionRow.started_sequence)

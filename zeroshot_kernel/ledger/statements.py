@@ -9,15 +9,17 @@ connection checked out of the same pool.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from zeroshot_kernel.ledger.dialects import begin_raw
+from zeroshot_kernel.ledger.dialects import begin_raw, ledger_failure
 
 Row = tuple[Any, ...]
 
@@ -67,18 +69,36 @@ class Cursor:
 @contextmanager
 def raw_transaction(engine: Engine, *, write: bool) -> Iterator[Cursor]:
     """A transaction on a pooled DBAPI connection, begun as the engine's sessions begin
-    (``write`` takes the write lock up front on SQLite); committed, or rolled back on error."""
-    connection = engine.raw_connection()
+    (``write`` takes the write lock up front on SQLite); committed, or rolled back on error.
+    A failure of the database is raised as the ledger's :class:`LedgerUnavailable`."""
+    try:
+        connection = engine.raw_connection()
+    except BaseException as failure:
+        original = failure.orig if isinstance(failure, DBAPIError) else failure
+        if original is not None and _is_database_failure(engine, original):
+            raise ledger_failure(engine.url, original) from failure
+        raise
     try:
         cursor = connection.cursor()
         try:
             begin_raw(cursor, engine.dialect.name, write=write)
             yield Cursor(cursor)
             connection.commit()
-        except BaseException:
-            connection.rollback()
+        except BaseException as failure:
+            with contextlib.suppress(Exception):
+                connection.rollback()
+            if _is_database_failure(engine, failure):
+                raise ledger_failure(engine.url, failure) from failure
             raise
         finally:
             cursor.close()
     finally:
         connection.close()
+
+
+def _is_database_failure(engine: Engine, failure: BaseException) -> bool:
+    """Operational and database errors of the driver; its integrity errors (a duplicate
+    key the store expects and handles) are not failures of the database."""
+    dbapi = engine.dialect.loaded_dbapi
+    return isinstance(failure, dbapi.DatabaseError) and not isinstance(
+        failure, dbapi.IntegrityError | dbapi.ProgrammingError | dbapi.DataError)

@@ -38,6 +38,7 @@ from zeroshot_kernel.ledger.errors import (
     CursorAhead,
     IdempotencyConflict,
     InvalidArgument,
+    LeaseNotHeld,
     PayloadRejected,
     RunNotFound,
 )
@@ -208,17 +209,26 @@ class Ledger:
 
     # -- events -------------------------------------------------------------------------
 
-    def append(self, run_id: str, events: Sequence[RunEvent]) -> str:
+    def append(self, run_id: str, events: Sequence[RunEvent], *, owner: str | None = None
+               ) -> str:
         """Append a batch atomically and return the run's new cursor.
 
         Events are checked in order against the run's rules; if any is rejected
         (:class:`EventRejected`) or too large (:class:`PayloadRejected`), none is written.
+        With ``owner`` (a controller's id) the batch is written only while ``owner`` holds
+        a live lease, checked under the run's lock in the same transaction
+        (:class:`LeaseNotHeld` otherwise): a controller paused past its lease cannot write
+        once another took over.
         """
         if not events:
             raise InvalidArgument("a batch must hold at least one event")
         documents = _documents(events)
         with self._raw(write=True) as cursor:
             header = self._header(cursor, run_id, lock=True)
+            if owner is not None:
+                holder = cursor.first(self._statements.lease_holder, run_id=run_id)
+                if holder is None or holder[0] != owner or holder[1] <= self._clock():
+                    raise LeaseNotHeld(run_id, owner)
             snapshot = self._append_locked(cursor, header, events, documents)
         return self._keep(snapshot)
 
@@ -283,12 +293,15 @@ class Ledger:
 
     # -- leases -------------------------------------------------------------------------
 
-    def acquire_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
-        """Become the run's controller for ``ttl_s`` seconds, unless another live one is."""
+    def acquire_lease(self, run_id: str, owner: str, ttl_s: float, *,
+                      replacing: str | None = None) -> bool:
+        """Become the run's controller for ``ttl_s`` seconds, unless another live one is;
+        ``replacing`` names a holder known to be dead, whose live lease is taken over."""
         _check_lease_args(owner, ttl_s)
         with self._writing() as session:
             _lock_run(session, run_id)
-            return leases.acquire(session, run_id, owner, self._clock(), ttl_s)
+            return leases.acquire(session, run_id, owner, self._clock(), ttl_s,
+                                  replacing=replacing)
 
     def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Heartbeat: extend ``owner``'s live lease; False means it was lost."""
