@@ -195,6 +195,10 @@ def _parse_plan(
 ) -> tuple[RuntimePlan | None, list[GraphDiagnostic]]:
     if isinstance(runtime, RuntimePlan):
         return runtime, []
+    if runtime is not None and not isinstance(runtime, Mapping):
+        return None, [GraphDiagnostic(
+            code="invalid_graph_shape", path=[field_segment("runtime")],
+            message=f"a runtime plan is an object, not {type(runtime).__name__}")]
     document = dict(runtime) if runtime is not None else {}
     try:
         return RuntimePlan.model_validate(document), []
