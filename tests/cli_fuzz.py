@@ -12,6 +12,7 @@ cases with a fixed seed (``tests/test_cli_fuzz.py``); for more::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import random
@@ -109,10 +110,8 @@ def mutate(graph: Any, r: random.Random) -> str:
         depth = r.choice([100, 300, 5000])
         text = "[" * depth + text + "]" * depth
     elif form == 3:
-        try:
+        with contextlib.suppress(ValueError, yaml.YAMLError, RecursionError):
             text = yaml.safe_dump(json.loads(text), allow_unicode=False)
-        except (ValueError, yaml.YAMLError, RecursionError):
-            pass
     return text
 
 
