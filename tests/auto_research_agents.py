@@ -26,7 +26,7 @@ def reviewer_correcting_once(value: dict[str, Any], context: WorkerContext) -> V
     """Ask for corrections on the first pass of round 1, then judge like the embedded
     reviewer. The pass count comes from the records, so the worker needs no memory."""
     round_number = int(value["result"]["round"])
-    record = ResearchRecords(context.workspace).read_round(round_number)
+    record = ResearchRecords(context.workspace, value["study"]).read_round(round_number)
     if round_number == CORRECTED_ROUND and record is not None and len(record.passes) == 1:
         return _corrections(round_number, CORRECTIONS)
     return embedded_reviewer({"input": value, "engine": {}}, context)
@@ -62,10 +62,10 @@ parameter dicts). A scout proposes the first point no candidate in the records h
 so round n tries point n whatever the retries."""
 
 
-def _scripted(strategy: str, context: WorkerContext) -> Verdict:
+def _scripted(strategy: str, study: str, context: WorkerContext) -> Verdict:
     workspace = Path(context.workspace)
     points = json.loads((workspace / SCRIPT).read_text())
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, study)
     measured = ({_key(m.params) for m in records.candidates().values()}
                 if records.initialised() else set())
     point = next((p for p in points if _key(p) not in measured), points[-1])
@@ -80,15 +80,15 @@ def _key(params: dict[str, Any]) -> str:
 
 
 def scout_scripted_exploration(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    return _scripted("exploration", context)
+    return _scripted("exploration", value["study"], context)
 
 
 def scout_scripted_synthesis(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    return _scripted("synthesis", context)
+    return _scripted("synthesis", value["study"], context)
 
 
 def scout_scripted_challenge(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    return _scripted("challenge", context)
+    return _scripted("challenge", value["study"], context)
 
 
 # --- agents that fail or misbehave ---------------------------------------------------------
@@ -107,7 +107,8 @@ def reviewer_damaging_adoptions(value: dict[str, Any], context: WorkerContext) -
     verdict = embedded_reviewer({"input": value, "engine": {}}, context)
     result = value["result"]
     if verdict.signals.get("verdict") == "accepted" and result["disposition"] == "adopt":
-        stored = ResearchRecords(context.workspace).source_dir(result["candidateId"])
+        stored = ResearchRecords(context.workspace, value["study"]).source_dir(
+            result["candidateId"])
         params = stored / "params.json"
         params.write_text(params.read_text() + "\n# damaged\n")
     return verdict

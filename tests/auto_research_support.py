@@ -20,6 +20,7 @@ from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, VerifierOutcome
 from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, TerminalResult
 from zeroshot_kernel.research import ResearchRecords, load_task, parse_metric
+from zeroshot_kernel.research.studies import study_of
 from zeroshot_kernel.research.views import ResearchView, load_research_view
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -46,7 +47,8 @@ class Research:
 
     @property
     def records(self) -> ResearchRecords:
-        return ResearchRecords(self.workspace)
+        run_input = self.client.ledger.admitted(self.run.id)["initialInput"]
+        return ResearchRecords(self.workspace, study_of(run_input))
 
     def completions(self, node: str) -> list[NodeCompleted]:
         """The recorded completions of ``node``'s executions, in order."""

@@ -28,6 +28,8 @@ from zeroshot_kernel.research.protocol import (
 TEMPLATES = PROJECT_ROOT / "research_templates"
 BUNDLED = ("svc-digits", "rosenbrock", "branin")
 REVIEW_LIMIT = 64
+STUDY = "study"
+"""The study the driven rounds record into."""
 
 
 @dataclass
@@ -42,17 +44,19 @@ def drive(task: Path, workspace: Path, rounds: int, *, seed: int = 0) -> Run:
     """Run ``rounds`` rounds (fewer on an approved stop) and return what was accepted."""
     run = Run()
     for number in range(1, rounds + 1):
-        proposals = [scout(ScoutInput(task=str(task), workspace=str(workspace), round=number,
+        proposals = [scout(ScoutInput(study=STUDY,
+                                      task=str(task), workspace=str(workspace), round=number,
                                       strategy=s, seed=seed)) for s in STRATEGIES]
         due = reconsideration_due([r.to_wire() for r in run.results], rounds)
         corrections = ""
         for _ in range(REVIEW_LIMIT):
             result = researcher(ResearcherInput(
-                task=str(task), workspace=str(workspace), round=number, proposals=proposals,
-                corrections=corrections, reconsideration_due=due, seed=seed,
+                study=STUDY, task=str(task), workspace=str(workspace), round=number,
+                proposals=proposals, corrections=corrections, reconsideration_due=due,
+                seed=seed,
             ))
             run.passes.append(result)
-            verdict = reviewer(ReviewerInput(task=str(task), workspace=str(workspace),
+            verdict = reviewer(ReviewerInput(study=STUDY, task=str(task), workspace=str(workspace),
                                              result=result))
             if verdict.verdict != "corrections":
                 break

@@ -44,7 +44,7 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
     [summary] = client.runs()
     run_id = summary.run_id
     assert detached.stdout.splitlines() == [
-        f"started {run_id}: branin, 2 rounds (metric branin, minimize)",
+        f"started {run_id}: branin, 2 rounds (metric branin, minimize), study branin",
         f"follow it with: zeroshot research show {run_id}",
     ]
     # Returned while the run still waits on its first experiment: nothing has ended.

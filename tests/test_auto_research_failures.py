@@ -12,6 +12,7 @@ import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import Research, copy_task, new_workspace, python_node, start
 from engine_support import alive, controller_pid, eventually, kill, resume_when_free
+from research_driver import STUDY
 
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
@@ -205,17 +206,18 @@ def test_a_retried_pass_that_had_finished_returns_its_result(tmp_path: Path) -> 
 
     task = copy_task(tmp_path, "branin", repeats=2)
     workspace = str(tmp_path)
-    proposals = [scout(ScoutInput(task=task, workspace=workspace, round=1, strategy=s))
+    proposals = [scout(ScoutInput(study=STUDY, task=task, workspace=workspace, round=1, strategy=s))
                  for s in STRATEGIES]
-    call = ResearcherInput(task=task, workspace=workspace, round=1, proposals=proposals,
+    call = ResearcherInput(study=STUDY,
+                           task=task, workspace=workspace, round=1, proposals=proposals,
                            pass_id="run/round-1/pass-1")
     first = researcher(call)
     measured = {c: len(m.measurements) for c, m in
-                ResearchRecords(tmp_path).candidates().items()}
+                ResearchRecords(tmp_path, STUDY).candidates().items()}
     assert researcher(call) == first
     assert {c: len(m.measurements) for c, m in
-            ResearchRecords(tmp_path).candidates().items()} == measured
-    record = ResearchRecords(tmp_path).read_round(1)
+            ResearchRecords(tmp_path, STUDY).candidates().items()} == measured
+    record = ResearchRecords(tmp_path, STUDY).read_round(1)
     assert record is not None and len(record.passes) == 1
 
 

@@ -83,7 +83,7 @@ def test_reconsideration_reaches_the_researcher_through_the_engine(
     due_by_round: dict[int, bool] = {}
     for event in started:
         assert event.input["task"] == research.task
-        assert set(event.input) == {"task", "corrections", "exploration", "synthesis",
+        assert set(event.input) == {"task", "study", "corrections", "exploration", "synthesis",
                                     "challenge"}
         context = contexts[event.reference.execution]
         assert context["iterations"] == 3

@@ -36,7 +36,7 @@ def test_a_bundled_task_runs_by_name_from_any_workspace(tmp_path: Path) -> None:
     shown = zeroshot(tmp_path, "research", "show", run.run_id)
     assert shown.returncode == 0, shown.stderr
     assert round_line in shown.stdout.splitlines()
-    assert (tmp_path / ".zeroshot" / "research" / "incumbent.json").is_file()
+    assert (tmp_path / ".zeroshot" / "research" / "branin" / "incumbent.json").is_file()
 
 
 def test_a_folder_in_the_workspace_wins_over_a_bundled_name(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from research_driver import line_task, propose
+from research_driver import STUDY, line_task, propose
 
 from zeroshot_kernel.research import ResearchRecords, reconsideration_due
 from zeroshot_kernel.research.agents import researcher
@@ -65,7 +65,7 @@ def test_the_researcher_reconsiders_with_a_new_mechanism_and_an_archived_parent(
     workspace.mkdir()
 
     def research(number: int, proposals: list[Any], due: bool = False) -> Any:
-        return researcher(ResearcherInput(task=str(task), workspace=str(workspace),
+        return researcher(ResearcherInput(study=STUDY, task=str(task), workspace=str(workspace),
                                           round=number, proposals=proposals,
                                           reconsideration_due=due))
 
@@ -77,7 +77,7 @@ def test_the_researcher_reconsiders_with_a_new_mechanism_and_an_archived_parent(
                propose({"x": 0.28}, "challenge:perturb")]
     result = research(4, offered, due=True)
     assert result.reconsidered and result.approach == "exploration:tpe"
-    state = ResearchRecords(workspace).snapshot()
+    state = ResearchRecords(workspace, STUDY).snapshot()
     archived = min((m for m in state.candidates.values() if m.candidate_id not in
                     ("c001", "c004")), key=lambda m: m.metric or 0.0)
     assert result.parent_id == archived.candidate_id != "c001"

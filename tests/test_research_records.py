@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from research_driver import TEMPLATES, Run, drive
+from research_driver import STUDY, TEMPLATES, Run, drive
 
 from zeroshot_kernel.research import (
     ResearchRecords,
@@ -50,9 +50,10 @@ def research(researched: tuple[Path, Run], tmp_path: Path) -> tuple[Path, Path, 
 def _next_round(
     task_root: Path, workspace: Path, number: int, corrections: str = ""
 ) -> ResearchResult:
-    proposals = [scout(ScoutInput(task=str(task_root), workspace=str(workspace), round=number,
+    proposals = [scout(ScoutInput(study=STUDY,
+                                  task=str(task_root), workspace=str(workspace), round=number,
                                   strategy=s, seed=5)) for s in STRATEGIES]
-    return researcher(ResearcherInput(task=str(task_root), workspace=str(workspace),
+    return researcher(ResearcherInput(study=STUDY, task=str(task_root), workspace=str(workspace),
                                       round=number, proposals=proposals,
                                       corrections=corrections, seed=5))
 
@@ -62,7 +63,7 @@ def test_restored_incumbent_reproduces_its_metric(
 ) -> None:
     task_root, workspace, _ = research
     task = load_task(task_root)
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, STUDY)
     state = records.snapshot()
     assert state.incumbent is not None
     incumbent = state.candidates[state.incumbent.candidate_id]
@@ -92,7 +93,7 @@ def test_every_candidate_restores_and_verifies(
     research: tuple[Path, Path, Run], tmp_path: Path
 ) -> None:
     _, workspace, run = research
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, STUDY)
     for index, candidate_id in enumerate(records.snapshot().candidates):
         assert restore_candidate(records, candidate_id, tmp_path / str(index)).ok
     with pytest.raises(FileExistsError):
@@ -102,13 +103,13 @@ def test_every_candidate_restores_and_verifies(
 
 def test_tampered_candidate_is_sent_back_then_repaired(research: tuple[Path, Path, Run]) -> None:
     task_root, workspace, run = research
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, STUDY)
     result = run.results[-1]
     target = records.source_dir(result.candidate_id) / "objective.py"
     target.write_text(target.read_text() + "# tampered\n")
     assert not verify_candidate(records, result.candidate_id).ok
 
-    verdict = reviewer(ReviewerInput(task=str(task_root), workspace=str(workspace),
+    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
                                      result=result))
     assert verdict.verdict == "corrections"
     assert "do not match its manifest" in verdict.corrections
@@ -121,14 +122,14 @@ def test_tampered_candidate_is_sent_back_then_repaired(research: tuple[Path, Pat
     assert verify_candidate(records, result.candidate_id).ok
     record = records.read_round(result.round)
     assert record is not None and len(record.passes) == 2 and record.result == corrected
-    again = reviewer(ReviewerInput(task=str(task_root), workspace=str(workspace),
+    again = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
                                    result=corrected))
     assert again.verdict == "accepted", again.reason
 
 
 def test_damaged_parent_is_reported_and_rebuilt(research: tuple[Path, Path, Run]) -> None:
     task_root, workspace, _ = research
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
     (records.source_dir(incumbent.candidate_id) / "params.json").write_text("{}\n")
@@ -140,7 +141,7 @@ def test_damaged_parent_is_reported_and_rebuilt(research: tuple[Path, Path, Run]
 
 def test_unrepairable_bytes_are_reported_and_rejected(research: tuple[Path, Path, Run]) -> None:
     task_root, workspace, _ = research
-    records = ResearchRecords(workspace)
+    records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
     for source in (records.source_dir(incumbent.candidate_id), task_root / "candidate"):
@@ -148,7 +149,7 @@ def test_unrepairable_bytes_are_reported_and_rejected(research: tuple[Path, Path
     result = _next_round(task_root, workspace, 6)
     assert not result.bytes_verified and result.disposition == "reject"
     assert f"cannot restore {incumbent.candidate_id}" in result.evidence
-    verdict = reviewer(ReviewerInput(task=str(task_root), workspace=str(workspace),
+    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
                                      result=result))
     assert verdict.verdict == "corrections" and "not verified" in verdict.corrections
 
@@ -164,7 +165,7 @@ def test_the_row_is_recorded_before_any_restore(
     monkeypatch.setattr("zeroshot_kernel.research.agents.researcher_agent.verify_candidate", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         _next_round(task_root, workspace, 6)
-    record = ResearchRecords(workspace).read_round(6)
+    record = ResearchRecords(workspace, STUDY).read_round(6)
     assert record is not None and record.passes[-1].status == "started"
     assert record.passes[-1].proposal is not None and record.result is None
 
@@ -174,12 +175,12 @@ def test_a_retried_round_starts_a_new_pass_against_the_same_incumbent(
 ) -> None:
     task_root, workspace, run = research
     last = run.results[-1]
-    first = ResearchRecords(workspace).read_round(last.round)
+    first = ResearchRecords(workspace, STUDY).read_round(last.round)
     assert first is not None
-    again = researcher(ResearcherInput(task=str(task_root), workspace=str(workspace),
+    again = researcher(ResearcherInput(study=STUDY, task=str(task_root), workspace=str(workspace),
                                        round=last.round, proposals=first.passes[0].proposals,
                                        reconsideration_due=last.reconsidered, seed=5))
     assert again.incumbent_id == last.incumbent_id
     assert again.candidate_id == last.candidate_id and again.params == last.params
-    record = ResearchRecords(workspace).read_round(last.round)
+    record = ResearchRecords(workspace, STUDY).read_round(last.round)
     assert record is not None and len(record.passes) == 2 and record.result == again

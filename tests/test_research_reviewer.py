@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from research_driver import line_task, propose
+from research_driver import STUDY, line_task, propose
 
 from zeroshot_kernel.research import IncumbentRecord, ResearchRecords, ResearchResult
 from zeroshot_kernel.research.agents import researcher, reviewer
@@ -19,15 +19,17 @@ class Lab:
         self.task = line_task(root / "task", target=target)
         self.workspace = root / "ws"
         self.workspace.mkdir()
-        self.records = ResearchRecords(self.workspace)
+        self.records = ResearchRecords(self.workspace, STUDY)
 
     def research(self, number: int, x: float, corrections: str = "") -> ResearchResult:
-        return researcher(ResearcherInput(task=str(self.task), workspace=str(self.workspace),
+        return researcher(ResearcherInput(study=STUDY,
+                                          task=str(self.task), workspace=str(self.workspace),
                                           round=number, proposals=[propose({"x": x})],
                                           corrections=corrections))
 
     def review(self, result: ResearchResult) -> ReviewVerdict:
-        return reviewer(ReviewerInput(task=str(self.task), workspace=str(self.workspace),
+        return reviewer(ReviewerInput(study=STUDY,
+                                      task=str(self.task), workspace=str(self.workspace),
                                       result=result))
 
     def rewrite(self, result: ResearchResult, **changes: object) -> ResearchResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from research_driver import BUNDLED, TEMPLATES, drive
+from research_driver import BUNDLED, STUDY, TEMPLATES, drive
 
 from zeroshot_kernel.contract.payload import RecordType, check_value
 from zeroshot_kernel.research import ResearchRecords, load_task, verify_candidate
@@ -21,7 +21,7 @@ def test_ten_rounds_on_a_bundled_task(tmp_path: Path, name: str) -> None:
     task = load_task(TEMPLATES / name)
     run = drive(task.root, tmp_path, ROUNDS, seed=11)
     assert [r.round for r in run.results] == list(range(1, ROUNDS + 1))
-    records = ResearchRecords(tmp_path)
+    records = ResearchRecords(tmp_path, STUDY)
     state = records.snapshot()
     baseline = state.rounds[0].result
     assert baseline is not None and baseline.metric is not None

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from research_driver import TEMPLATES, drive, line_task, propose
+from research_driver import STUDY, TEMPLATES, drive, line_task, propose
 
 from zeroshot_kernel.research import REMEASURE, STRATEGIES, ResearchRecords, load_task
 from zeroshot_kernel.research.agents import researcher, reviewer, scout
@@ -23,7 +23,7 @@ from zeroshot_kernel.research.protocol import (
 
 def _ask(task: Path, workspace: Path, strategy: Strategy, number: int = 4,
          seed: int = 0) -> ScoutProposal:
-    return scout(ScoutInput(task=str(task), workspace=str(workspace), round=number,
+    return scout(ScoutInput(study=STUDY, task=str(task), workspace=str(workspace), round=number,
                             strategy=strategy, seed=seed))
 
 
@@ -54,7 +54,7 @@ def test_scouts_are_read_only_and_deterministic(rosenbrock: tuple[Path, Path]) -
 
 def test_exploration_is_fed_the_recorded_evaluations(rosenbrock: tuple[Path, Path]) -> None:
     task, workspace = rosenbrock
-    state = ResearchRecords(workspace).snapshot()
+    state = ResearchRecords(workspace, STUDY).snapshot()
     measured = sum(m.metric is not None for m in state.candidates.values())
     proposal = _ask(task, workspace, "exploration", 7)
     assert proposal.approach == "exploration:tpe"
@@ -67,7 +67,7 @@ def test_exploration_is_fed_the_recorded_evaluations(rosenbrock: tuple[Path, Pat
 def test_synthesis_draws_around_the_best_candidates(rosenbrock: tuple[Path, Path]) -> None:
     task, workspace = rosenbrock
     spec = load_task(task).spec
-    best = ranked(spec, ResearchRecords(workspace).snapshot().candidates)[:3]
+    best = ranked(spec, ResearchRecords(workspace, STUDY).snapshot().candidates)[:3]
     names = ", ".join(m.candidate_id for m in best)
     draws = [_ask(task, workspace, "synthesis", 7, seed=s) for s in range(20)]
     assert all(f"the 3 best ({names})" in d.rationale for d in draws)
@@ -87,18 +87,20 @@ def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: 
     assert start.params != {"x": 1.0}
 
     # a rival within the noise floor of an incumbent measured only three times
-    rival = researcher(ResearcherInput(task=str(task), workspace=str(workspace), round=1,
+    rival = researcher(ResearcherInput(study=STUDY,
+                                       task=str(task), workspace=str(workspace), round=1,
                                        proposals=[propose({"x": 0.8})]))
     assert rival.disposition == "reject" and rival.gain <= rival.noise_floor
     challenge = _ask(task, workspace, "challenge", 2)
     assert challenge.approach == REMEASURE and challenge.params == {"x": 1.0}
     assert "the lead may be noise" in challenge.rationale
 
-    remeasured = researcher(ResearcherInput(task=str(task), workspace=str(workspace), round=2,
+    remeasured = researcher(ResearcherInput(study=STUDY,
+                                            task=str(task), workspace=str(workspace), round=2,
                                             proposals=[challenge]))
     assert remeasured.candidate_id == remeasured.incumbent_id == "c000"
     assert remeasured.disposition == "reject" and len(remeasured.metric_repeats) == 6
-    verdict = reviewer(ReviewerInput(task=str(task), workspace=str(workspace),
+    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task), workspace=str(workspace),
                                      result=remeasured))
     assert verdict.verdict == "accepted"
     assert _ask(task, workspace, "challenge", 3).approach == "challenge:perturb"
@@ -126,8 +128,8 @@ def test_every_strategy_respects_int_and_categorical_parameters(tmp_path: Path) 
             assert checker.check_params(proposal.params) == proposal.params
             assert type(proposal.params["depth"]) is int
             assert proposal.params["kind"] in ("a", "b", "c")
-    manifest = ResearchRecords(workspace).read_manifest("c001")
+    manifest = ResearchRecords(workspace, STUDY).read_manifest("c001")
     assert manifest is not None
-    written = json.loads((ResearchRecords(workspace).source_dir("c001") / "params.json")
+    written = json.loads((ResearchRecords(workspace, STUDY).source_dir("c001") / "params.json")
                          .read_text())
     assert written == manifest.params  # proposals edit the params file, nothing else

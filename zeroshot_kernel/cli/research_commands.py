@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic.alias_generators import to_camel
 
 from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
-from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
+from zeroshot_kernel.cli.output import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    fail_usage,
+    print_diagnostics,
+    print_json,
+    printable,
+)
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Run
@@ -49,15 +57,22 @@ def run(
     push: Annotated[
         bool, typer.Option("--push", help="Publish each accepted round with git.")
     ] = False,
+    study: Annotated[str | None, typer.Option(
+        help="The study to continue or start (records in .zeroshot/research/STUDY; default: "
+             "the task folder's name).")] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
     """Run auto-research on TASK, printing each reviewed round as it closes.
 
-    Example: zeroshot research run rosenbrock --iterations 5
+    A run on an existing study continues from its incumbent; a study with an unfinished
+    run is refused before anything starts.
+
+    Example: zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
     """
     from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.research.studies import StudyError, claim_study, default_study
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -69,9 +84,15 @@ def run(
     _check_harness(harness)
     if push:
         _check_push(client.workspace)
+    reference = _task_reference(loaded.root, client.workspace)
+    chosen = study or default_study(reference)
+    try:
+        claim_study(client, client.workspace, chosen, reference)
+    except StudyError as refused:
+        fail_usage(str(refused))
     expansion = expand_template("auto-research", TemplateOptions(
-        task=_task_reference(loaded.root, client.workspace), iterations=iterations, push=push,
-        harness=harness, model=model,
+        task=reference, iterations=iterations, push=push, harness=harness, model=model,
+        study=chosen,
     ))
     try:
         started = client.submit(expansion.graph, input=expansion.input,
@@ -81,7 +102,7 @@ def run(
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
     typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
-               f"(metric {loaded.spec.metric}, {loaded.spec.direction})")
+               f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study {chosen}")
     if detach:
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
@@ -199,6 +220,7 @@ def show(
     from dataclasses import asdict
 
     from zeroshot_kernel.ledger import RunNotFound
+    from zeroshot_kernel.ledger.failure import explain_failure
     from zeroshot_kernel.research.views import load_research_view
 
     client = open_client(ledger, target)
@@ -206,13 +228,88 @@ def show(
         view = load_research_view(client.ledger, run_id)
     except RunNotFound:
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
+    cause = explain_failure(event for _, event in client.run(run_id).events())
     if as_json:
-        document = asdict(view)
+        document = _camel(asdict(view))
         document["terminal"] = view.terminal.to_wire() if view.terminal else None
-        typer.echo(json.dumps(document, indent=2, default=str))
+        document["failure"] = cause.to_wire() if cause else None
+        print_json(json.loads(json.dumps(document, default=str)))
         return
     typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
                + ("" if view.terminal else f", round {view.active_round} in progress"))
     for round_view in view.rounds:
         typer.echo(round_line(round_view))
     _summary(view)
+    if cause is not None:
+        for line in cause.lines():
+            typer.echo(printable(line))
+
+
+def _camel(value: Any) -> Any:
+    """Keys in camelCase, as the graph contract and ``status --json`` write them."""
+    if isinstance(value, dict):
+        return {to_camel(str(key)): _camel(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_camel(item) for item in value]
+    return value
+
+
+@research_app.command("studies")
+def studies(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List the workspace's studies: task, runs, rounds, candidates, incumbent and metric.
+
+    Example: zeroshot research studies --json
+    """
+    from zeroshot_kernel.research.studies import list_studies
+    from zeroshot_kernel.workspace import find_workspace
+
+    found = list_studies(find_workspace())
+    if as_json:
+        print_json([study.to_wire() for study in found])
+        return
+    if not found:
+        typer.echo("no studies yet (zeroshot research run TASK starts one)")
+    for study in found:
+        metric = "n/a" if study.incumbent_metric is None else f"{study.incumbent_metric:.6g}"
+        typer.echo(f"{study.name:<20} task {study.task or '?':<16} {study.runs} run(s), "
+                   f"{study.rounds} round(s), {study.candidates} candidate(s); incumbent "
+                   f"{study.incumbent_id or '-'} ({metric})")
+
+
+@research_app.command("restore")
+def restore(
+    study_or_run: Annotated[str, typer.Argument(
+        help="A study name, or an auto-research run id (its study is used).")],
+    candidate: Annotated[str, typer.Argument(help="Candidate id, e.g. c004.")],
+    directory: Annotated[Path, typer.Argument(help="Where to write the candidate's source.")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Write into DIRECTORY even if it is not empty.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Write a candidate's recorded source into DIRECTORY, verified against its content hash.
+
+    Example: zeroshot research restore rosenbrock c004 ./best
+    """
+    from zeroshot_kernel.research.restore import RestoreError, restore_candidate_source
+    from zeroshot_kernel.research.studies import study_of
+    from zeroshot_kernel.workspace import find_workspace
+
+    study = study_or_run
+    if study_or_run.startswith("run-"):
+        from zeroshot_kernel.ledger import RunNotFound
+
+        client = open_client(ledger, target)
+        try:
+            study = study_of(client.ledger.admitted(study_or_run).get("initialInput"))
+        except RunNotFound:
+            fail_usage(f"no run {study_or_run} in ledger {client.display_url}")
+    try:
+        written = restore_candidate_source(find_workspace(), study, candidate, directory,
+                                           force=force)
+    except RestoreError as problem:
+        fail_usage(str(problem))
+    typer.echo(f"restored {candidate} of study {study} into {directory} "
+               f"({written.files} file(s), content sha256 {written.content_sha256[:12]}…)")

@@ -23,6 +23,7 @@ from zeroshot_kernel.delivery.worktree import (
     open_repository,
 )
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
+from zeroshot_kernel.research.studies import study_of
 
 SIGNAL = "delivery"
 CHANGE_DELIVERY_PREFIX = "builtin.git-delivery."
@@ -43,6 +44,7 @@ class GitDeliveryHarness:
         try:
             delivered = await deliver(
                 workspace=request.workspace.resolve(), run_id=request.run_id, task=task,
+                study=study_of(request.run_input),
                 payload=request.input, log=lambda line: request.log("output", line),
             )
         except DeliveryRefused as refused:

@@ -32,6 +32,7 @@ from zeroshot_kernel.delivery.worktree import (
 )
 from zeroshot_kernel.research.candidates import BytesCheck, restore_candidate
 from zeroshot_kernel.research.records import ResearchRecords
+from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import CANDIDATE_DIR
 
 DeliverySignal = Literal["published", "skipped", "repair_requested"]
@@ -56,7 +57,7 @@ async def preflight(workspace: Path) -> Remote:
 
 
 async def deliver(
-    *, workspace: Path, run_id: str, task: str, payload: dict[str, Any],
+    *, workspace: Path, run_id: str, task: str, study: str, payload: dict[str, Any],
     log: Callable[[str], None],
 ) -> Delivered:
     """Publish ``payload`` (the deliver node's input: ``result``, ``title``,
@@ -75,7 +76,7 @@ async def deliver(
                 "Zeroshot-Candidate": candidate}
     if not await _committed(worktree, trailers):
         problem = await asyncio.to_thread(
-            _restore, ResearchRecords(workspace), candidate, str(result["candidateSha256"]),
+            _restore, records_for(workspace, study), candidate, str(result["candidateSha256"]),
             worktree.path / folder)
         if problem:
             return Delivered("repair_requested", f"round {number}: {problem}")

@@ -31,6 +31,7 @@ from zeroshot_kernel.research.protocol import (
     Strategy,
 )
 from zeroshot_kernel.research.reconsider import reconsideration_due
+from zeroshot_kernel.research.studies import records_for, study_of
 from zeroshot_kernel.research.views import research_view
 from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS
 from zeroshot_kernel.workers import Verdict, WorkerContext
@@ -66,16 +67,20 @@ def recorded_contexts(events: Iterable[RunEvent]) -> dict[str, dict[str, Any]]:
 
 
 def _context(request: ExecutionRequest) -> dict[str, Any]:
+    """Rounds are numbered across the study (see ``ResearchRecords.round_offset``)."""
     view = research_view(request.events())
     accepted = [
         {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
          "reconsidered": r.reconsidered}
         for r in view.rounds
     ]
-    options = (request.run_input or {}).get("options") or {}
+    run_input = request.run_input or {}
+    options = run_input.get("options") or {}
     iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
+    offset = records_for(request.workspace, study_of(run_input)).round_offset(
+        request.run_id, str(run_input.get("task", "")))
     return {
-        "round": view.active_round,
+        "round": offset + view.active_round,
         "pass": view.passes_in_progress + 1,
         "iterations": iterations,
         "reconsiderationDue": reconsideration_due(accepted, iterations),
@@ -94,7 +99,8 @@ def _workspace(context: WorkerContext) -> str:
 def _scout(strategy: Strategy, call: dict[str, Any], context: WorkerContext) -> Verdict:
     engine = call["engine"]
     proposal = run_scout(ScoutInput(
-        task=call["input"]["task"], workspace=_workspace(context), round=engine["round"],
+        task=call["input"]["task"], study=call["input"]["study"],
+        workspace=_workspace(context), round=engine["round"],
         strategy=strategy, seed=engine["seed"],
     ))
     return Verdict(signals={}, output={"proposal": proposal.to_wire()})
@@ -117,7 +123,8 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
     proposals = [ScoutProposal.model_validate(graph_input[s]) for s in STRATEGIES
                  if graph_input[s].get("approach") != "none yet"]
     result = run_researcher(ResearcherInput(
-        task=graph_input["task"], workspace=_workspace(context), round=engine["round"],
+        task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
+        round=engine["round"],
         proposals=proposals, corrections=graph_input["corrections"],
         reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
         pass_id=f"{context.run_id}/round-{engine['round']}/pass-{engine['pass']}",
@@ -128,7 +135,7 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
 def reviewer(call: dict[str, Any], context: WorkerContext) -> Verdict:
     graph_input = call["input"]
     verdict = run_reviewer(ReviewerInput(
-        task=graph_input["task"], workspace=_workspace(context),
+        task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
         result=ResearchResult.model_validate(graph_input["result"]),
     ))
     return Verdict(

@@ -59,6 +59,8 @@ class ResearchModel(ContractModel):
 class ScoutInput(ResearchModel):
     task: str
     """The task folder; a relative path is inside the workspace."""
+    study: str
+    """The study whose records this call reads (and the researcher writes)."""
     workspace: str
     round: Annotated[int, Field(ge=1)]
     strategy: Strategy
@@ -74,6 +76,7 @@ class ScoutProposal(ResearchModel):
 
 class ResearcherInput(ResearchModel):
     task: str
+    study: str
     workspace: str
     round: Annotated[int, Field(ge=1)]
     proposals: Annotated[list[ScoutProposal], Field(min_length=1)]
@@ -119,6 +122,7 @@ class ResearchResult(ResearchModel):
 
 class ReviewerInput(ResearchModel):
     task: str
+    study: str
     workspace: str
     result: ResearchResult
 

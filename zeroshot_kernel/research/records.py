@@ -1,12 +1,18 @@
-"""The research records on disk, under ``<workspace>/.zeroshot/research/``.
+"""The research records on disk, one folder per study:
+``<workspace>/.zeroshot/research/<study>/``.
 
 Layout (the researcher writes, scouts and the reviewer only read)::
 
+    study.json                              the study's task, and each run's first round
     charter.md  summary.md  backlog.md      human-readable, re-rendered from the JSON below
     incumbent.json                          the adopted candidate the next round builds on
     rounds/<NNN>.json                       per-round evidence, one entry per pass
     candidates/<id>/manifest.json           per-file SHA-256, content hash, parent, params,
     candidates/<id>/source/...              every measurement; and the full restorable source
+
+Rounds are numbered across the study: a run continuing a study starts after the rounds
+recorded before it (its offset is fixed in ``study.json`` by its first call), so its
+candidate ids continue the study's numbering and nothing an earlier run wrote is rewritten.
 
 A round's pass is written as ``started`` before anything is restored or reset, so a crash
 in the middle still leaves the row that says what was being tried (and how, so that a
@@ -116,6 +122,13 @@ class RoundRecord(ContractModel):
         return next((p.result for p in reversed(self.passes) if p.result is not None), None)
 
 
+class StudyRecord(ContractModel):
+    """Which task a study researches, and where each of its runs started counting rounds."""
+
+    task: str
+    run_offsets: dict[str, int] = Field(default_factory=dict)
+
+
 class IncumbentRecord(ContractModel):
     candidate_id: str
     adopted_round: int
@@ -151,10 +164,30 @@ class ResearchState:
 
 
 class ResearchRecords:
-    """Typed reads and atomic writes of the files under ``.zeroshot/research/``."""
+    """Typed reads and atomic writes of one study's files under ``.zeroshot/research/``."""
 
-    def __init__(self, workspace: str | Path) -> None:
-        self.root = Path(workspace).resolve() / RECORDS_DIR
+    def __init__(self, workspace: str | Path, study: str) -> None:
+        self.study = study
+        self.root = Path(workspace).resolve() / RECORDS_DIR / study
+
+    @property
+    def study_path(self) -> Path:
+        return self.root / "study.json"
+
+    def read_study(self) -> StudyRecord | None:
+        return _read(self.study_path, StudyRecord)
+
+    def round_offset(self, run_id: str, task: str) -> int:
+        """Rounds the study recorded before ``run_id`` started (fixed on its first call,
+        so a retried execution gets the same numbers)."""
+        study = self.read_study() or StudyRecord(task=task)
+        if run_id not in study.run_offsets:
+            recorded = [int(p.stem) for p in (self.root / "rounds").glob("*.json")
+                        if p.stem.isdigit()]
+            study = study.model_copy(update={
+                "run_offsets": {**study.run_offsets, run_id: max(recorded, default=0)}})
+            _write_json(self.study_path, study)
+        return study.run_offsets[run_id]
 
     @property
     def charter_path(self) -> Path:

@@ -35,6 +35,9 @@ class TemplateOptions:
 
     task: str = ""
     iterations: int | None = None
+    study: str | None = None
+    """auto-research: the study whose records the run continues (default: the task
+    folder's name)."""
     push: bool = False
     harness: str = "local"
     provider: str | None = None
@@ -106,7 +109,7 @@ def _auto_research(options: TemplateOptions) -> Expansion:
         nodes["deliver"] = {"kind": "git_delivery"}
     return Expansion(
         graph=auto_research_graph(iterations, push=options.push),
-        input=auto_research_input(options.task, options.iterations),
+        input=auto_research_input(options.task, options.iterations, options.study),
         runtime=_plan(options, nodes),
     )
 

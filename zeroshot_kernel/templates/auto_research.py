@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zeroshot_kernel.research.studies import check_study_name, default_study
 from zeroshot_kernel.templates.build import (
     Doc,
     any_of,
@@ -72,23 +73,25 @@ RESULT = record(
 REVIEW = record({"reason": string(), "corrections": string(), "title": string(),
                  "description": string()})
 OPTIONS = record(optional={"iterations": integer()})
-CARRIED = {"task": string(), "corrections": string(), "reviewTitle": string(),
+CARRIED = {"task": string(), "study": string(), "corrections": string(), "reviewTitle": string(),
            "reviewDescription": string(), **{s: PROPOSAL for s in STRATEGIES}}
-"""Fields the run input carries from the start (the template fills all but ``task``)."""
+"""Fields the run input carries from the start (the template fills all but ``task`` and
+``study``)."""
 INPUT = record(CARRIED, optional={"options": OPTIONS})
 STATE = record(CARRIED, optional={"options": OPTIONS, "result": RESULT})
 
 SCOUT_INSTRUCTIONS = {
     "exploration": "Propose one direction nobody has tried yet for this research task. Read "
-    "the charter and the records under .zeroshot/research; change nothing.",
+    "the charter and the study's records under .zeroshot/research/<study>; change nothing.",
     "synthesis": "Propose one direction that combines what worked in the best accepted "
-    "candidates. Read the records under .zeroshot/research; change nothing.",
+    "candidates. Read the study's records under .zeroshot/research/<study>; change nothing.",
     "challenge": "Question the incumbent or its measurement: propose a perturbation or a "
     "re-measurement that would expose a false gain. Change nothing.",
 }
 RESEARCHER_INSTRUCTIONS = (
     "Select the parent candidate and one proposal, verify or restore the parent's bytes, run "
-    "the experiment within its time budget, keep the records under .zeroshot/research, and "
+    "the experiment within its time budget, keep the study's records under "
+    ".zeroshot/research/<study>, and "
     "return the typed result with compact evidence and a proposed disposition. When the "
     "input carries corrections, address them in this same round. Never use git."
 )
@@ -104,8 +107,9 @@ def scout(strategy: str) -> Doc:
     name = f"scout_{strategy}"
     return verifier(
         name, f"zeroshot.research.scout-{strategy}@1",
-        input=record({"task": string()}), output=record({"proposal": PROPOSAL}), signals={},
-        diagnostic={"kind": "null"}, input_bindings=[from_state(["task"])],
+        input=record({"task": string(), "study": string()}),
+        output=record({"proposal": PROPOSAL}), signals={},
+        diagnostic={"kind": "null"}, input_bindings=[from_state(["task"]), from_state(["study"])],
         write_bindings=[write([strategy], name, "out", ["proposal"])],
         instructions=SCOUT_INSTRUCTIONS[strategy], attempts=ATTEMPTS,
     )
@@ -114,10 +118,10 @@ def scout(strategy: str) -> Doc:
 def researcher() -> Doc:
     return step(
         "researcher", "zeroshot.research.researcher@1",
-        input=record({"task": string(), "corrections": string(),
+        input=record({"task": string(), "study": string(), "corrections": string(),
                       **{s: PROPOSAL for s in STRATEGIES}}),
         output=record({"result": RESULT}),
-        input_bindings=[from_state([f]) for f in ("task", "corrections", *STRATEGIES)],
+        input_bindings=[from_state([f]) for f in ("task", "study", "corrections", *STRATEGIES)],
         write_bindings=[write(["result"], "researcher", "out", ["result"])],
         instructions=RESEARCHER_INSTRUCTIONS, attempts=ATTEMPTS,
     )
@@ -126,9 +130,9 @@ def researcher() -> Doc:
 def reviewer() -> Doc:
     return verifier(
         "reviewer", "zeroshot.research.reviewer@1",
-        input=record({"task": string(), "result": RESULT}), output={"kind": "null"},
-        signals={"verdict": list(VERDICTS)}, diagnostic=REVIEW,
-        input_bindings=[from_state(["task"]), from_state(["result"])],
+        input=record({"task": string(), "study": string(), "result": RESULT}),
+        output={"kind": "null"}, signals={"verdict": list(VERDICTS)}, diagnostic=REVIEW,
+        input_bindings=[from_state(["task"]), from_state(["study"]), from_state(["result"])],
         write_bindings=[write(["corrections"], "reviewer", "diagnostic", ["corrections"]),
                         write(["reviewTitle"], "reviewer", "diagnostic", ["title"]),
                         write(["reviewDescription"], "reviewer", "diagnostic", ["description"])],
@@ -218,11 +222,14 @@ def auto_research_graph(iterations: int = DEFAULT_ITERATIONS, *, push: bool = Fa
     return graph(INPUT, root)
 
 
-def auto_research_input(task: str, iterations: int | None = None) -> dict[str, Any]:
-    """The run input: the task, plus empty review fields and placeholder proposals that
-    the first round replaces (a scout that fails ends the run before they are read)."""
+def auto_research_input(task: str, iterations: int | None = None, study: str | None = None
+                        ) -> dict[str, Any]:
+    """The run input: the task and its study (by default the task folder's name), plus
+    empty review fields and placeholder proposals that the first round replaces (a scout
+    that fails ends the run before they are read)."""
     document: dict[str, Any] = {
-        "task": task, "corrections": "", "reviewTitle": "", "reviewDescription": "", **{
+        "task": task, "study": check_study_name(study) if study else default_study(task),
+        "corrections": "", "reviewTitle": "", "reviewDescription": "", **{
         s: {"strategy": s, "approach": "none yet", "paramsJson": "{}", "rationale": ""}
         for s in STRATEGIES}}
     if iterations is not None:

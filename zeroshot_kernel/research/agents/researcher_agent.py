@@ -45,6 +45,7 @@ from zeroshot_kernel.research.records import (
     RoundRecord,
 )
 from zeroshot_kernel.research.render import backlog, charter, summary
+from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
 
 BASELINE_ID = "c000"
@@ -57,7 +58,7 @@ def candidate_id_for(round_number: int) -> str:
 def researcher(request: ResearcherInput) -> ResearchResult:
     """Run one pass of ``request.round`` and return its result (also written to the records)."""
     task = resolve_task(request.task, request.workspace)
-    records = ResearchRecords(request.workspace)
+    records = records_for(request.workspace, request.study)
     if not records.initialised():
         _measure_baseline(task, records, request.seed)
     previous = records.read_round(request.round)

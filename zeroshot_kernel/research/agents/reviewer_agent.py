@@ -20,12 +20,13 @@ from zeroshot_kernel.research.protocol import (
     VerdictLabel,
 )
 from zeroshot_kernel.research.records import ResearchRecords, ResearchState
+from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
 
 
 def reviewer(request: ReviewerInput) -> ReviewVerdict:
     task = resolve_task(request.task, request.workspace)
-    records = ResearchRecords(request.workspace)
+    records = records_for(request.workspace, request.study)
     state = records.snapshot()
     result = request.result
     corrections = _evidence_problems(task, records, state, result)

@@ -9,7 +9,8 @@ from zeroshot_kernel.research.agents.exploration import explore
 from zeroshot_kernel.research.agents.seeding import derive_seed
 from zeroshot_kernel.research.agents.synthesis import synthesize
 from zeroshot_kernel.research.protocol import ScoutInput, ScoutProposal, Strategy
-from zeroshot_kernel.research.records import ResearchRecords, ResearchState
+from zeroshot_kernel.research.records import ResearchState
+from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
 
 _STRATEGIES: dict[Strategy, Callable[[ResearchTask, ResearchState, int], ScoutProposal]] = {
@@ -22,6 +23,6 @@ _STRATEGIES: dict[Strategy, Callable[[ResearchTask, ResearchState, int], ScoutPr
 def scout(request: ScoutInput) -> ScoutProposal:
     """Propose parameters for the next round; deterministic given the records and the seed."""
     task = resolve_task(request.task, request.workspace)
-    state = ResearchRecords(request.workspace).snapshot()
+    state = records_for(request.workspace, request.study).snapshot()
     seed = derive_seed(request.seed, "scout", request.strategy, request.round)
     return _STRATEGIES[request.strategy](task, state, seed)

@@ -1,0 +1,71 @@
+"""Restoring a study's candidate: its recorded source, written out only after it was
+verified against the content hash in its manifest.
+
+Example::
+
+    from zeroshot_kernel.research import restore_candidate_source
+    restore_candidate_source(".", "rosenbrock", "c004", "best")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from zeroshot_kernel.research.candidates import restore_candidate, verify_candidate
+from zeroshot_kernel.research.studies import StudyError, records_for
+
+_CANDIDATE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class RestoreError(ValueError):
+    """The candidate cannot be restored as asked; nothing was written."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    files: int
+    content_sha256: str
+
+
+def restore_candidate_source(
+    workspace: str | os.PathLike[str], study: str, candidate: str,
+    directory: str | os.PathLike[str], *, force: bool = False,
+) -> Restored:
+    """Write ``candidate`` of ``study`` into ``directory``: refused (nothing written) when
+    the study or candidate is unknown, when its recorded bytes no longer match their
+    content hash, or when ``directory`` holds files (unless ``force``, which replaces
+    same-named files)."""
+    try:
+        records = records_for(workspace, study)
+    except StudyError as bad:
+        raise RestoreError(str(bad)) from None
+    if not records.root.is_dir():
+        raise RestoreError(f"no study {study!r} in {Path(workspace).resolve()}")
+    manifest = records.read_manifest(candidate) if _CANDIDATE.match(candidate) else None
+    if manifest is None:
+        raise RestoreError(f"study {study!r} has no candidate {candidate!r}")
+    stored = verify_candidate(records, candidate)
+    if not stored.ok:
+        raise RestoreError(f"the recorded source of {candidate} does not match its content hash "
+                           f"({'; '.join(stored.problems[:3])}); nothing was written")
+    target = Path(directory)
+    if target.exists() and not target.is_dir():
+        raise RestoreError(f"{target} is not a folder")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise RestoreError(f"{target} is not empty; use --force (force=True) to write into it")
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target, prefix=".restore-") as scratch:
+        copied = restore_candidate(records, candidate, Path(scratch) / "source")
+        if not copied.ok:
+            raise RestoreError(f"the copy of {candidate} did not verify "
+                               f"({'; '.join(copied.problems[:3])}); nothing was written")
+        for path in sorted(manifest.files):
+            destination = target / path
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(scratch) / "source" / path, destination)
+    return Restored(files=len(manifest.files), content_sha256=manifest.content_sha256)
