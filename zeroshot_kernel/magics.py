@@ -66,14 +66,17 @@ def research(
     harness: Annotated[str, typer.Option(help="local, python, claude, codex or openai.")] = "local",
     provider: Annotated[str | None, typer.Option(help="Provider for a model harness.")] = None,
     model: Annotated[str | None, typer.Option(help="Model for a model harness.")] = None,
+    study: Annotated[str | None, typer.Option(
+        help="Study to continue or start (default: the task folder's name).")] = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
     """Launch an auto-research run on a task folder and show its monitor.
 
-    Example: %zeroshot research research_templates/rosenbrock --iterations 3
+    Example: %zeroshot research research_templates/rosenbrock --iterations 3 --study long
     """
     from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.research.studies import StudyError, claim_run_input
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -82,8 +85,13 @@ def research(
         resolve_task(task, client.workspace)
     except TaskError as problem:
         fail_usage(str(problem))
-    expansion = expand_template("auto-research", TemplateOptions(
-        task=task, iterations=iterations, harness=harness, provider=provider, model=model))
+    try:
+        expansion = expand_template("auto-research", TemplateOptions(
+            task=task, iterations=iterations, harness=harness, provider=provider, model=model,
+            study=study))
+        claim_run_input(client, expansion.input)
+    except StudyError as refused:
+        fail_usage(str(refused))
     try:
         run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
                             title=f"auto-research {task}")

@@ -29,6 +29,7 @@ from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.harness.plan import HarnessName
 from zeroshot_kernel.profiles import ProfileExists, TemplateSource
+from zeroshot_kernel.research.studies import claim_run_input
 from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
 from zeroshot_kernel.targets import TargetError, Targets
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
@@ -56,6 +57,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         template: str = RESEARCH,
         task: str = "",
         iterations: int = DEFAULT_ITERATIONS,
+        study: str = "",
         harness: str = "local",
         provider: str = "",
         model: str = "",
@@ -79,6 +81,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.task = widgets.Combobox(value=task, options=_task_folders(self.client.workspace),
                                      description="task", placeholder="research task folder",
                                      ensure_option=False, style=style)
+        self.study = widgets.Text(value=study or "", placeholder="study (task name)",
+                                  description="study", style=style)
         self.iterations = widgets.BoundedIntText(value=iterations, min=1, max=MAX_ITERATIONS,
                                                  description="iterations", style=style)
         self.harness = widgets.Dropdown(options=get_args(HarnessName), value=harness,
@@ -100,7 +104,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.save_button.on_click(lambda _: self.save_profile())
         super().__init__(children=[
             widgets.HBox([self.target, self.profile]),
-            widgets.HBox([self.template, self.task, self.iterations]),
+            widgets.HBox([self.template, self.task, self.iterations, self.study]),
             widgets.HBox([self.harness, self.provider, self.model]),
             widgets.HBox([self.validate_button, self.launch_button, self.profile_name,
                           self.save_button]),
@@ -112,7 +116,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         return TemplateOptions(
             task=self.task.value.strip(), iterations=self.iterations.value,
             harness=self.harness.value, provider=self.provider.value.strip() or None,
-            model=self.model.value.strip() or None,
+            model=self.model.value.strip() or None, study=self.study.value.strip() or None,
         )
 
     def validate(self) -> bool:
@@ -144,6 +148,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                 run = self.client.submit_profile(self.profile.value)
             else:
                 expansion = expand_template(self.template.value, self.options())
+                claim_run_input(self.client, expansion.input)
                 run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
                                          runtime=expansion.runtime, title=self._title())
         except AdmissionRejected as rejected:
@@ -265,8 +270,8 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
 
 def _template_options(options: TemplateOptions) -> dict[str, Any]:
     chosen = {"task": options.task, "iterations": options.iterations,
-              "harness": options.harness, "provider": options.provider,
-              "model": options.model}
+              "study": options.study, "harness": options.harness,
+              "provider": options.provider, "model": options.model}
     return {key: value for key, value in chosen.items() if value is not None}
 
 

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.ledger import LedgerError
 from zeroshot_kernel.ledger.events import FailedResult, TerminalResult
+from zeroshot_kernel.ledger.failure import explain_failure
 from zeroshot_kernel.research.views import ResearchView
 from zeroshot_widgets._poller import Poller
 from zeroshot_widgets.feed import TAIL_LINES, Poll, RunFeed
@@ -67,6 +68,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self._last: Poll | None = None
 
         self.header = widgets.HTML(_header(self.info, run_id, client.display_url))
+        self._cause: str | None = None
         self.phase_html = widgets.HTML()
         self.progress = widgets.IntProgress(min=0, max=self.info.round_limit or 1,
                                             description="rounds")
@@ -202,7 +204,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         colour = _PHASE_COLOURS.get(poll.terminal.status if poll.terminal else poll.phase,
                                     "#7f7f7f")
         self.phase_html.value = (f'<span style="color:{colour};font-weight:bold">'
-                                 f"{html.escape(status)}</span>")
+                                 f"{html.escape(status)}</span>{self._cause_html(poll)}")
         done = len(view.rounds)
         self.progress.max = max(self.info.round_limit or 1, done, 1)
         self.progress.value = done
@@ -217,6 +219,18 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.card.update(view)
         self.table.update(view)
         self.chart.update(view)
+
+    def _cause_html(self, poll: Poll) -> str:
+        """Why a failed run failed (the failing node, its error, the worker's own last
+        lines), read from the ledger once, when the run has ended."""
+        if not isinstance(poll.terminal, FailedResult):
+            return ""
+        if self._cause is None:
+            cause = explain_failure(event for _, event in self.client.run(self.run_id).events())
+            self._cause = "" if cause is None or cause.node is None else (
+                '<div style="font-family:monospace;white-space:pre-wrap">'
+                + html.escape("\n".join(cause.lines())) + "</div>")
+        return self._cause
 
     def _say(self, text: str, *, error: bool = False) -> None:
         colour = "#d62728" if error else "inherit"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger import Ledger
+from zeroshot_kernel.ledger.failure import explain_failure
 from zeroshot_kernel.research.views import ResearchView, load_research_view
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 from zeroshot_widgets.charts import plateau_png
@@ -39,6 +40,8 @@ class Report:
     png: bytes
     card_html: str
     table_html: str
+    failure_html: str = ""
+    """Why the run failed (empty when it did not)."""
 
     def html(self) -> str:
         """One standalone HTML page."""
@@ -49,6 +52,7 @@ class Report:
             f"<title>{title}</title></head>"
             '<body style="font-family:sans-serif;max-width:1100px;margin:1em auto">'
             f"<h1>{title}</h1>"
+            f"{self.failure_html}"
             f'<img alt="plateau chart" src="data:image/png;base64,{image}">'
             f"{self.card_html}<h2>Rounds</h2>{self.table_html}</body></html>\n"
         )
@@ -60,6 +64,7 @@ def build_report(source: Source, run_id: str) -> Report:
     try:
         info = RunInfo.load(ledger, run_id, workspace)
         view = load_research_view(ledger, run_id)
+        cause = explain_failure(event for _, event in ledger.snapshot_and_tail(run_id, None)[1])
     finally:
         if not isinstance(source, Client | Ledger):
             ledger.close()
@@ -70,6 +75,9 @@ def build_report(source: Source, run_id: str) -> Report:
         png=plateau_png(view, metric=info.metric),
         card_html=incumbent_card_html(view, metric=info.metric),
         table_html=rounds_table_html(rounds_table(view)),
+        failure_html="" if cause is None else (
+            '<pre style="color:#d62728;white-space:pre-wrap">'
+            + html.escape("\n".join(cause.lines())) + "</pre>"),
     )
 
 
@@ -90,7 +98,7 @@ def show_report(source: Source, run_id: str) -> None:
     report = build_report(source, run_id)
     png = base64.b64encode(report.png).decode("ascii")
     display(  # type: ignore[no-untyped-call]
-        {"text/html": f"<h3>{html.escape(report.title)}</h3>"},
+        {"text/html": f"<h3>{html.escape(report.title)}</h3>{report.failure_html}"},
         {"image/png": png, "text/plain": "<plateau chart>"},
         {"text/html": report.card_html},
         {"text/html": report.table_html},

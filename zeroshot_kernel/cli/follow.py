@@ -45,3 +45,14 @@ class ControllerWatch:
                        f"is unfinished: resume it with `zeroshot resume {self._run.id}`",
                        err=True)
             raise typer.Exit(EXIT_CONTROLLER_GONE)
+
+
+def print_failure_cause(run: Run) -> None:
+    """A failed run's cause (failing node, error, detail, the worker's last error lines)."""
+    from zeroshot_kernel.cli.output import printable
+    from zeroshot_kernel.ledger.failure import explain_failure
+
+    cause = explain_failure(event for _, event in run.events())
+    if cause is not None and cause.node is not None:
+        for line in cause.lines():
+            typer.echo(printable(line))

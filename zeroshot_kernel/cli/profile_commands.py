@@ -59,6 +59,9 @@ def save(
     title: Annotated[str | None, typer.Option(help="Title of the runs (default: NAME).")] = None,
     task: TaskOption = "",
     iterations: IterationsOption = None,
+    study: Annotated[str | None, typer.Option(
+        help="Template auto-research: the study its runs continue (default: the task's "
+             "name).")] = None,
     push: PushOption = False,
     harness: HarnessOption = "local",
     provider: Annotated[str | None, typer.Option(help="Template: the harness's provider.")
@@ -83,7 +86,8 @@ def save(
     default_input = read_input(input) if input is not None else None
     source = None
     if template is not None:
-        options = {"task": task, "iterations": iterations, "push": push, "harness": harness,
+        options = {"task": task, "iterations": iterations, "study": study, "push": push,
+                   "harness": harness,
                    "provider": provider, "model": model}
         expansion = _expand(template, options)
         document: Any = expansion.graph

@@ -72,7 +72,7 @@ def run(
     Example: zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError, claim_study, default_study
+    from zeroshot_kernel.research.studies import StudyError, claim_run_input
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -84,16 +84,14 @@ def run(
     _check_harness(harness)
     if push:
         _check_push(client.workspace)
-    reference = _task_reference(loaded.root, client.workspace)
-    chosen = study or default_study(reference)
     try:
-        claim_study(client, client.workspace, chosen, reference)
+        expansion = expand_template("auto-research", TemplateOptions(
+            task=_task_reference(loaded.root, client.workspace), iterations=iterations,
+            push=push, harness=harness, model=model, study=study,
+        ))
+        claim_run_input(client, expansion.input)
     except StudyError as refused:
         fail_usage(str(refused))
-    expansion = expand_template("auto-research", TemplateOptions(
-        task=reference, iterations=iterations, push=push, harness=harness, model=model,
-        study=chosen,
-    ))
     try:
         started = client.submit(expansion.graph, input=expansion.input,
                                 runtime=expansion.runtime,
@@ -102,7 +100,8 @@ def run(
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
     typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
-               f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study {chosen}")
+               f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
+               f"{expansion.input['study']}")
     if detach:
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
@@ -163,7 +162,7 @@ def _task_reference(task: Path, workspace: Path) -> str:
 
 
 def _follow(run_handle: Run) -> None:
-    from zeroshot_kernel.cli.follow import ControllerWatch
+    from zeroshot_kernel.cli.follow import ControllerWatch, print_failure_cause
     from zeroshot_kernel.cli.render import describe_result
     from zeroshot_kernel.ledger.events import SucceededResult
     from zeroshot_kernel.research.views import ResearchViewBuilder
@@ -183,6 +182,8 @@ def _follow(run_handle: Run) -> None:
             if view.terminal is not None:
                 typer.echo(f"finished: {describe_result(view.terminal)}")
                 _summary(view)
+                if not isinstance(view.terminal, SucceededResult):
+                    print_failure_cause(run_handle)
                 ok = isinstance(view.terminal, SucceededResult)
                 raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
             watch.check()

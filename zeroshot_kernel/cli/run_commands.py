@@ -71,6 +71,7 @@ def run(
     """
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.profiles import ProfileNotFound
+    from zeroshot_kernel.research.studies import StudyError, claim_run_input
 
     if (graph is None) == (profile is None):
         fail_usage("give a graph file or --profile NAME (one of them)")
@@ -85,6 +86,9 @@ def run(
             admission = (client.validate_profile(profile, input=initial) if profile else
                          client.validate(document, input=initial, runtime=plan))
             _report_admission(admission.ok, admission.diagnostics, as_json)
+        chosen_input = (client.profiles.get(profile).chosen_input(initial)
+                        if profile is not None else initial)
+        claim_run_input(client, chosen_input)
         if profile is not None:
             started = client.submit_profile(profile, input=initial, title=title)
         else:
@@ -92,6 +96,8 @@ def run(
                                     title=title or (graph.stem if graph else None))
     except ProfileNotFound as missing:
         fail_usage(str(missing.args[0]))
+    except StudyError as refused:
+        fail_usage(str(refused))
     except AdmissionRejected as rejected:
         _report_admission(False, rejected.diagnostics, as_json)
     if detach:
@@ -118,7 +124,7 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoRetu
 def _follow(run_handle: Run, cursor: str | None) -> None:
     """Print the run's events until it ends; exit 0 when it succeeded, 1 when it failed,
     3 when its controller died and the run is left unfinished."""
-    from zeroshot_kernel.cli.follow import ControllerWatch
+    from zeroshot_kernel.cli.follow import ControllerWatch, print_failure_cause
     from zeroshot_kernel.cli.render import EventRenderer
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
 
@@ -132,7 +138,7 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
                 typer.echo(printable(renderer.line(position, event)))
                 if isinstance(event, Terminal):
                     if not isinstance(event.result, SucceededResult):
-                        _explain_failure(run_handle)
+                        print_failure_cause(run_handle)
                     raise typer.Exit(EXIT_OK if isinstance(event.result, SucceededResult)
                                      else EXIT_REJECTED)
             watch.check()
@@ -147,16 +153,6 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
 
 
 FOLLOW_POLL_S = 0.1
-
-
-def _explain_failure(run_handle: Run) -> None:
-    """The failed run's cause, after its last event line."""
-    from zeroshot_kernel.ledger.failure import explain_failure
-
-    cause = explain_failure(event for _, event in run_handle.events())
-    if cause is not None and cause.node is not None:
-        for line in cause.lines():
-            typer.echo(printable(line))
 
 
 def _run_handle(client: Client, run_id: str) -> Run:
@@ -269,7 +265,9 @@ def logs(
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if not as_json:
-        _explain_failure(handle)
+        from zeroshot_kernel.cli.follow import print_failure_cause
+
+        print_failure_cause(handle)
 
 
 def watch(

@@ -124,6 +124,13 @@ def list_studies(workspace: str | os.PathLike[str]) -> list[StudySummary]:
     return found
 
 
+def claim_run_input(client: Client, run_input: Any) -> None:
+    """:func:`claim_study` for the study an auto-research run input names (any other run
+    input is not a study's, and passes)."""
+    if _is_research_input(run_input):
+        claim_study(client, client.workspace, study_of(run_input), str(run_input["task"]))
+
+
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
     """Refuse a new run on ``study`` while one of its runs is unfinished in this ledger, or
     when the study researches another task. Call before submitting: nothing is created."""

@@ -364,6 +364,20 @@ def _decide(
                       f"the incumbent's {fmt(comparison.incumbent_mean)}")
 
 
+class BaselineFailed(RuntimeError):
+    """The task's starting candidate produced no metric: there is nothing to improve on,
+    and the run ends saying why (the experiment's own last lines)."""
+
+    def __init__(self, manifest: CandidateManifest) -> None:
+        failed = [m.experiment for m in manifest.measurements if m.experiment.status != "ok"]
+        last = failed[-1] if failed else None
+        exit_code = "" if last is None or last.exit_code is None else f", exit {last.exit_code}"
+        tail = "" if last is None else " | ".join(
+            line.strip() for line in last.output_tail.strip().splitlines()[-3:])
+        super().__init__(f"the baseline experiment failed ({manifest.status}{exit_code}): "
+                         f"{tail or 'no output'}")
+
+
 def _measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int) -> None:
     """Round 0: store the task's starting candidate and measure it as the first incumbent."""
     records.write_text(records.charter_path, charter(task))
@@ -384,6 +398,9 @@ def _measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int) -
     _measure(task, records, work, BASELINE_ID, task.spec.repeats, seed)
     state = records.snapshot()
     manifest = state.candidates[BASELINE_ID]
+    if manifest.metric is None:
+        records.finish_pass(0, work.row())
+        raise BaselineFailed(manifest)
     comparison = compare(task.spec, state.candidates, BASELINE_ID, BASELINE_ID)
     result = ResearchResult(
         round=0, parent_id="", candidate_id=BASELINE_ID, strategy="baseline",
