@@ -183,3 +183,10 @@ def _example_graph() -> object:
     import yaml
 
     return yaml.safe_load(EXAMPLE.read_text())
+
+
+def test_arguments_that_are_not_utf8_are_refused_in_one_line(tmp_path: Path) -> None:
+    ran = subprocess.run([sys.executable.encode(), b"-m", b"zeroshot_kernel", b"status",
+                          b"run-\xff\xfe"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert ran.returncode == 2 and b"Traceback" not in ran.stderr
+    assert ran.stderr.decode().splitlines() == ["error: argument 2 is not valid UTF-8 text"]

@@ -67,6 +67,11 @@ def main() -> None:
     """
     from zeroshot_kernel.ledger.errors import LedgerError
 
+    for position, argument in enumerate(sys.argv[1:], start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            _fail(f"argument {position} is not valid UTF-8 text")
     try:
         app()
     except LedgerError as problem:
