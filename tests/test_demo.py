@@ -54,4 +54,4 @@ def test_demo_runs_the_rounds_and_writes_the_report(tmp_path: Path) -> None:
                     "crashed" if r.metric is None else "rejected" for r in view.rounds]
     for round_view in view.rounds:
         assert f"{round_view.parent_id} → {round_view.candidate_id}" in page
-    assert (out / ".zeroshot" / "research" / "incumbent.json").is_file()
+    assert (out / ".zeroshot" / "research" / "rosenbrock" / "incumbent.json").is_file()

@@ -179,7 +179,7 @@ def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path)
         "incumbent": view.incumbent.candidate_id if view.incumbent else None,
         "plateau": view.plateau,
     }
-    assert (workspace / ".zeroshot" / "research" / "incumbent.json").is_file()
+    assert (workspace / ".zeroshot" / "research" / "branin" / "incumbent.json").is_file()
     assert has_parameters_cells(notebook) and pngs(notebook)
 
 

@@ -146,7 +146,7 @@ def test_metric_line_parsing() -> None:
 
 def test_payloads_fit_their_contract_types() -> None:
     types = payload_types()
-    request = ScoutInput(task="t", workspace="w", round=1, strategy="synthesis")
+    request = ScoutInput(task="t", study="s", workspace="w", round=1, strategy="synthesis")
     assert check_value(request.to_wire(), types["ScoutInput"]) == []
     verdict = ReviewVerdict(verdict="accepted", reason="r", corrections="", title="t",
                             description="d")

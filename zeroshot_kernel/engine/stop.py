@@ -29,16 +29,18 @@ def stop_run(ledger: Ledger, run_id: str) -> StopResult:
     before = ledger.snapshot(run_id)
     if before.terminal is not None:
         return "already_finished"
-    ledger.request_force_stop(run_id)
-    owner = f"stop:{new_owner_id()}"
     holder = ledger.lease(run_id)
     dead = holder.owner if holder is not None and owner_gone(holder.owner) else None
+    ledger.request_force_stop(run_id)
+    owner = f"stop:{new_owner_id()}"
     if not ledger.acquire_lease(run_id, owner, LEASE_TTL_S, replacing=dead):
         return "requested"
     try:
         snapshot = ledger.snapshot(run_id)
-        if snapshot.terminal is not None:
-            return "already_finished"
+        if snapshot.terminal is not None:  # it ended meanwhile: by this request, or by itself
+            stopped = isinstance(snapshot.terminal, FailedResult) and \
+                snapshot.terminal.reason == "force_stopped"
+            return "requested" if stopped else "already_finished"
         reason = "force_stopped" if before.phase == "admitted" else "runtime_lost"
         events: list[RunEvent] = [
             NodeCompleted(
