@@ -20,6 +20,8 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.research import RestoreError, restore_candidate_source
 from zeroshot_kernel.research.records import RECORDS_DIR
 
+TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
+
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
@@ -84,20 +86,45 @@ def test_two_tasks_each_run_twice_never_touch_each_other(
         [(first, 2, 5), (second, 2, 5)])
 
 
+GATED_OBJECTIVE = """import pathlib, runpy, time
+deadline = time.monotonic() + 120
+while not pathlib.Path({gate!r}).exists() and time.monotonic() < deadline:
+    time.sleep(0.05)
+runpy.run_path("objective_original.py", run_name="__main__")
+"""
+
+
+def gated_task(workspace: Path) -> Path:
+    """``gated``: branin whose experiment waits until the returned gate file exists, so
+    its run stays unfinished for as long as a test needs."""
+    task = workspace / "gated"
+    shutil.copytree(TEMPLATES / "branin", task)
+    candidate = task / "candidate"
+    (candidate / "objective.py").rename(candidate / "objective_original.py")
+    gate = workspace / "gate"
+    (candidate / "objective.py").write_text(GATED_OBJECTIVE.format(gate=str(gate)))
+    spec = task / "task.yaml"
+    spec.write_text(spec.read_text().replace("budgetSeconds: 10", "budgetSeconds: 150"))
+    return gate
+
+
 def test_a_busy_study_refuses_a_second_run_before_anything_starts(workspace: Path) -> None:
-    started = zeroshot(workspace, "research", "run", "branin", "--iterations", "3", "--detach")
+    gate = gated_task(workspace)
+    started = zeroshot(workspace, "research", "run", "gated", "--iterations", "1", "--detach")
     assert started.returncode == 0, started.stderr
-    busy = zeroshot(workspace, "research", "run", "branin", "--iterations", "1")
+    busy = zeroshot(workspace, "research", "run", "gated", "--iterations", "1")
     assert busy.returncode == 2
     [line] = busy.stderr.splitlines()
-    assert "study 'branin' already has an unfinished run" in line and "Nothing was started" in line
+    assert "study 'gated' already has an unfinished run" in line and "Nothing was started" in line
     assert len(Client(workspace=str(workspace)).runs()) == 1
+
+    gate.touch()
     # Another study of the same task is free.
-    other = research(workspace, "branin", "--study", "branin-b")
-    assert other and (workspace / RECORDS_DIR / "branin-b" / "incumbent.json").is_file()
-    wrong = zeroshot(workspace, "research", "run", "rosenbrock", "--study", "branin-b")
+    research(workspace, "gated", "--study", "gated-b")
+    assert (workspace / RECORDS_DIR / "gated-b" / "incumbent.json").is_file()
+    wrong = zeroshot(workspace, "research", "run", "rosenbrock", "--study", "gated-b")
     assert wrong.returncode == 2 and "researches task" in wrong.stderr
-    bad = zeroshot(workspace, "research", "run", "branin", "--study", "../escape")
+    bad = zeroshot(workspace, "research", "run", "gated", "--study", "../escape")
     assert bad.returncode == 2 and "study name" in bad.stderr
 
 
@@ -141,3 +168,21 @@ def test_restore_writes_verified_source_and_refuses_tampered_bytes(
         restore_candidate_source(workspace, "rosenbrock", incumbent, fresh)
     assert list(fresh.iterdir()) == []
     shutil.rmtree(fresh)
+
+
+def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path) -> None:
+    """The check and the submission happen under one lock: racing submitters cannot both
+    find the study free."""
+    gate = gated_task(workspace)
+    command = [sys.executable, "-m", "zeroshot_kernel", "research", "run", "gated",
+               "--iterations", "1", "--detach"]
+    racers = [subprocess.Popen(command, cwd=workspace, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        codes = sorted(racer.wait(timeout=120) for racer in racers)
+        assert codes == [0, 2]
+        assert len(Client(workspace=str(workspace)).runs()) == 1
+    finally:
+        gate.touch()
+        for racer in racers:
+            racer.communicate()

@@ -76,7 +76,7 @@ def research(
     Example: %zeroshot research research_templates/rosenbrock --iterations 3 --study long
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError, claim_run_input
+    from zeroshot_kernel.research.studies import StudyError, claimed
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -89,12 +89,11 @@ def research(
         expansion = expand_template("auto-research", TemplateOptions(
             task=task, iterations=iterations, harness=harness, provider=provider, model=model,
             study=study))
-        claim_run_input(client, expansion.input)
+        with claimed(client, expansion.input):
+            run = client.submit(expansion.graph, input=expansion.input,
+                                runtime=expansion.runtime, title=f"auto-research {task}")
     except StudyError as refused:
         fail_usage(str(refused))
-    try:
-        run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                            title=f"auto-research {task}")
     except AdmissionRejected as rejected:
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None

@@ -72,7 +72,7 @@ def run(
     Example: zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError, claim_run_input
+    from zeroshot_kernel.research.studies import StudyError, claimed
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -89,13 +89,12 @@ def run(
             task=_task_reference(loaded.root, client.workspace), iterations=iterations,
             push=push, harness=harness, model=model, study=study,
         ))
-        claim_run_input(client, expansion.input)
+        with claimed(client, expansion.input):
+            started = client.submit(expansion.graph, input=expansion.input,
+                                    runtime=expansion.runtime,
+                                    title=f"auto-research: {loaded.spec.name}")
     except StudyError as refused:
         fail_usage(str(refused))
-    try:
-        started = client.submit(expansion.graph, input=expansion.input,
-                                runtime=expansion.runtime,
-                                title=f"auto-research: {loaded.spec.name}")
     except AdmissionRejected as rejected:
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None

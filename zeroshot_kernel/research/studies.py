@@ -16,9 +16,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,11 +126,27 @@ def list_studies(workspace: str | os.PathLike[str]) -> list[StudySummary]:
     return found
 
 
-def claim_run_input(client: Client, run_input: Any) -> None:
-    """:func:`claim_study` for the study an auto-research run input names (any other run
-    input is not a study's, and passes)."""
-    if _is_research_input(run_input):
-        claim_study(client, client.workspace, study_of(run_input), str(run_input["task"]))
+@contextlib.contextmanager
+def claimed(client: Client, run_input: Any) -> Iterator[None]:
+    """Hold the study an auto-research run input names while the caller submits the run:
+    :func:`claim_study` under a lock file, so two submitters racing on this machine cannot
+    both find the study free (any other run input passes at once).
+
+    Example::
+
+        with claimed(client, expansion.input):
+            run = client.submit(expansion.graph, input=expansion.input, ...)
+    """
+    if not _is_research_input(run_input):
+        yield
+        return
+    study = check_study_name(study_of(run_input))
+    locks = client.workspace / ".zeroshot" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"study-{study}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        claim_study(client, client.workspace, study, str(run_input["task"]))
+        yield
 
 
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
