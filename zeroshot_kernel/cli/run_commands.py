@@ -38,6 +38,8 @@ CursorOption = Annotated[
     str | None, typer.Option("--cursor", help="Start after this cursor (e.g. v2:12).")
 ]
 RunArgument = Annotated[str, typer.Argument(help="Run id, e.g. run-abcdefghijkl.")]
+FOLLOW_POLL_S = 0.1
+"""How often a follower reads new events."""
 
 
 def run(
@@ -150,9 +152,6 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
             err=True,
         )
         raise typer.Exit(130) from None
-
-
-FOLLOW_POLL_S = 0.1
 
 
 def _run_handle(client: Client, run_id: str) -> Run:
