@@ -123,6 +123,7 @@ def cases(fixtures: Path, count: int, seed: int) -> Iterator[tuple[int, str]]:
 
 
 def main() -> int:
+    from conftest import conformance_dir
     from typer.testing import CliRunner
 
     from zeroshot_kernel.cli import app
@@ -130,7 +131,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--fixtures", type=Path, required=True)
+    parser.add_argument("--fixtures", type=Path, default=conformance_dir() / "fixtures",
+                        help="default: the fixtures of ZEROSHOT_CONFORMANCE_DIR, as the tests")
     parser.add_argument("--work", type=Path, default=Path("fuzz-work"))
     args = parser.parse_args()
     args.work.mkdir(exist_ok=True)

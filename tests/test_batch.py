@@ -96,6 +96,13 @@ def test_pairs_grids_and_csv_rows_give_one_set_per_notebook(tmp_path: Path) -> N
         {"rate": 0.5, "name": "a b"}]
 
 
+def test_a_value_nested_past_the_yaml_parsers_reach_stays_text(tmp_path: Path) -> None:
+    deep = "[" * 100_000
+    rows = tmp_path / "deep.csv"
+    rows.write_text(f"x\n{deep}\n")
+    assert parameter_sets(pairs=[("x", deep)]) == parameter_sets(rows=rows) == [{"x": deep}]
+
+
 def test_bad_parameter_sources_say_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("task: []\n")
     (tmp_path / "list.yaml").write_text("[1, 2]\n")

@@ -5,6 +5,7 @@ readable count (exit 1); nothing a private file holds is printed back; no traceb
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -76,6 +77,12 @@ def keys(folder: Path, count: int, **extra: object) -> Path:
     return path
 
 
+def fifo(folder: Path) -> Path:
+    path = folder / "pipe"
+    os.mkfifo(path)  # never written: opening it for reading must not wait for a writer
+    return path
+
+
 def private(folder: Path) -> Path:
     path = folder / "shadow"
     path.write_text(f"root:{SECRET}:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
@@ -99,6 +106,9 @@ CASES: dict[str, tuple[Case, str]] = {
         lambda d: ["validate", str(EXAMPLE), "--runtime", "@/dev/zero"], "not a regular file"),
     "run input from /dev/zero": (
         lambda d: ["run", str(EXAMPLE), "--input", "@/dev/zero"], "not a regular file"),
+    "runtime from a FIFO": (
+        lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{fifo(d)}"], "not a regular file"),
+    "graph that is a directory": (lambda d: ["validate", str(d)], "Is a directory"),
     "a 50 MB graph": (lambda d: ["validate", str(large(d))],
                       f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit"),
     "a million keys": (lambda d: ["validate", str(EXAMPLE), "--input", f"@{keys(d, 10**6)}"],

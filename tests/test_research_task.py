@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from research_driver import BUNDLED, TEMPLATES, line_task
 
 from zeroshot_kernel.contract.payload import check_value
+from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
 from zeroshot_kernel.research import TaskError, load_task, parse_metric
 from zeroshot_kernel.research.payloads import payload_types
 from zeroshot_kernel.research.protocol import ReviewVerdict, ScoutInput, ScoutProposal
@@ -101,6 +103,19 @@ def test_bad_params_file(tmp_path: Path, params: str | None, message: str) -> No
     else:
         target.write_text(params)
     with pytest.raises(TaskError, match=message):
+        load_task(root)
+
+
+def test_a_params_file_that_is_a_pipe_or_huge_is_refused_unread(tmp_path: Path) -> None:
+    root = _task_copy(tmp_path)
+    target = root / "candidate" / "params.json"
+    target.unlink()
+    os.mkfifo(target)
+    with pytest.raises(TaskError, match=r"params\.json: not a regular file"):
+        load_task(root)
+    target.unlink()
+    target.write_text('{"x": "' + "a" * MAX_DOCUMENT_BYTES + '"}')
+    with pytest.raises(TaskError, match="byte limit"):
         load_task(root)
 
 

@@ -91,7 +91,7 @@ def scalar(text: str) -> Any:
     """A command-line or CSV value as YAML reads a scalar; anything else stays text."""
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # deep flow collections recurse in the parser
         return text
     return value if isinstance(value, str | int | float | bool) or value is None else text
 

@@ -56,18 +56,21 @@ def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
 def read_text(path: str | os.PathLike[str], limit: int = MAX_DOCUMENT_BYTES) -> str:
     """The UTF-8 text of a regular file of at most ``limit`` bytes.
 
-    Devices, FIFOs and directories are refused before reading (``/dev/zero`` never ends),
-    and at most ``limit + 1`` bytes are read, so a file that grows meanwhile is still
-    bounded.
+    Devices, FIFOs and directories are refused before reading (``/dev/zero`` never ends,
+    a FIFO may never be written), and at most ``limit + 1`` bytes are read, so a file that
+    grows meanwhile is still bounded.
     """
     shown = shorten(os.fspath(path))
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking, so opening a FIFO returns at once instead of waiting for a writer.
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise DocumentError(f"{shown}: not a regular file")
             data = handle.read(limit + 1)
     except OSError as error:
         raise DocumentError(f"{shown}: {error.strerror or error}") from None
+    except ValueError:  # a NUL byte in the name
+        raise DocumentError(f"{shown!r}: not a usable file name") from None
     if len(data) > limit:
         raise DocumentError(f"{shown}: larger than the {limit:,}-byte limit")
     try:

@@ -169,15 +169,15 @@ def load_task(path: str | Path) -> ResearchTask:
     if not candidate.is_dir() or not any(candidate.iterdir()):
         raise TaskError(f"research task {root}: {CANDIDATE_DIR}/ is missing or empty")
     params_path = candidate / spec.params_file
-    try:
-        params = json.loads(params_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not params_path.exists():
         raise TaskError(
-            f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing") from None
-    except json.JSONDecodeError as exc:
+            f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing")
+    try:
+        params = loads_document(read_text(params_path), yaml_allowed=False)
+    except DocumentError as exc:
         raise TaskError(
             f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is not JSON: {exc}"
-        ) from exc
+        ) from None
     if not isinstance(params, dict):
         raise TaskError(f"research task {root}: {spec.params_file} must hold a JSON object")
     try:
