@@ -52,7 +52,7 @@ from zeroshot_kernel.research.records import (
     ResearchRecords,
     RoundPass,
 )
-from zeroshot_kernel.research.render import render_records
+from zeroshot_kernel.research.render import charter, render_records
 from zeroshot_kernel.research.seeds import experiment_seed
 from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
@@ -362,6 +362,7 @@ def measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int, pa
     starting candidate anew and measures it again; a retry within one run (``pass_id``)
     keeps what its lost execution recorded."""
     notes = ["the task's starting candidate, measured as the baseline"]
+    records.write_text(records.charter_path, charter(task))
     started = records.read_round(0)
     mine = started is not None and any(p.pass_id == pass_id for p in started.passes)
     if not mine:
