@@ -125,6 +125,7 @@ class Paired:
     """Standard deviation of the paired differences; ``None`` with one pair and no
     earlier comparison to pool."""
     effect_size: float | None
+    """Mean difference over its standard deviation; ``None`` when that is rounding."""
 
     @property
     def n(self) -> int:
@@ -176,6 +177,8 @@ def paired(spec: TaskSpec, seeds: Sequence[int], candidate: Mapping[int, float],
     local = pooled_sigma([d]) if len(d) >= 2 else None
     sigma = max((s for s in (local, pooled) if s is not None), default=None)
     gain = sum(d) / len(d) if d else 0.0
-    effect = gain / local if local else None
+    scale = abs(sum(i_values) / len(i_values)) if i_values else 0.0
+    exact = local is None or local <= ROUNDING * max(1.0, scale)  # the noise cancelled
+    effect = None if exact else gain / local
     return Paired(seeds=tuple(shared), candidate=tuple(c_values), incumbent=tuple(i_values),
                   gain=gain, sigma=sigma, effect_size=effect)
