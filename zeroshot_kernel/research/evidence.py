@@ -178,7 +178,7 @@ def paired(spec: TaskSpec, seeds: Sequence[int], candidate: Mapping[int, float],
     sigma = max((s for s in (local, pooled) if s is not None), default=None)
     gain = sum(d) / len(d) if d else 0.0
     scale = abs(sum(i_values) / len(i_values)) if i_values else 0.0
-    exact = local is None or local <= ROUNDING * max(1.0, scale)  # the noise cancelled
-    effect = None if exact else gain / local
+    noisy = local is not None and local > ROUNDING * max(1.0, scale)  # else it cancelled
+    effect = gain / local if noisy and local else None
     return Paired(seeds=tuple(shared), candidate=tuple(c_values), incumbent=tuple(i_values),
                   gain=gain, sigma=sigma, effect_size=effect)
