@@ -107,6 +107,10 @@ def _decide(records: ResearchRecords, evidence: Evidence,
                f"{fmt(evidence.noise_floor)} on {len(evidence.seeds)} paired seeds")
     if evidence.supports_adoption and request.adopt:
         check = verify_candidate(records, candidate)
+        manifest = records.read_manifest(candidate)
+        if manifest is not None and manifest.content_sha256 != evidence.candidate_sha256:
+            check = check.model_copy(update={"ok": False, "problems": [
+                *check.problems, "the manifest names other bytes than were measured"]})
         if check.ok:
             return "adopt", (f"{kept}adopted {candidate}: {numbers}; the reviewer accepted")
         return ("stop" if stop else "reject",
