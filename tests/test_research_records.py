@@ -4,6 +4,7 @@ restores, and a pass measured once is never measured again."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -193,3 +194,21 @@ def test_a_retried_pass_returns_its_evidence_and_a_new_pass_reruns_nothing(
     record = records.read_round(6)
     assert record is not None and [p.status for p in record.passes] == ["done", "done"]
     assert record.passes[1].measurements == []
+
+
+def test_rounds_recorded_before_the_trusted_measure_step_are_kept_and_skipped(
+    research: tuple[Path, Path, Run],
+) -> None:
+    """A study continued from records of the earlier layout (the researcher's own rows):
+    its incumbent and candidates carry on; the old round files are left as they are."""
+    task_root, workspace, _ = research
+    records = ResearchRecords(workspace, STUDY)
+    old = {"round": 1, "passes": [{"status": "done", "corrections": "", "proposals": [],
+                                   "proposal": None, "parentId": "c000", "candidateId": "c001",
+                                   "incumbentBefore": "c000", "plan": None}]}
+    text = json.dumps(old)
+    records.round_path(1).write_text(text)
+    evidence = _next_round(task_root, workspace, 6)
+    assert evidence.status == "measured"
+    assert 1 not in records.snapshot().rounds and 6 in records.snapshot().rounds
+    assert records.round_path(1).read_text() == text

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.research.experiment import ExperimentResult, ExperimentStatus
@@ -232,7 +232,10 @@ class ResearchRecords:
         """Everything recorded so far; empty when the research has not started."""
         rounds = {}
         for path in sorted((self.root / "rounds").glob("*.json")):
-            record = _read(path, RoundRecord)
+            try:
+                record = _read(path, RoundRecord)
+            except ValidationError:
+                continue  # a round recorded before the trusted measure step: kept, not read
             if record is not None:
                 rounds[record.round] = record
         return ResearchState(rounds=rounds, candidates=self.candidates(),
