@@ -13,7 +13,7 @@ from zeroshot_kernel.harness.base import ExecutionRequest
 from zeroshot_kernel.research.reconsider import reconsideration_due
 from zeroshot_kernel.research.seeds import study_seed
 from zeroshot_kernel.research.studies import records_for, study_of
-from zeroshot_kernel.research.views import research_view
+from zeroshot_kernel.research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS
 
 
@@ -22,7 +22,7 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     pass is numbered by the researcher executions of its round (``pass``) and the measure
     executions that completed before it (``measured``); ``verdict`` and ``adopt`` are the
     round's latest review, as the ledger recorded it."""
-    view = research_view(request.events())
+    view = _view(request)
     accepted = [
         {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
          "reconsidered": r.reconsidered}
@@ -45,6 +45,22 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
         "seed": _seed(request.run_id),
         "studySeed": study_seed(study),
     }
+
+
+_builders: dict[str, tuple[int, ResearchViewBuilder]] = {}
+"""Per run, how many of its events the cached view builder was fed: the controller's
+``request.events()`` only grows, so each call folds in just the new events (seven calls a
+round would otherwise fold the whole history every time)."""
+
+
+def _view(request: ExecutionRequest) -> ResearchView:
+    events = request.events()
+    fed, builder = _builders.get(request.run_id, (0, ResearchViewBuilder()))
+    if fed > len(events):  # not the history this builder saw: start again
+        fed, builder = 0, ResearchViewBuilder()
+    builder.feed(events[fed:])
+    _builders[request.run_id] = (len(events), builder)
+    return builder.view()
 
 
 def _seed(run_id: str) -> int:
