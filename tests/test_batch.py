@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -22,11 +23,13 @@ from zeroshot_kernel.batch import (
     BatchStore,
     ParameterError,
     batch_status,
+    open_store,
     parameter_sets,
     read_results,
     resume_batch,
     run_batch,
 )
+from zeroshot_kernel.batch.store import BatchOptions
 
 NOTEBOOK_SOURCE = '''
 import os, pathlib, time
@@ -288,19 +291,20 @@ INJECTED = "x;__import__('os').system('touch PWNED');y"
 HOSTILE_VALUE = "\"'); __import__('os').system('touch PWNED') #\\\n\"\"\"'''"
 
 
-@pytest.mark.parametrize("source", ["csv header", "grid key", "-p name"])
+@pytest.mark.parametrize(("source", "name"), [("csv header", INJECTED), ("grid key", INJECTED),
+                                              ("-p name", INJECTED), ("-p name", "lambda")])
 def test_a_name_that_is_code_is_refused_before_any_notebook_runs(
-    workspace: Path, source: str
+    workspace: Path, source: str, name: str
 ) -> None:
     notebook = write_notebook(workspace)
-    (workspace / "rows.csv").write_text(f"{INJECTED},marks\n1,marks\n")
-    (workspace / "grid.yaml").write_text(json.dumps({INJECTED: [1], "marks": "marks"}))
+    (workspace / "rows.csv").write_text(f"{name},marks\n1,marks\n")
+    (workspace / "grid.yaml").write_text(json.dumps({name: [1], "marks": "marks"}))
     arguments = {"csv header": ["--csv", "rows.csv"], "grid key": ["--grid", "grid.yaml"],
-                 "-p name": ["-p", INJECTED, "1", "-p", "marks", "marks"]}[source]
+                 "-p name": ["-p", name, "1", "-p", "marks", "marks"]}[source]
     ran = zeroshot(workspace, str(notebook), *arguments, "--output-dir", "out", "--quiet")
     assert ran.returncode == 2, ran.stdout + ran.stderr
     [line] = ran.stderr.splitlines()
-    assert line.startswith("error: ") and INJECTED[:20] in line
+    assert line.startswith("error: ") and repr(name) in line
     assert "not a plain Python variable name" in line
     assert not (workspace / "PWNED").exists()
     assert not (workspace / "out").exists()
@@ -310,8 +314,9 @@ def test_a_name_that_is_code_is_refused_before_any_notebook_runs(
 
 @pytest.mark.parametrize("name", ["class", "__builtins__", "naïve", "a b", ""])
 def test_keywords_dunders_and_non_identifiers_are_refused(name: str) -> None:
-    with pytest.raises(ParameterError, match="not a plain Python variable name"):
+    with pytest.raises(ParameterError, match="not a plain Python variable name") as refused:
         parameter_sets(pairs=[(name, "1")])
+    assert repr(name) in str(refused.value)
 
 
 def test_the_python_api_refuses_the_same_names_and_unwritable_values(workspace: Path) -> None:
@@ -321,6 +326,24 @@ def test_the_python_api_refuses_the_same_names_and_unwritable_values(workspace: 
     with pytest.raises(ParameterError, match="set values cannot be passed"):
         run_batch(notebook, [{"x": {1, 2}}], output_dir="out", progress=False)
     assert not (workspace / "PWNED").exists() and not (workspace / "out").exists()
+
+
+def test_resume_refuses_a_name_planted_in_the_ledger(workspace: Path) -> None:
+    """A batch recorded by an older version or a ledger written by other hands: resume
+    checks the names again before it executes anything."""
+    notebook = write_notebook(workspace)
+    with open_store() as store:
+        batch_id = store.create(str(notebook), str(workspace / "out"), sets(1),
+                                BatchOptions())
+    with sqlite3.connect(workspace / ".zeroshot" / "ledger.db") as ledger:
+        ledger.execute("UPDATE zeroshot_batch_items SET parameters_json = ?",
+                       (json.dumps({INJECTED: 1, "marks": "marks"}),))
+    resumed = zeroshot(workspace, "resume", batch_id, "--quiet")
+    assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+    [line] = resumed.stderr.splitlines()
+    assert line.startswith(f"error: batch {batch_id}: parameter name {INJECTED!r}")
+    assert not (workspace / "PWNED").exists() and not (workspace / "out").exists()
+    assert batch_status(batch_id).items[0].status == "pending"
 
 
 def test_a_hostile_value_stays_data_and_outputs_leave_the_workspace_only_when_asked(

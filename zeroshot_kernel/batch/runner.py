@@ -97,11 +97,14 @@ def resume_batch(batch_id: str, *, workers: int = 2, dask: str | None = None,
                  ledger: str | os.PathLike[str] | None = None,
                  progress: bool = True) -> BatchStatus:
     """Execute again every item of ``batch_id`` that has not succeeded (failed, or left
-    pending or running by a batch that was interrupted)."""
+    pending or running by a batch that was interrupted). Their parameters are checked again
+    first: a batch recorded by an older version, or a ledger written by other hands, may
+    hold names that are code."""
     with open_store(ledger) as store:
-        todo = [item.index for item in store.status(batch_id).items
-                if item.status != "succeeded"]
-        return _execute(store, batch_id, todo, workers=workers, dask=dask, progress=progress)
+        todo = [item for item in store.status(batch_id).items if item.status != "succeeded"]
+        check_sets([item.parameters for item in todo], f"batch {batch_id}")
+        return _execute(store, batch_id, [item.index for item in todo], workers=workers,
+                        dask=dask, progress=progress)
 
 
 def batch_status(batch_id: str, *, ledger: str | os.PathLike[str] | None = None) -> BatchStatus:

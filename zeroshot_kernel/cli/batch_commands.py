@@ -145,13 +145,13 @@ def resume(
     target: TargetOption = None,
 ) -> None:
     """Execute again only the items of a batch that did not succeed."""
-    from zeroshot_kernel.batch import BatchNotFound, resume_batch
+    from zeroshot_kernel.batch import BatchNotFound, ParameterError, resume_batch
 
     try:
         status = resume_batch(batch_id, workers=workers, dask=dask,
                               ledger=chosen_ledger(ledger, target),
                               progress=not quiet and not as_json)
-    except BatchNotFound as problem:
+    except (BatchNotFound, ParameterError) as problem:
         fail_usage(str(problem))
     _report(status, as_json)
 
