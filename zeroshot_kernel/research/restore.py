@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,14 +38,18 @@ def restore_candidate_source(
     """Write ``candidate`` of ``study`` into ``directory``: refused (nothing written) when
     the study or candidate is unknown, when its recorded bytes no longer match their
     content hash, or when ``directory`` holds files (unless ``force``, which replaces
-    same-named files)."""
+    same-named files: a symlink among them is replaced, never followed)."""
     try:
         records = records_for(workspace, study)
     except StudyError as bad:
         raise RestoreError(str(bad)) from None
     if not records.root.is_dir():
         raise RestoreError(f"no study {study!r} in {Path(workspace).resolve()}")
-    manifest = records.read_manifest(candidate) if _CANDIDATE.match(candidate) else None
+    try:
+        manifest = records.read_manifest(candidate) if _CANDIDATE.match(candidate) else None
+    except (OSError, ValueError):
+        raise RestoreError(f"the manifest of {candidate} in study {study!r} is damaged; "
+                           "nothing was written") from None
     if manifest is None:
         raise RestoreError(f"study {study!r} has no candidate {candidate!r}")
     stored = verify_candidate(records, candidate)
@@ -59,6 +62,7 @@ def restore_candidate_source(
     if target.is_dir() and any(target.iterdir()) and not force:
         raise RestoreError(f"{target} is not empty; use --force (force=True) to write into it")
     target.mkdir(parents=True, exist_ok=True)
+    inside = target.resolve()
     with tempfile.TemporaryDirectory(dir=target, prefix=".restore-") as scratch:
         copied = restore_candidate(records, candidate, Path(scratch) / "source")
         if not copied.ok:
@@ -67,5 +71,11 @@ def restore_candidate_source(
         for path in sorted(manifest.files):
             destination = target / path
             destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(scratch) / "source" / path, destination)
+            if not destination.parent.resolve().is_relative_to(inside):
+                raise RestoreError(f"{destination.parent} leads outside {target} (a symlink); "
+                                   "restore into an empty folder")
+            try:  # a rename from the scratch folder beside it: replaces a symlink itself
+                os.replace(Path(scratch) / "source" / path, destination)
+            except OSError as blocked:
+                raise RestoreError(f"cannot write {destination}: {blocked.strerror}") from None
     return Restored(files=len(manifest.files), content_sha256=manifest.content_sha256)
