@@ -240,6 +240,11 @@ def test_restore_writes_verified_source_and_refuses_tampered_bytes(
     assert forced.returncode == 0, forced.stderr
     assert outside.read_text() == "{}" and not (by_run / "params.json").is_symlink()
     assert fingerprint(by_run) == fingerprint(stored)
+    for unusable in (outside, outside / "below-a-file"):
+        refused = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent,
+                           str(unusable))
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "internal error" not in refused.stderr
 
     params = stored / "params.json"
     params.write_text(params.read_text() + " ")
@@ -266,3 +271,17 @@ def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path) -> Non
         gate.touch()
         for racer in racers:
             racer.communicate()
+
+
+def test_damaged_study_records_are_reported_not_raised(workspace: Path) -> None:
+    broken = workspace / RECORDS_DIR / "broken"
+    broken.mkdir(parents=True)
+    (broken / "study.json").write_text("{not json")
+    listed = zeroshot(workspace, "research", "studies", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [study] = json.loads(listed.stdout)
+    assert study["name"] == "broken" and "unreadable records" in study["problem"]
+    refused = zeroshot(workspace, "research", "run", "branin", "--study", "broken")
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "damaged study.json" in refused.stderr
+    assert Client(workspace=str(workspace)).runs() == []
