@@ -25,11 +25,11 @@ import keyword
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any
 
 import yaml
 
-from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text, shorten
+from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text
 
 Parameters = dict[str, Any]
 MAX_SETS = 10_000
@@ -43,29 +43,24 @@ MAX_NAME_CHARS = 64
 """Longer names are cut in messages."""
 
 
-def is_name(name: object) -> TypeGuard[str]:
-    """Whether ``name`` is a plain Python variable name a parameters cell may assign."""
-    return (isinstance(name, str) and name.isidentifier() and name.isascii()
-            and not keyword.iskeyword(name) and not name.startswith("__"))
-
-
 def check_name(name: object, source: str) -> str:
     """``name`` if it can stand on the left of ``name = value`` and nothing else; raises
     :class:`ParameterError` naming the source and the (shortened) bad name."""
-    if is_name(name):
+    if (isinstance(name, str) and name.isidentifier() and name.isascii()
+            and not keyword.iskeyword(name) and not name.startswith("__")):
         return name
+    shown = repr(name)
+    if len(shown) > MAX_NAME_CHARS:
+        shown = shown[:MAX_NAME_CHARS - 3] + "..."
     raise ParameterError(
-        f"{source}: parameter name {shorten(repr(name), MAX_NAME_CHARS)} is not a plain Python "
-        "variable name (letters, digits and _, not starting with a digit or __, not a keyword)")
+        f"{source}: parameter name {shown} is not a plain Python variable name "
+        "(letters, digits and _, not starting with a digit or __, not a keyword)")
 
 
 def check_value(value: Any, name: str) -> None:
     """Refuse values papermill could not write as a literal (it would write ``str(value)``
-    into the code cell), and text that is not text (a lone surrogate has no UTF-8 form)."""
-    if isinstance(value, str):
-        _check_text(value, name)
-        return
-    if value is None or isinstance(value, bool | int):
+    into the code cell)."""
+    if value is None or isinstance(value, str | bool | int):
         return
     if isinstance(value, float):
         if math.isfinite(value):
@@ -78,20 +73,11 @@ def check_value(value: Any, name: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 break
-            _check_text(key, name)
             check_value(item, name)
         else:
             return
     raise ParameterError(f"parameter {name}: {type(value).__name__} values cannot be passed; "
                          "use text, numbers, booleans, null, lists or mappings with text keys")
-
-
-def _check_text(text: str, name: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ParameterError(f"parameter {name}: contains a lone surrogate (an unpaired "
-                             "\\ud800-\\udfff escape), which is not text") from None
 
 
 def check_sets(sets: Sequence[Mapping[str, Any]], source: str = "parameters") -> None:
@@ -128,30 +114,20 @@ def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
     except DocumentError as problem:
         raise ParameterError(f"grid file {problem}") from None
     if not isinstance(document, dict) or not all(isinstance(k, str) for k in document):
-        raise ParameterError(f"grid file {shorten(os.fspath(path))}: expected a mapping of names "
-                             "to lists")
+        raise ParameterError(f"grid file {os.fspath(path)}: expected a mapping of names to lists")
     return grid_sets(document)
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
-    """The rows of a CSV file whose header names the parameters; a file whose first line
-    holds no parameter name at all is refused without quoting it (a private file named by
-    mistake is never printed back)."""
-    shown = shorten(os.fspath(path))
     try:
         rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
-    except DocumentError as problem:
-        raise ParameterError(f"CSV file {problem}") from None
-    except csv.Error as problem:
-        raise ParameterError(f"CSV file {shown}: {shorten(str(problem))}") from None
+    except (DocumentError, csv.Error) as problem:
+        raise ParameterError(f"CSV file {os.fspath(path)}: {problem}") from None
     if any(None in row or None in row.values() for row in rows):
-        raise ParameterError(f"CSV file {shown}: a row has more or fewer cells than the header")
-    header = list(rows[0]) if rows else []
-    if header and not any(is_name(name) for name in header):
-        raise ParameterError(f"CSV file {shown} is not a parameter table: its first line names "
-                             "no parameter")
-    for name in header:
-        check_name(name, f"CSV file {shown} header")
+        raise ParameterError(f"CSV file {os.fspath(path)}: a row has more or fewer cells than "
+                             "the header")
+    for name in rows[0] if rows else ():
+        check_name(name, f"CSV file {os.fspath(path)} header")
     return [{name: scalar(value) for name, value in row.items()} for row in rows]
 
 
