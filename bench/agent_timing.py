@@ -1,4 +1,5 @@
-"""The embedded research agents, each call timed from inside its worker process (B4).
+"""The embedded research agents and the trusted research steps, each call timed from
+inside its worker process (B4).
 
 What a round spends outside these intervals is the engine's: dispatch, the ledger, the
 harness and its process hand-offs. Each call appends ``{node, start, end}`` (the shared
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zeroshot_kernel.research import local_agents
+from zeroshot_kernel.research import local_agents, trusted_nodes
 from zeroshot_kernel.workers import WorkerContext
 
 TIMES_FILE = "agent_times.jsonl"
@@ -40,3 +41,5 @@ scout_synthesis = _timed(local_agents.scout_synthesis)
 scout_challenge = _timed(local_agents.scout_challenge)
 researcher = _timed(local_agents.researcher)
 reviewer = _timed(local_agents.reviewer)
+measure = _timed(trusted_nodes.measure)
+adopt = _timed(trusted_nodes.adopt)

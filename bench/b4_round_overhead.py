@@ -28,7 +28,7 @@ from bench.agent_timing import TIMES_FILE
 from bench.harness import Report, Summary, verdict, versions
 from zeroshot_kernel.admission.admit import admit
 from zeroshot_kernel.engine.controller import Controller
-from zeroshot_kernel.harness import local_harness
+from zeroshot_kernel.harness import local_harness, trusted_harness
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.research import ResearchRecords
 from zeroshot_kernel.templates import TemplateOptions, expand_template
@@ -90,17 +90,24 @@ def write_task(workspace: Path) -> None:
 
 @contextlib.contextmanager
 def timed_agents() -> Iterator[None]:
-    """Point the local harness at the timed wrappers of the same agents."""
-    original = dict(local_harness.EMBEDDED_AGENTS)
-    for name, agent in original.items():
-        function = agent.callable.partition(":")[2]
-        local_harness.EMBEDDED_AGENTS[name] = local_harness.EmbeddedAgent(
-            f"bench.agent_timing:{function}", agent.context)
+    """Point the local and trusted harnesses at the timed wrappers of the same code."""
+    agents = dict(local_harness.EMBEDDED_AGENTS)
+    trusted = dict(trusted_harness.TRUSTED_CODE)
+    for name, agent in agents.items():
+        local_harness.EMBEDDED_AGENTS[name] = _timed(agent)
+    for name, entry in trusted.items():
+        trusted_harness.TRUSTED_CODE[name] = trusted_harness.TrustedCode(
+            entry.worker, _timed(entry.code))
     try:
         yield
     finally:
-        local_harness.EMBEDDED_AGENTS.clear()
-        local_harness.EMBEDDED_AGENTS.update(original)
+        local_harness.EMBEDDED_AGENTS.update(agents)
+        trusted_harness.TRUSTED_CODE.update(trusted)
+
+
+def _timed(agent: local_harness.EmbeddedAgent) -> local_harness.EmbeddedAgent:
+    function = agent.callable.partition(":")[2]
+    return local_harness.EmbeddedAgent(f"bench.agent_timing:{function}", agent.context)
 
 
 def sample() -> Sample:
@@ -132,7 +139,7 @@ def measure(workspace: Path, run_start: float, run_end: float) -> Sample:
     if len(starts) != ROUNDS:
         raise AssertionError(f"expected {ROUNDS} rounds, saw {len(starts)}")
     bounds = [*starts, run_end]
-    records = ResearchRecords(workspace).snapshot()
+    records = ResearchRecords(workspace, TASK).snapshot()
     rounds = []
     for number, (low, high) in enumerate(itertools.pairwise(bounds), start=1):
         spans = [(max(c["start"], low), min(c["end"], high)) for c in calls
@@ -200,10 +207,11 @@ def run(repeats: int) -> Report:
         "Round 1 is left out of the per-round figures: it also measures the baseline and "
         f"starts the warm interpreter. Controller start to the first scout: "
         f"{startup.median:.2f} s (median).",
-        "Agent time (inside the scouts, the researcher and the reviewer) includes the "
-        "agents' own work: optuna sampling, hashing and writing the records, forking and "
+        "Agent time (inside the scouts, the researcher, the reviewer and the trusted "
+        "measure and adoption steps: seven executions a round) includes their own work: "
+        "optuna sampling, building, hashing and writing candidates and records, forking and "
         "waiting for the experiment runs. Everything else in the round is counted as "
-        "orchestration + ledger, including the local harness computing each agent's engine "
+        "orchestration + ledger, including the harnesses computing each call's engine "
         "context from the run's events.",
     ]
     return report

@@ -2,10 +2,13 @@
 research agents against optuna's TPE and random search with the same evaluation budget.
 
 An evaluation is one measured candidate. Ours: the starting candidate (round 0) and 29
-reviewed rounds (three scouts, the researcher, a fresh reviewer, corrections within the
-round), driven in this process with the same agent functions the local harness runs (the
-engine changes no decision; B4 measures the engine). Each of our evaluations takes the
-task's repeats (fewer when racing stops a clearly worse candidate) for the noise floor.
+reviewed rounds (three scouts, the researcher's change, the trusted measure step, a fresh
+reviewer, corrections within the round, trusted adoption), driven in this process with the
+same functions the local and trusted harnesses run (:mod:`zeroshot_kernel.research.inline`;
+the engine changes no decision; B4 measures the engine). Candidates and the incumbent are
+measured on paired seeds (the same experiment seeds), each of our evaluations taking the
+task's repeats (fewer when racing stops a clearly worse candidate, none when the incumbent
+already has its runs on those seeds).
 The peers: a study that starts from the same starting candidate and evaluates each trial
 once, running the same experiment command. All three run the real experiments.
 
@@ -26,29 +29,18 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from bench.harness import Report, Summary, versions
-from zeroshot_kernel.research import (
-    ResearchRecords,
-    ResearchTask,
-    load_task,
-    reconsideration_due,
-    run_experiment,
-)
+from zeroshot_kernel.research import ResearchRecords, ResearchTask, load_task, run_experiment
 from zeroshot_kernel.research.candidates import build_candidate
-from zeroshot_kernel.research.protocol import (
-    STRATEGIES,
-    ResearcherInput,
-    ReviewerInput,
-    ScoutInput,
-)
+from zeroshot_kernel.research.inline import run_rounds
+from zeroshot_kernel.research.seeds import derive_seed
 from zeroshot_kernel.research.task import Params
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
 TASKS = ("rosenbrock", "branin", "svc-digits")
 EVALUATIONS = 30
-REVIEW_PASSES = 64
+STUDY = "b5"
 HELD_OUT_SEEDS = (90_001, 90_002, 90_003, 90_004, 90_005)
 WORKERS = 2
 Method = Callable[[ResearchTask, Path, int], Params]
@@ -82,27 +74,9 @@ def true_value(task: ResearchTask, params: Params, scratch: Path) -> float:
 
 def ours(task: ResearchTask, workspace: Path, seed: int) -> Params:
     """29 reviewed rounds after the baseline; the incumbent's parameters."""
-    from zeroshot_kernel.research.agents import researcher, reviewer, scout
-
-    folder, place = str(task.root), str(workspace)
-    accepted: list[dict[str, Any]] = []
-    for number in range(1, EVALUATIONS):
-        proposals = [scout(ScoutInput(task=folder, workspace=place, round=number,
-                                      strategy=s, seed=seed)) for s in STRATEGIES]
-        due = reconsideration_due(accepted, EVALUATIONS - 1)
-        corrections = ""
-        for _ in range(REVIEW_PASSES):
-            result = researcher(ResearcherInput(
-                task=folder, workspace=place, round=number, proposals=proposals,
-                corrections=corrections, reconsideration_due=due, seed=seed))
-            verdict = reviewer(ReviewerInput(task=folder, workspace=place, result=result))
-            if verdict.verdict != "corrections":
-                break
-            corrections = verdict.corrections
-        accepted.append(result.to_wire())
-        if verdict.verdict == "stop_approved":
-            break
-    records = ResearchRecords(workspace)
+    run_rounds(task.root, workspace, STUDY, EVALUATIONS - 1, seed=seed,
+               measure_seed=derive_seed("b5", seed))
+    records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
     manifest = records.read_manifest(incumbent.candidate_id)
@@ -155,7 +129,7 @@ def best_after_budget(name: str, task_name: str, seed: int) -> tuple[float, int]
         runs = EVALUATIONS
         if name == "ours":
             runs = sum(len(m.measurements)
-                       for m in ResearchRecords(workspace).candidates().values())
+                       for m in ResearchRecords(workspace, STUDY).candidates().values())
         return true_value(task, params, workspace), runs
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
@@ -199,7 +173,7 @@ def run(seeds: int) -> Report:
         + ("met" if never_below_random else "**missed**") + ".",
         f"All three tasks minimise, so lower is better. Seeds 0-{seeds - 1}; each method "
         "starts from the task's starting candidate.",
-        "Ours spends several experiment runs per evaluation (repeats for the noise floor), "
-        "the peers one: the evaluation budget is equal, the run budget is not.",
+        "Ours spends several experiment runs per evaluation (repeats on paired seeds for the "
+        "noise floor), the peers one: the evaluation budget is equal, the run budget is not.",
     ]
     return report

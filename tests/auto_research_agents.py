@@ -19,13 +19,14 @@ CORRECTIONS = "Re-measure the candidate and the incumbent before deciding (test 
 def _corrections(round_number: int, text: str) -> Verdict:
     return Verdict(signals={"verdict": "corrections"}, diagnostic={
         "reason": "the test reviewer asks for corrections", "corrections": text,
-        "title": f"Round {round_number}: corrections requested", "description": text})
+        "title": f"Round {round_number}: corrections requested", "description": text,
+        "adopt": False})
 
 
 def reviewer_correcting_once(value: dict[str, Any], context: WorkerContext) -> Verdict:
     """Ask for corrections on the first pass of round 1, then judge like the embedded
     reviewer. The pass count comes from the records, so the worker needs no memory."""
-    round_number = int(value["result"]["round"])
+    round_number = int(value["evidence"]["round"])
     record = ResearchRecords(context.workspace, value["study"]).read_round(round_number)
     if round_number == CORRECTED_ROUND and record is not None and len(record.passes) == 1:
         return _corrections(round_number, CORRECTIONS)
@@ -33,7 +34,7 @@ def reviewer_correcting_once(value: dict[str, Any], context: WorkerContext) -> V
 
 
 def reviewer_never_satisfied(value: dict[str, Any]) -> Verdict:
-    return _corrections(int(value["result"]["round"]), "Try again (test request).")
+    return _corrections(int(value["evidence"]["round"]), "Try again (test request).")
 
 
 def scout_stub(value: dict[str, Any]) -> Verdict:
@@ -43,14 +44,10 @@ def scout_stub(value: dict[str, Any]) -> Verdict:
 
 
 def researcher_stub(value: dict[str, Any]) -> dict[str, Any]:
-    """A typed result at once: no experiment, no records."""
-    return {"result": {
-        "round": 1, "parentId": "c000", "candidateId": "c001", "strategy": "exploration",
-        "approach": "exploration:stub", "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}),
-        "experimentStatus": "ok", "incumbentId": "c000", "gain": 0.0, "noiseFloor": 0.0,
-        "metricRepeats": [1.0], "evidence": "stub", "disposition": "reject",
-        "justification": "stub", "bytesVerified": True, "candidateSha256": "",
-        "reconsidered": False, "reconsiderationDue": False, "metric": 1.0,
+    """A typed change at once, the same every pass."""
+    return {"change": {
+        "parentId": "c000", "strategy": "exploration", "approach": "exploration:stub",
+        "rationale": "stub", "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}),
     }}
 
 
@@ -102,13 +99,12 @@ def failing(value: dict[str, Any]) -> Verdict:
 
 
 def reviewer_damaging_adoptions(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    """Judge like the embedded reviewer, then, once an adoption is accepted, damage the
-    adopted candidate's stored bytes (as a faulty agent or disk would) before delivery."""
+    """Judge like the embedded reviewer, then, when it asks to adopt, damage the
+    candidate's stored bytes (as a faulty agent or disk would) before adoption."""
     verdict = embedded_reviewer({"input": value, "engine": {}}, context)
-    result = value["result"]
-    if verdict.signals.get("verdict") == "accepted" and result["disposition"] == "adopt":
+    if verdict.signals.get("verdict") == "accepted" and verdict.diagnostic["adopt"]:
         stored = ResearchRecords(context.workspace, value["study"]).source_dir(
-            result["candidateId"])
+            value["evidence"]["candidateId"])
         params = stored / "params.json"
         params.write_text(params.read_text() + "\n# damaged\n")
     return verdict

@@ -59,8 +59,18 @@ class Research:
                 if isinstance(event, NodeStarted) and event.reference.node == node]
 
     def results(self) -> list[dict[str, Any]]:
-        """Every result the researcher returned (corrections passes included)."""
-        return [c.completion.outcome.output["result"] for c in self.completions("researcher")
+        """Every decided round's result (the trusted adoption node's output)."""
+        return [c.completion.outcome.output["result"] for c in self.completions("adopt")
+                if isinstance(c.completion.outcome, VerifierOutcome)]
+
+    def evidence(self) -> list[dict[str, Any]]:
+        """The trusted measure step's evidence of every pass (corrections included)."""
+        return [c.completion.outcome.output["evidence"] for c in self.completions("measure")
+                if isinstance(c.completion.outcome, VerifiedOutcome)]
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Every change the researcher proposed (corrections passes included)."""
+        return [c.completion.outcome.output["change"] for c in self.completions("researcher")
                 if isinstance(c.completion.outcome, VerifiedOutcome)]
 
     def verdicts(self) -> list[VerifierOutcome]:

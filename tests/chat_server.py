@@ -8,6 +8,8 @@ Each request takes the next entry of a script (the last one repeats):
 - ``{"reply": "gate", "at": n}``: a verifier verdict, ``accepted`` once ``value >= n``
   (also the answer to any request whose schema asks for signals, with ``n`` = 3);
 - ``{"content": "..."}``: a completion with this content;
+- ``{"respond": function}``: a completion whose content is ``function(body)`` as JSON (the
+  request's JSON body in, any JSON-ready reply out: a scripted model);
 - ``{"refusal": "..."}``: a completion whose message refuses (structured-output style);
 - ``{"status": 429 | 500 | 401, ...}``: an error response (``retry_after`` adds a
   Retry-After header).
@@ -102,6 +104,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 return
             if "content" in entry:
                 self._send(200, _completion(entry["content"]))
+                return
+            if "respond" in entry:
+                self._send(200, _completion(json.dumps(entry["respond"](body))))
                 return
             value = _input_of(body) or {}
             schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})

@@ -1,8 +1,5 @@
-"""Test support for the research tests: a tiny round driver and small task folders.
-
-The driver stands in for the auto-research graph (three scouts, the researcher, a fresh
-reviewer, corrections back to the researcher within the round); it is not product code.
-"""
+"""Test support for the research tests: rounds run in this process (the graph's order, no
+engine: :func:`zeroshot_kernel.research.inline.run_rounds`) and small task folders."""
 
 from __future__ import annotations
 
@@ -10,24 +7,25 @@ import json
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conftest import PROJECT_ROOT
 
-from zeroshot_kernel.research import reconsideration_due
-from zeroshot_kernel.research.agents import researcher, reviewer, scout
+from zeroshot_kernel.research.adoption import AdoptionRequest, adopt
+from zeroshot_kernel.research.inline import run_rounds
+from zeroshot_kernel.research.measure import MeasureRequest, measure
 from zeroshot_kernel.research.protocol import (
-    STRATEGIES,
-    ResearcherInput,
+    Change,
+    Evidence,
     ResearchResult,
-    ReviewerInput,
     ReviewVerdict,
-    ScoutInput,
     ScoutProposal,
+    VerdictLabel,
 )
+from zeroshot_kernel.research.seeds import study_seed
 
 TEMPLATES = PROJECT_ROOT / "research_templates"
 BUNDLED = ("svc-digits", "rosenbrock", "branin")
-REVIEW_LIMIT = 64
 STUDY = "study"
 """The study the driven rounds record into."""
 
@@ -35,39 +33,47 @@ STUDY = "study"
 @dataclass
 class Run:
     results: list[ResearchResult] = field(default_factory=list)
+    """The decided rounds (trusted adoption's results)."""
     verdicts: list[ReviewVerdict] = field(default_factory=list)
-    passes: list[ResearchResult] = field(default_factory=list)
-    """Every researcher result, corrections passes included."""
+    """Each round's closing verdict."""
+    passes: list[Evidence] = field(default_factory=list)
+    """The measure step's evidence of every pass, corrections passes included."""
 
 
 def drive(task: Path, workspace: Path, rounds: int, *, seed: int = 0) -> Run:
-    """Run ``rounds`` rounds (fewer on an approved stop) and return what was accepted."""
+    """Run ``rounds`` rounds (fewer on an approved stop) and return what was decided."""
     run = Run()
-    for number in range(1, rounds + 1):
-        proposals = [scout(ScoutInput(study=STUDY,
-                                      task=str(task), workspace=str(workspace), round=number,
-                                      strategy=s, seed=seed)) for s in STRATEGIES]
-        due = reconsideration_due([r.to_wire() for r in run.results], rounds)
-        corrections = ""
-        for _ in range(REVIEW_LIMIT):
-            result = researcher(ResearcherInput(
-                study=STUDY, task=str(task), workspace=str(workspace), round=number,
-                proposals=proposals, corrections=corrections, reconsideration_due=due,
-                seed=seed,
-            ))
-            run.passes.append(result)
-            verdict = reviewer(ReviewerInput(study=STUDY, task=str(task), workspace=str(workspace),
-                                             result=result))
-            if verdict.verdict != "corrections":
-                break
-            corrections = verdict.corrections
-        else:
-            raise AssertionError(f"round {number}: review limit exhausted: {verdict.reason}")
-        run.results.append(result)
-        run.verdicts.append(verdict)
-        if verdict.verdict == "stop_approved":
-            break
+    for done in run_rounds(task, workspace, STUDY, rounds, seed=seed):
+        run.results.append(done.result)
+        run.verdicts.append(done.verdict)
+        run.passes.extend(evidence for _, evidence, _ in done.passes)
     return run
+
+
+def measure_pass(task: Path, workspace: Path, round_number: int, change: Change | dict[str, Any],
+                 *, pass_number: int = 1, run_id: str = "test") -> Evidence:
+    """One pass of the trusted measure step on ``change`` (a model or its wire form)."""
+    wire = change.to_wire() if isinstance(change, Change) else change
+    return measure(MeasureRequest(
+        task=str(task), study=STUDY, workspace=str(workspace), run_id=run_id,
+        round=round_number, pass_number=pass_number,
+        pass_id=f"{run_id}/round-{round_number}/pass-{pass_number}", seed=study_seed(STUDY),
+        change=wire))
+
+
+def decide(task: Path, workspace: Path, evidence: Evidence, verdict: VerdictLabel = "accepted",
+           adopt_it: bool = True) -> ResearchResult:
+    """Trusted adoption of ``evidence``'s round after a review saying ``verdict``."""
+    return adopt(AdoptionRequest(task=str(task), study=STUDY, workspace=str(workspace),
+                                 round=evidence.round, evidence=evidence.to_wire(),
+                                 verdict=verdict, adopt=adopt_it))
+
+
+def change(params: dict[str, Any], parent: str = "c000", **fields: Any) -> Change:
+    """A hand-made parameter change, for steering a test."""
+    return Change.model_validate({"parent_id": parent, "strategy": "exploration",
+                                  "approach": "exploration:manual", "rationale": "test",
+                                  "params": params, **fields})
 
 
 def propose(params: dict[str, float], approach: str = "exploration:manual") -> ScoutProposal:
@@ -92,7 +98,10 @@ LINE_OBJECTIVE = textwrap.dedent('''
         time.sleep(120)
     if x < 0.1:
         raise SystemExit("x too small: the experiment crashed")
-    noise = random.Random(int(os.environ["ZEROSHOT_SEED"])).gauss(0.0, 0.1)
+    # Shared noise cancels on paired seeds; NOISE=independent draws it per seed and x.
+    key = os.environ["ZEROSHOT_SEED"] + (repr(x) if os.environ.get("NOISE") == "independent"
+                                         else "")
+    noise = random.Random(key).gauss(0.0, 0.1)
     print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x + noise}))
 ''')
 

@@ -12,11 +12,10 @@ import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import Research, copy_task, new_workspace, python_node, start
 from engine_support import alive, controller_pid, eventually, kill, resume_when_free
-from research_driver import STUDY
 
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
-from zeroshot_kernel.research import ResearchRecords, load_task
+from zeroshot_kernel.research import load_task
 from zeroshot_kernel.templates.auto_research import ATTEMPTS
 
 HANG = '''\
@@ -32,10 +31,11 @@ runpy.run_path("objective.py", run_name="__main__")
 '''
 
 SLOW = '''\
-"""Note the seed in $STARTS, take a while, then measure."""
-import os, runpy, time
+"""Note the run (seed and parameters) in $STARTS, take a while, then measure."""
+import json, os, runpy, time
+params = json.load(open("params.json"))
 with open(os.environ["STARTS"], "a") as out:
-    out.write(os.environ["ZEROSHOT_SEED"] + "\\n")
+    out.write(f"{os.environ['ZEROSHOT_SEED']} {params['x1']!r} {params['x2']!r}\\n")
 time.sleep(0.5)
 runpy.run_path("objective.py", run_name="__main__")
 '''
@@ -99,22 +99,22 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
 
     def mid_experiment() -> bool:
         active = research.run.status().status.active_executions or []
-        if not any(a.node == "researcher" for a in active):
+        if not any(a.node == "measure" for a in active):
             return False
         round_number = research.view().active_round
         manifest = research.records.read_manifest(f"c{round_number:03d}")
         measured = manifest is not None and any(
             m.round == round_number for m in manifest.measurements)
-        return measured and bool(set(started_seeds(starts)) - recorded_seeds(research))
+        return measured and bool(set(started_runs(starts)) - recorded_runs(research))
 
-    eventually(mid_experiment, 120, "a researcher with one repeat recorded, more running")
+    eventually(mid_experiment, 120, "a measure step with one repeat recorded, more running")
     killed_round = research.view().active_round
     pid = controller_pid(research.client, research.run.id)
     kill(pid)
     eventually(lambda: not alive(pid), 5, "the killed controller to go")
     time.sleep(0.5)  # its workers notice and go too; nothing more gets recorded
-    recorded_at_kill = recorded_seeds(research)
-    in_flight = set(started_seeds(starts)) - recorded_at_kill
+    recorded_at_kill = recorded_runs(research)
+    in_flight = set(started_runs(starts)) - recorded_at_kill
     assert in_flight
 
     resume_when_free(research.client, research.run.id)
@@ -140,7 +140,7 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     assert terminal.output["candidateId"] == view.rounds[-1].candidate_id
 
     # The lost execution was closed as a crash and retried once, in the same round.
-    outcomes = [c.completion.outcome for c in research.completions("researcher")]
+    outcomes = [c.completion.outcome for c in research.completions("measure")]
     crashed = [i for i, o in enumerate(outcomes) if isinstance(o, ErrorOutcome)]
     assert len(crashed) == 1 and all(isinstance(o, VerifiedOutcome)
                                      for i, o in enumerate(outcomes) if i not in crashed)
@@ -149,22 +149,25 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     record = research.records.read_round(killed_round)
     assert record is not None and [p.status for p in record.passes] == ["done"]
     assert any("carried on" in note for note in record.passes[0].notes)
-    starts_per_seed = started_seeds(starts)
-    for seed in recorded_at_kill:
-        assert starts_per_seed.count(seed) == 1, f"recorded experiment {seed} ran again"
-    for seed in set(starts_per_seed):
-        assert starts_per_seed.count(seed) == 1 or seed in in_flight
-        assert starts_per_seed.count(seed) <= 2  # at most: the one killed, the one recorded
+    started = started_runs(starts)
+    for run in recorded_at_kill:
+        assert started.count(run) == 1, f"recorded experiment {run} ran again"
+    for run in set(started):
+        assert started.count(run) == 1 or run in in_flight
+        assert started.count(run) <= 2  # at most: the one killed, the one recorded
     # Every experiment that ran to its end is recorded exactly once: the records hold one
-    # measurement per seed, and as many as the experiment starts minus the killed ones.
-    measured = [m.experiment.seed for manifest in research.records.candidates().values()
-                for m in manifest.measurements]
-    assert len(measured) == len(set(measured))
-    assert len(starts_per_seed) - len(measured) <= len(in_flight)
-    for manifest in research.records.candidates().values():
-        seeds = [m.experiment.seed for m in manifest.measurements]
-        assert len(seeds) == len(set(seeds)), f"{manifest.candidate_id} measured twice"
-    for number, round_record in research.records.snapshot().rounds.items():
+    # measurement per candidate and seed, and as many as the starts minus the killed ones.
+    measured = recorded_runs(research)
+    assert sum(len(m.measurements) for m in research.records.candidates().values()) == \
+        len(measured)
+    assert len(started) - len(measured) <= len(in_flight)
+    # The records agree with the ledger: each round's evidence is the measure step's.
+    evidence = research.evidence()
+    for round_view in view.rounds:
+        recorded = state.rounds[round_view.round].passes[-1].evidence
+        assert recorded is not None
+        assert recorded.to_wire() == [e for e in evidence if e["round"] == round_view.round][-1]
+    for number, round_record in state.rounds.items():
         for round_pass in round_record.passes:
             per_candidate = [m.candidate_id for m in round_pass.measurements]
             limit = 2 * load_repeats(research)
@@ -173,7 +176,7 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
 
 @pytest.mark.parametrize(("node", "reason", "push", "never_started"), [
     ("scout_challenge", "scouting_failed", False, "researcher"),
-    ("researcher", "research_failed", False, "reviewer"),
+    ("researcher", "research_failed", False, "measure"),
     ("reviewer", "review_failed", False, "deliver"),
     ("reviewer", "review_failed", True, "deliver"),
 ])
@@ -198,35 +201,15 @@ def test_an_unrecovered_error_ends_the_run_with_its_own_reason(
     assert research.view().rounds == ()
 
 
-def test_a_retried_pass_that_had_finished_returns_its_result(tmp_path: Path) -> None:
-    """A pass whose execution was lost after it finished (before the engine recorded its
-    completion) is not done again: the retry returns the recorded result."""
-    from zeroshot_kernel.research.agents import researcher, scout
-    from zeroshot_kernel.research.protocol import STRATEGIES, ResearcherInput, ScoutInput
-
-    task = copy_task(tmp_path, "branin", repeats=2)
-    workspace = str(tmp_path)
-    proposals = [scout(ScoutInput(study=STUDY, task=task, workspace=workspace, round=1, strategy=s))
-                 for s in STRATEGIES]
-    call = ResearcherInput(study=STUDY,
-                           task=task, workspace=workspace, round=1, proposals=proposals,
-                           pass_id="run/round-1/pass-1")
-    first = researcher(call)
-    measured = {c: len(m.measurements) for c, m in
-                ResearchRecords(tmp_path, STUDY).candidates().items()}
-    assert researcher(call) == first
-    assert {c: len(m.measurements) for c, m in
-            ResearchRecords(tmp_path, STUDY).candidates().items()} == measured
-    record = ResearchRecords(tmp_path, STUDY).read_round(1)
-    assert record is not None and len(record.passes) == 1
+def started_runs(starts: Path) -> list[tuple[int, float, float]]:
+    """(seed, x1, x2) of every experiment run that started."""
+    rows = [line.split() for line in starts.read_text().splitlines()]
+    return [(int(seed), float(x1), float(x2)) for seed, x1, x2 in rows]
 
 
-def started_seeds(starts: Path) -> list[int]:
-    return [int(line) for line in starts.read_text().split()]
-
-
-def recorded_seeds(research: Research) -> set[int]:
-    return {m.experiment.seed for manifest in research.records.candidates().values()
+def recorded_runs(research: Research) -> set[tuple[int, float, float]]:
+    return {(m.experiment.seed, float(manifest.params["x1"]), float(manifest.params["x2"]))
+            for manifest in research.records.candidates().values()
             for m in manifest.measurements}
 
 

@@ -1,8 +1,8 @@
 """``--push``: the trusted delivery node publishes every accepted adoption as one commit on
 ``zeroshot/<run-id>`` in a bare remote on disk (titled and described by the reviewer), and
 nothing else: no commit for a rejected round, no git run by a research agent, nothing
-published when the reviewed bytes are damaged; a workspace that cannot deliver is refused
-with the reason."""
+adopted or published when the reviewed bytes are damaged; a workspace that cannot deliver
+is refused with the reason."""
 
 from __future__ import annotations
 
@@ -162,24 +162,29 @@ def adoption_reviews(research: Research) -> dict[int, tuple[str, str]]:
             if verdict.signals["verdict"] == "accepted" and result["disposition"] == "adopt"}
 
 
-def test_a_damaged_candidate_is_not_published_and_requests_repair(tmp_path: Path) -> None:
-    """Delivery restores the adopted candidate from the records and checks its bytes; when
-    they no longer match what was reviewed, nothing is published and the run ends with
-    ``delivery_repair_requested``."""
+def test_a_candidate_damaged_after_its_review_is_neither_adopted_nor_published(
+    tmp_path: Path,
+) -> None:
+    """Trusted adoption checks the candidate's bytes against the content hash that was
+    measured; bytes damaged after the review (here by the reviewer itself) are not adopted,
+    so delivery has nothing to publish, and the run goes on."""
     repo, remote, task = research_repository(tmp_path)
     script_points(repo, POINTS)
     research = start(repo, task, 2, push=True, nodes={
         **SCRIPTED_SCOUTS, "reviewer": python_node("reviewer_damaging_adoptions")})
     terminal = research.wait()
-    assert isinstance(terminal, FailedResult), terminal
-    assert terminal.reason == "delivery_repair_requested"
-    [delivery] = research.completions("deliver")
-    outcome = delivery.completion.outcome
-    assert isinstance(outcome, VerifierOutcome)
-    assert outcome.signals == {"delivery": "repair_requested"}
-    assert delivery.detail is not None and "do not match" in delivery.detail
+    assert isinstance(terminal, SucceededResult), terminal
     view = research.view()
-    assert [(r.round, r.adopted) for r in view.rounds] == [(1, True)]  # no second round
+    first = view.rounds[0]
+    assert (first.verdict, first.adopted, first.disposition) == ("accepted", False, "reject")
+    assert "no longer match their content hash (changed params.json)" in first.justification
+    verdicts = research.verdicts()
+    assert verdicts[0].diagnostic["adopt"] is True  # the reviewer asked for it
+    signals = [c.completion.outcome.signals["delivery"] for c in research.completions("deliver")
+               if isinstance(c.completion.outcome, VerifierOutcome)]
+    assert signals == ["skipped", "skipped"]  # every adoption was damaged, none adopted
+    incumbent = research.records.read_incumbent()
+    assert incumbent is not None and incumbent.candidate_id == "c000"
     assert git(remote, "branch", "--list", "zeroshot/*") == ""  # nothing published
 
 

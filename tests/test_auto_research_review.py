@@ -1,5 +1,6 @@
 """The work/review cycle through the real engine: corrections go back to the researcher
-within the round, 64 passes exhaust the review, and an early stop needs a justification."""
+within the round (its change measured again), 64 passes exhaust the review, and an early
+stop needs a justification."""
 
 from __future__ import annotations
 
@@ -25,11 +26,17 @@ def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
     assert [r.round for r in view.rounds] == [1, 2]
     assert [r.passes for r in view.rounds] == [2, 1]
     assert terminal.output["round"] == 2
-    # Both passes of round 1 are recorded against round 1; the second got the corrections.
-    assert [r["round"] for r in research.results()] == [1, 1, 2]
+    # Both passes of round 1 are measured against round 1; the second got the corrections
+    # (a discriminating measurement of the same change: twice the seeds).
+    assert [e["round"] for e in research.evidence()] == [1, 1, 2]
+    assert [r["round"] for r in research.results()] == [1, 2]
     record = research.records.read_round(CORRECTED_ROUND)
     assert record is not None
     assert [p.corrections for p in record.passes] == ["", CORRECTIONS]
+    first, second = (p.evidence for p in record.passes)
+    assert first is not None and second is not None
+    assert second.candidate_id == first.candidate_id and second.measurement == "discriminating"
+    assert second.seeds[:len(first.seeds)] == first.seeds and len(second.seeds) == 4
     # Corrections never re-scout: three scouts a round, whatever the passes.
     assert len(research.starts("scout_exploration")) == 2
     assert [v.signals["verdict"] for v in research.verdicts()] == [
@@ -53,7 +60,9 @@ def test_sixty_four_passes_exhaust_the_review(tmp_path: Path, push: bool) -> Non
     view = research.view()
     assert view.rounds == () and view.passes_in_progress == REVIEW_PASSES
     assert len(research.starts("researcher")) == REVIEW_PASSES
+    assert len(research.starts("measure")) == REVIEW_PASSES
     assert len(research.verdicts()) == REVIEW_PASSES
+    assert research.starts("adopt") == []  # an unreviewed round is never decided
     assert len(research.starts("scout_exploration")) == 1
     assert research.starts("deliver") == []
 
@@ -72,5 +81,6 @@ def test_an_early_stop_comes_with_a_justification(tmp_path: Path) -> None:
     assert last.verdict == "stop_approved" and last.disposition == "stop"
     assert terminal.output == {"round": last.round, "candidateId": last.candidate_id,
                                "disposition": "stop"}
-    assert "target" in last.justification and last.reason == last.justification
+    assert "meets the charter's target" in last.justification  # trusted adoption's words
+    assert "meets the charter's target" in last.reason  # the reviewer's
     assert all(r.verdict == "accepted" for r in view.rounds[:-1])

@@ -45,9 +45,9 @@ def task_name(request: pytest.FixtureRequest) -> str:
 
 
 def assert_ledger_matches_view(research: Research, view: ResearchView) -> None:
-    """Each round of the view is the ledger's last researcher result of that round and
+    """Each round of the view is the ledger's trusted adoption result of that round and
     its closing verdict."""
-    results = {r["round"]: r for r in research.results()}  # the last pass wins
+    results = {r["round"]: r for r in research.results()}
     closing = [v for v in research.verdicts() if v.signals["verdict"] != "corrections"]
     assert len(closing) == len(view.rounds)
     for round_view, verdict in zip(view.rounds, closing, strict=True):
@@ -72,17 +72,16 @@ def assert_records_match_view(research: Research, view: ResearchView) -> None:
         assert result.metric == round_view.metric
         manifest = state.candidates[result.candidate_id]
         assert manifest.content_sha256 == result.candidate_sha256
+        # The round's numbers are the recorded runs of its paired seeds, and only those.
+        evidence = record.passes[-1].evidence
+        assert evidence is not None and evidence.candidate_id == result.candidate_id
+        by_seed = {m.experiment.seed: m.experiment.metric for m in manifest.measurements}
+        assert [by_seed[s] for s in evidence.seeds] == result.metric_repeats
         if round_view.metric is not None:
-            assert math.isclose(manifest_mean_at(manifest.values, result.metric_repeats),
+            assert math.isclose(sum(result.metric_repeats) / len(result.metric_repeats),
                                 round_view.metric)
     assert view.incumbent is not None and state.incumbent is not None
     assert state.incumbent.candidate_id == view.incumbent.candidate_id
-
-
-def manifest_mean_at(values: list[float], repeats: list[float]) -> float:
-    """The mean the round reported: over the measurements recorded by then (a prefix)."""
-    assert values[:len(repeats)] == repeats
-    return sum(repeats) / len(repeats)
 
 
 def assert_incumbent_only_improves(research: Research, view: ResearchView) -> None:

@@ -103,7 +103,9 @@ def test_reconsideration_reaches_the_researcher_through_the_engine(
     assert third is not None and third.result is not None
     assert third.result.reconsideration_due and third.result.reconsidered
     assert third.result.parent_id == "c001"  # the best archived candidate, not c000
-    assert any("reconsideration" in note for note in third.passes[-1].notes)
+    proposed = third.passes[-1].change
+    assert proposed is not None and proposed.reconsidered
+    assert "reconsideration" in proposed.rationale and proposed.measurement == "discriminating"
 
 
 def from_records(records: ResearchRecords, rounds: int) -> ResearchView:
@@ -129,7 +131,8 @@ def from_records(records: ResearchRecords, rounds: int) -> ResearchView:
         best.append(current)
     return ResearchView(rounds=(), incumbent=None, best_so_far=tuple(best), plateau=plateau,
                         reconsiderations=tuple(reconsidered), active_round=0,
-                        passes_in_progress=0, terminal=None)
+                        passes_in_progress=0, measured_in_progress=0,
+                        review_in_progress=("", False), terminal=None)
 
 
 def views_by_round(events: Iterable[tuple[Any, RunEvent]]) -> dict[int, ResearchView]:

@@ -26,10 +26,11 @@ from zeroshot_kernel.research.views import (
 def make_round(number: int, metric: float | None, incumbent: float, *, adopt: bool = False,
                status: str = "ok", reconsidered: bool = False, reason: str = "") -> RoundView:
     return RoundView(
-        round=number, proposals=(), parent_id="c000", candidate_id=f"c{number:03d}",
+        round=number, proposals=(), measure_status="measured", parent_id="c000",
+        candidate_id=f"c{number:03d}",
         strategy="exploration", approach="exploration:tpe", params={"x": 1.0},
         experiment_status=status, metric=metric, incumbent_id="c000",
-        incumbent_metric=incumbent, gain=0.0, noise_floor=0.1, evidence="",
+        incumbent_metric=incumbent, gain=0.0, noise_floor=0.1, effect_size=None, evidence="",
         disposition="adopt" if adopt else "reject", justification="", verdict="accepted",
         reason=reason, passes=1, reconsidered=reconsidered, reconsideration_due=False,
     )

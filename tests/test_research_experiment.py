@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from research_driver import STUDY, TEMPLATES, line_task, propose
+from research_driver import STUDY, TEMPLATES, decide, line_task, measure_pass, propose
 
 from zeroshot_kernel.research import ResearchRecords, load_task, run_experiment, run_repeats
 from zeroshot_kernel.research.agents import researcher, reviewer
@@ -100,17 +100,20 @@ def test_timed_out_and_crashed_runs_are_recorded_rounds(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for number, x, status in ((1, 1.9, "timed_out"), (2, 0.05, "crashed")):
-        result = researcher(ResearcherInput(study=STUDY, task=str(root), workspace=str(workspace),
-                                            round=number, proposals=[propose({"x": x})]))
-        assert result.experiment_status == status
-        assert result.disposition == "reject" and status in result.justification
-        assert len(result.metric_repeats) == 0 and result.metric is None
+        proposed = researcher(ResearcherInput(study=STUDY, task=str(root),
+                                              workspace=str(workspace), round=number,
+                                              proposals=[propose({"x": x})]))
+        evidence = measure_pass(root, workspace, number, proposed)
+        assert evidence.experiment_status == status and not evidence.supports_adoption
+        assert len(evidence.metric_repeats) == 0 and evidence.metric is None
         record = ResearchRecords(workspace, STUDY).read_round(number)
-        assert record is not None and record.result == result
+        assert record is not None and record.passes[-1].evidence == evidence
         assert [m.experiment.status for m in record.passes[-1].measurements] == [status]
-        verdict = reviewer(ReviewerInput(study=STUDY,
-                                         task=str(root), workspace=str(workspace), result=result))
-        assert verdict.verdict == "accepted", verdict.reason
+        verdict = reviewer(ReviewerInput(study=STUDY, task=str(root), workspace=str(workspace),
+                                         change=proposed, evidence=evidence))
+        assert verdict.verdict == "accepted" and not verdict.adopt, verdict.reason
+        result = decide(root, workspace, evidence, verdict.verdict, verdict.adopt)
+        assert result.disposition == "reject" and status in result.justification
     incumbent = ResearchRecords(workspace, STUDY).read_incumbent()
     assert incumbent is not None and incumbent.candidate_id == "c000"
 

@@ -40,8 +40,8 @@ def test_an_experiment_failing_at_the_baseline_ends_the_run_with_its_stderr(
     ran = zeroshot(workspace, "research", "run", task, "--iterations", "2")
     assert ran.returncode == 1
     lines = ran.stdout.splitlines()
-    assert "finished: failed: research_failed" in lines
-    assert lines[-1].startswith("failed: research_failed (node researcher: crash - ")
+    assert "finished: failed: measure_failed" in lines  # the trusted step measures it
+    assert lines[-1].startswith("failed: measure_failed (node measure: crash - ")
     assert "training.csv is missing" in lines[-1] and "exit 3" in lines[-1]
     run_id = lines[0].split(":", 1)[0].removeprefix("started ")
 
@@ -50,9 +50,9 @@ def test_an_experiment_failing_at_the_baseline_ends_the_run_with_its_stderr(
         assert shown.returncode == 0, shown.stderr
         assert "training.csv is missing" in shown.stdout, (command, shown.stdout)
     status = json.loads(zeroshot(workspace, "status", run_id, "--json").stdout)
-    assert status["failure"]["node"] == "researcher" and status["failure"]["code"] == "crash"
+    assert status["failure"]["node"] == "measure" and status["failure"]["code"] == "crash"
     show = json.loads(zeroshot(workspace, "research", "show", run_id, "--json").stdout)
-    assert show["failure"]["reason"] == "research_failed" and "activeRound" in show
+    assert show["failure"]["reason"] == "measure_failed" and "activeRound" in show
 
 
 def test_a_crashing_scout_is_named_in_the_monitor_and_the_report(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from research_driver import STUDY, line_task, propose
+from research_driver import STUDY, decide, line_task, measure_pass, propose
 
 from zeroshot_kernel.research import ResearchRecords, reconsideration_due
 from zeroshot_kernel.research.agents import researcher
@@ -64,26 +64,32 @@ def test_the_researcher_reconsiders_with_a_new_mechanism_and_an_archived_parent(
     workspace = tmp_path / "ws"
     workspace.mkdir()
 
-    def research(number: int, proposals: list[Any], due: bool = False) -> Any:
-        return researcher(ResearcherInput(study=STUDY, task=str(task), workspace=str(workspace),
-                                          round=number, proposals=proposals,
-                                          reconsideration_due=due))
+    def research(number: int, proposals: list[Any], due: bool = False) -> tuple[Any, Any]:
+        """One round: the researcher's change, measured, adopted when it beats the noise."""
+        proposed = researcher(ResearcherInput(study=STUDY, task=str(task),
+                                              workspace=str(workspace), round=number,
+                                              proposals=proposals, reconsideration_due=due))
+        evidence = measure_pass(task, workspace, number, proposed)
+        return proposed, decide(task, workspace, evidence, "accepted",
+                                evidence.supports_adoption)
 
-    assert research(1, [propose({"x": 0.3}, "synthesis:blend")]).disposition == "adopt"
-    assert research(2, [propose({"x": 0.6}, "synthesis:blend")]).disposition == "reject"
-    assert research(3, [propose({"x": 0.5}, "synthesis:blend")]).disposition == "reject"
+    assert research(1, [propose({"x": 0.3}, "synthesis:blend")])[1].disposition == "adopt"
+    assert research(2, [propose({"x": 0.6}, "synthesis:blend")])[1].disposition == "reject"
+    assert research(3, [propose({"x": 0.5}, "synthesis:blend")])[1].disposition == "reject"
     offered = [propose({"x": 0.35}, "synthesis:blend"),
                propose({"x": 0.25}, "exploration:tpe"),
                propose({"x": 0.28}, "challenge:perturb")]
-    result = research(4, offered, due=True)
-    assert result.reconsidered and result.approach == "exploration:tpe"
+    proposed, result = research(4, offered, due=True)
+    assert proposed.reconsidered and proposed.approach == "exploration:tpe"
+    assert proposed.measurement == "discriminating", "twice the repeats"
+    assert result.reconsidered
     state = ResearchRecords(workspace, STUDY).snapshot()
     archived = min((m for m in state.candidates.values() if m.candidate_id not in
                     ("c001", "c004")), key=lambda m: m.metric or 0.0)
     assert result.parent_id == archived.candidate_id != "c001"
     assert len(result.metric_repeats) == 6, "a discriminating measurement: twice the repeats"
-    assert "reconsideration" in result.evidence
+    assert "reconsideration" in proposed.rationale
 
-    normal = research(5, [propose({"x": 0.31}, "synthesis:blend"),
-                          propose({"x": 0.29}, "exploration:tpe")])
+    normal, _ = research(5, [propose({"x": 0.31}, "synthesis:blend"),
+                             propose({"x": 0.29}, "exploration:tpe")])
     assert not normal.reconsidered

@@ -1,13 +1,15 @@
 """The records: every candidate restores byte for byte, re-running it reproduces its metric,
-tampered bytes are caught (and repaired when they can be), rows come before restores."""
+tampered bytes are caught (never adopted, repaired when they can be), rows come before
+restores, and a pass measured once is never measured again."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
-from research_driver import STUDY, TEMPLATES, Run, drive
+from research_driver import STUDY, TEMPLATES, Run, change, decide, drive, measure_pass
 
 from zeroshot_kernel.research import (
     ResearchRecords,
@@ -18,16 +20,15 @@ from zeroshot_kernel.research import (
     tree_hashes,
     verify_candidate,
 )
-from zeroshot_kernel.research.agents import researcher, reviewer, scout
-from zeroshot_kernel.research.agents.seeding import derive_seed
+from zeroshot_kernel.research.agents import researcher, scout
 from zeroshot_kernel.research.evidence import compare
 from zeroshot_kernel.research.protocol import (
     STRATEGIES,
+    Evidence,
     ResearcherInput,
-    ResearchResult,
-    ReviewerInput,
     ScoutInput,
 )
+from zeroshot_kernel.research.seeds import derive_seed
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +48,15 @@ def research(researched: tuple[Path, Run], tmp_path: Path) -> tuple[Path, Path, 
     return tmp_path / "copy" / "branin", tmp_path / "copy" / "ws", run
 
 
-def _next_round(
-    task_root: Path, workspace: Path, number: int, corrections: str = ""
-) -> ResearchResult:
+def _next_round(task_root: Path, workspace: Path, number: int) -> Evidence:
+    """The embedded researcher's change for round ``number``, measured."""
     proposals = [scout(ScoutInput(study=STUDY,
                                   task=str(task_root), workspace=str(workspace), round=number,
                                   strategy=s, seed=5)) for s in STRATEGIES]
-    return researcher(ResearcherInput(study=STUDY, task=str(task_root), workspace=str(workspace),
-                                      round=number, proposals=proposals,
-                                      corrections=corrections, seed=5))
+    proposed = researcher(ResearcherInput(study=STUDY, task=str(task_root),
+                                          workspace=str(workspace), round=number,
+                                          proposals=proposals, seed=5))
+    return measure_pass(task_root, workspace, number, proposed)
 
 
 def test_restored_incumbent_reproduces_its_metric(
@@ -101,30 +102,30 @@ def test_every_candidate_restores_and_verifies(
     assert {r.candidate_id for r in run.results} <= set(records.snapshot().candidates)
 
 
-def test_tampered_candidate_is_sent_back_then_repaired(research: tuple[Path, Path, Run]) -> None:
-    task_root, workspace, run = research
+def test_tampered_bytes_are_never_adopted(research: tuple[Path, Path, Run]) -> None:
+    """Bytes changed after their measurement: trusted adoption refuses them, whatever the
+    reviewer says, and the next measurement of that candidate rebuilds them first."""
+    task_root, workspace, _ = research
     records = ResearchRecords(workspace, STUDY)
-    result = run.results[-1]
-    target = records.source_dir(result.candidate_id) / "objective.py"
+    incumbent = records.read_incumbent()
+    assert incumbent is not None
+    evidence = measure_pass(task_root, workspace, 6, change({"x1": 3.1416, "x2": 2.275},
+                                                            parent=incumbent.candidate_id))
+    assert evidence.status == "measured" and evidence.candidate_id == "c006"
+    assert evidence.supports_adoption  # the optimum: a real gain over any incumbent
+    target = records.source_dir("c006") / "objective.py"
     target.write_text(target.read_text() + "# tampered\n")
-    assert not verify_candidate(records, result.candidate_id).ok
 
-    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
-                                     result=result))
-    assert verdict.verdict == "corrections"
-    assert "do not match its manifest" in verdict.corrections
-    assert "changed objective.py" in verdict.corrections
+    result = decide(task_root, workspace, evidence, "accepted", adopt_it=True)
+    assert result.disposition == "reject"
+    assert "no longer match their content hash (changed objective.py)" in result.justification
+    current = records.read_incumbent()
+    assert current is not None and current.candidate_id == incumbent.candidate_id
 
-    corrected = _next_round(task_root, workspace, result.round, verdict.corrections)
-    assert corrected.round == result.round and corrected.bytes_verified
-    assert "addressing corrections" in corrected.evidence
-    assert f"rebuilt {result.candidate_id}" in corrected.evidence
-    assert verify_candidate(records, result.candidate_id).ok
-    record = records.read_round(result.round)
-    assert record is not None and len(record.passes) == 2 and record.result == corrected
-    again = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
-                                   result=corrected))
-    assert again.verdict == "accepted", again.reason
+    again = measure_pass(task_root, workspace, 7, change({}, parent="c006"))
+    assert "stored bytes of c006 do not match its manifest" in again.summary
+    assert "rebuilt c006 from the task and its params; verified" in again.summary
+    assert verify_candidate(records, "c006").ok and again.candidate_id == "c006"
 
 
 def test_damaged_parent_is_reported_and_rebuilt(research: tuple[Path, Path, Run]) -> None:
@@ -133,25 +134,28 @@ def test_damaged_parent_is_reported_and_rebuilt(research: tuple[Path, Path, Run]
     incumbent = records.read_incumbent()
     assert incumbent is not None
     (records.source_dir(incumbent.candidate_id) / "params.json").write_text("{}\n")
-    result = _next_round(task_root, workspace, 6)
-    assert result.parent_id == incumbent.candidate_id and result.bytes_verified
-    assert f"stored bytes of {incumbent.candidate_id} do not match" in result.evidence
+    evidence = _next_round(task_root, workspace, 6)
+    assert evidence.parent_id == incumbent.candidate_id and evidence.status == "measured"
+    assert f"stored bytes of {incumbent.candidate_id} do not match" in evidence.summary
     assert verify_candidate(records, incumbent.candidate_id).ok
 
 
-def test_unrepairable_bytes_are_reported_and_rejected(research: tuple[Path, Path, Run]) -> None:
+def test_unrepairable_bytes_are_a_recorded_result(research: tuple[Path, Path, Run]) -> None:
     task_root, workspace, _ = research
     records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
     for source in (records.source_dir(incumbent.candidate_id), task_root / "candidate"):
         (source / "objective.py").write_text("print('something else')\n")
-    result = _next_round(task_root, workspace, 6)
-    assert not result.bytes_verified and result.disposition == "reject"
-    assert f"cannot restore {incumbent.candidate_id}" in result.evidence
-    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task_root), workspace=str(workspace),
-                                     result=result))
-    assert verdict.verdict == "corrections" and "not verified" in verdict.corrections
+    evidence = _next_round(task_root, workspace, 6)
+    assert evidence.status == "parent_unverified" and evidence.experiment_status == "not_run"
+    assert any(f"cannot restore {incumbent.candidate_id}" in r for r in evidence.reasons)
+    assert not evidence.supports_adoption and evidence.candidate_id == ""
+    result = decide(task_root, workspace, evidence, "accepted", adopt_it=True)
+    assert result.disposition == "reject" and not result.bytes_verified
+    assert "parent unverified" in result.justification
+    record = records.read_round(6)
+    assert record is not None and record.result == result
 
 
 def test_the_row_is_recorded_before_any_restore(
@@ -162,25 +166,49 @@ def test_the_row_is_recorded_before_any_restore(
     def broken(*_: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("zeroshot_kernel.research.agents.researcher_agent.verify_candidate", broken)
+    monkeypatch.setattr("zeroshot_kernel.research.measure.verify_candidate", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         _next_round(task_root, workspace, 6)
     record = ResearchRecords(workspace, STUDY).read_round(6)
     assert record is not None and record.passes[-1].status == "started"
-    assert record.passes[-1].proposal is not None and record.result is None
+    assert record.passes[-1].change is not None and record.result is None
 
 
-def test_a_retried_round_starts_a_new_pass_against_the_same_incumbent(
+def test_a_retried_pass_returns_its_evidence_and_a_new_pass_reruns_nothing(
     research: tuple[Path, Path, Run],
 ) -> None:
-    task_root, workspace, run = research
-    last = run.results[-1]
-    first = ResearchRecords(workspace, STUDY).read_round(last.round)
-    assert first is not None
-    again = researcher(ResearcherInput(study=STUDY, task=str(task_root), workspace=str(workspace),
-                                       round=last.round, proposals=first.passes[0].proposals,
-                                       reconsideration_due=last.reconsidered, seed=5))
-    assert again.incumbent_id == last.incumbent_id
-    assert again.candidate_id == last.candidate_id and again.params == last.params
-    record = ResearchRecords(workspace, STUDY).read_round(last.round)
-    assert record is not None and len(record.passes) == 2 and record.result == again
+    task_root, workspace, _ = research
+    records = ResearchRecords(workspace, STUDY)
+    first = _next_round(task_root, workspace, 6)
+    runs = {c: len(m.measurements) for c, m in records.candidates().items()}
+    record = records.read_round(6)
+    assert record is not None and record.passes[0].change is not None
+    proposed = record.passes[0].change
+    # The same pass again (its execution was lost after it finished): the same evidence.
+    assert measure_pass(task_root, workspace, 6, proposed) == first
+    # A second pass of the same change: the same candidate, no experiment run again.
+    second = measure_pass(task_root, workspace, 6, proposed, pass_number=2)
+    assert second.candidate_id == first.candidate_id and second.seeds == first.seeds
+    assert second.metric_repeats == first.metric_repeats
+    assert {c: len(m.measurements) for c, m in records.candidates().items()} == runs
+    record = records.read_round(6)
+    assert record is not None and [p.status for p in record.passes] == ["done", "done"]
+    assert record.passes[1].measurements == []
+
+
+def test_rounds_recorded_before_the_trusted_measure_step_are_kept_and_skipped(
+    research: tuple[Path, Path, Run],
+) -> None:
+    """A study continued from records of the earlier layout (the researcher's own rows):
+    its incumbent and candidates carry on; the old round files are left as they are."""
+    task_root, workspace, _ = research
+    records = ResearchRecords(workspace, STUDY)
+    old = {"round": 1, "passes": [{"status": "done", "corrections": "", "proposals": [],
+                                   "proposal": None, "parentId": "c000", "candidateId": "c001",
+                                   "incumbentBefore": "c000", "plan": None}]}
+    text = json.dumps(old)
+    records.round_path(1).write_text(text)
+    evidence = _next_round(task_root, workspace, 6)
+    assert evidence.status == "measured"
+    assert 1 not in records.snapshot().rounds and 6 in records.snapshot().rounds
+    assert records.round_path(1).read_text() == text

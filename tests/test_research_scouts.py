@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from research_driver import STUDY, TEMPLATES, drive, line_task, propose
+from research_driver import STUDY, TEMPLATES, change, decide, drive, line_task, measure_pass
 
 from zeroshot_kernel.research import REMEASURE, STRATEGIES, ResearchRecords, load_task
 from zeroshot_kernel.research.agents import researcher, reviewer, scout
@@ -79,7 +79,7 @@ def test_synthesis_draws_around_the_best_candidates(rosenbrock: tuple[Path, Path
 
 
 def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: Path) -> None:
-    task = line_task(tmp_path / "task")
+    task = line_task(tmp_path / "task", env={"NOISE": "independent"})
     workspace = tmp_path / "ws"
     workspace.mkdir()
     start = _ask(task, workspace, "challenge", 1)
@@ -87,22 +87,25 @@ def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: 
     assert start.params != {"x": 1.0}
 
     # a rival within the noise floor of an incumbent measured only three times
-    rival = researcher(ResearcherInput(study=STUDY,
-                                       task=str(task), workspace=str(workspace), round=1,
-                                       proposals=[propose({"x": 0.8})]))
-    assert rival.disposition == "reject" and rival.gain <= rival.noise_floor
+    rival = measure_pass(task, workspace, 1, change({"x": 0.9}))
+    assert not rival.supports_adoption and rival.gain <= rival.noise_floor
+    decide(task, workspace, rival, "accepted", adopt_it=False)
     challenge = _ask(task, workspace, "challenge", 2)
     assert challenge.approach == REMEASURE and challenge.params == {"x": 1.0}
     assert "the lead may be noise" in challenge.rationale
 
-    remeasured = researcher(ResearcherInput(study=STUDY,
-                                            task=str(task), workspace=str(workspace), round=2,
-                                            proposals=[challenge]))
+    proposed = researcher(ResearcherInput(study=STUDY,
+                                          task=str(task), workspace=str(workspace), round=2,
+                                          proposals=[challenge]))
+    assert proposed.params == {} and proposed.measurement == "discriminating"
+    remeasured = measure_pass(task, workspace, 2, proposed)
     assert remeasured.candidate_id == remeasured.incumbent_id == "c000"
-    assert remeasured.disposition == "reject" and len(remeasured.metric_repeats) == 6
+    assert len(remeasured.metric_repeats) == 6
     verdict = reviewer(ReviewerInput(study=STUDY, task=str(task), workspace=str(workspace),
-                                     result=remeasured))
-    assert verdict.verdict == "accepted"
+                                     change=proposed, evidence=remeasured))
+    assert verdict.verdict == "accepted" and not verdict.adopt
+    assert decide(task, workspace, remeasured, verdict.verdict, verdict.adopt).disposition == \
+        "reject"
     assert _ask(task, workspace, "challenge", 3).approach == "challenge:perturb"
 
 

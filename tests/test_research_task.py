@@ -164,11 +164,16 @@ def test_payloads_fit_their_contract_types() -> None:
     request = ScoutInput(task="t", study="s", workspace="w", round=1, strategy="synthesis")
     assert check_value(request.to_wire(), types["ScoutInput"]) == []
     verdict = ReviewVerdict(verdict="accepted", reason="r", corrections="", title="t",
-                            description="d")
+                            description="d", adopt=False)
     assert check_value(verdict.to_wire(), types["ReviewVerdict"]) == []
     result = types["ResearchResult"].fields
     assert result["metric"].required is False and result["candidateId"].required is True
     assert result["paramsJson"].type.kind == "string" and "params" not in result
+    change = types["Change"].fields  # what a researcher must give, what it may
+    assert {n for n, f in change.items() if f.required} == {
+        "parentId", "strategy", "approach", "rationale"}
+    assert change["edits"].type.kind == "array" and change["paramsJson"].required is False
+    assert "metric" not in change and "candidateSha256" not in change
 
 
 def test_parameters_are_json_text_on_the_wire() -> None:

@@ -20,7 +20,8 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 from zeroshot_kernel.templates.auto_research import MAX_ITERATIONS, REVIEW_PASSES
 
 SCOUTS = ("scout_exploration", "scout_synthesis", "scout_challenge")
-FAIL_REASONS = {"scouting_failed", "research_failed", "review_failed", "review_exhausted"}
+FAIL_REASONS = {"scouting_failed", "research_failed", "measure_failed", "review_failed",
+                "review_exhausted", "adoption_failed"}
 PUSH_FAIL_REASONS = FAIL_REASONS | {"delivery_failed", "delivery_repair_requested"}
 
 
@@ -83,8 +84,12 @@ def test_show_json_prints_the_graph_our_verifier_admits_with_a_stable_identity(
     assert graph["scouting"]["kind"] == "par"
     assert [b["name"] for b in graph["scouting"]["branches"]] == list(SCOUTS)
     assert all(graph[s]["kind"] == "verifier" for s in SCOUTS)  # read-only
-    assert graph["researcher"]["kind"] == "step"  # the only writer
+    assert graph["researcher"]["kind"] == "step"  # proposes the change
     assert graph["reviewer"]["kind"] == "verifier"
+    # The trusted steps: engine code, no instructions (never an agent).
+    assert graph["measure"]["worker"] == "zeroshot.research.measure@1"
+    assert graph["adopt"]["worker"] == "zeroshot.research.adopt@1"
+    assert "instructions" not in graph["measure"] and "instructions" not in graph["adopt"]
     reasons = {node["reason"] for node in graph.values() if node["kind"] == "fail"}
     assert reasons == (PUSH_FAIL_REASONS if push else FAIL_REASONS)
     assert ("deliver" in graph) is push
@@ -103,6 +108,12 @@ def test_the_expanded_runtime_keeps_scout_and_researcher_sessions_and_a_fresh_re
         "research.scout.exploration", "research.scout.synthesis", "research.scout.challenge"}
     assert bindings["researcher"]["agent"] == "research.researcher"
     assert bindings["reviewer"]["agent"] == "research.reviewer"
+    trusted = {"measure": {"kind": "trusted", "code": "research.measure"},
+               "adopt": {"kind": "trusted", "code": "research.adopt"}}
+    assert {n: bindings[n] for n in trusted} == trusted
+    # ... whatever harness runs the agents.
+    llm = shown(tmp_path, "auto-research", "--harness", "openai")["runtime"]
+    assert {n: llm["nodes"][n] for n in trusted} == trusted
     if push:
         assert bindings["deliver"] == {"kind": "git_delivery"}
     else:
@@ -156,3 +167,20 @@ def test_an_unknown_template_is_refused_with_the_known_names(tmp_path: Path) -> 
     assert refused.returncode == 2
     assert "unknown template 'no-such-template'" in refused.stderr
     assert "auto-research" in refused.stderr and "single-worker" in refused.stderr
+
+
+def test_the_trusted_steps_cannot_be_bound_to_an_agent_nor_to_another_node() -> None:
+    expansion = expand_template("auto-research", TemplateOptions(task="branin", iterations=1))
+
+    def diagnostics(**nodes: dict[str, Any]) -> list[str]:
+        runtime = {**expansion.runtime, "nodes": {**expansion.runtime["nodes"], **nodes}}
+        admission = admit(expansion.graph, initial_input=expansion.input, runtime=runtime)
+        assert admission.admitted is None
+        return [d.message for d in admission.diagnostics]
+
+    [as_agent] = diagnostics(measure={"kind": "agent", "harness": "openai", "model": "m"})
+    assert "node 'measure' (zeroshot.research.measure@1) is trusted engine code" in as_agent
+    [swapped] = diagnostics(measure={"kind": "trusted", "code": "research.adopt"})
+    assert "runs only nodes of worker zeroshot.research.adopt@1" in swapped
+    [unknown] = diagnostics(adopt={"kind": "trusted", "code": "research.nothing"})
+    assert "unknown trusted code 'research.nothing'" in unknown

@@ -39,7 +39,8 @@ from zeroshot_kernel.contract.diagnostics import (
 )
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
 from zeroshot_kernel.contract.parse import diagnostics_from_validation, parse_graph
-from zeroshot_kernel.contract.payload import MAX_VIOLATIONS, iter_violations
+from zeroshot_kernel.contract.payload import iter_violations
+from zeroshot_kernel.contract.reading import MAX_VIOLATIONS
 from zeroshot_kernel.harness.plan import RuntimePlan
 
 

@@ -17,7 +17,9 @@ from zeroshot_kernel.harness.plan import (
     AgentBinding,
     GitDeliveryBinding,
     RuntimePlan,
+    TrustedBinding,
 )
+from zeroshot_kernel.harness.trusted_harness import TRUSTED_CODE, TRUSTED_WORKERS
 
 
 def runtime_diagnostics(
@@ -76,8 +78,31 @@ def _bindings(
             )
         elif isinstance(binding, GitDeliveryBinding):
             yield from _delivery(graph, node, deliveries)
+        elif isinstance(binding, TrustedBinding):
+            yield from _trusted(node, binding)
+        elif node.worker in TRUSTED_WORKERS:
+            yield _problem(
+                f"node '{name}' ({node.worker}) is trusted engine code, never an agent: bind "
+                f"it as {{\"kind\": \"trusted\", \"code\": \"{TRUSTED_WORKERS[node.worker]}\"}}",
+                "nodes", name, related=[name],
+            )
         else:
             yield from _agent(plan, node, binding, importable=importable)
+
+
+def _trusted(node: StepNode | VerifierNode, binding: TrustedBinding) -> Iterator[GraphDiagnostic]:
+    where = ("nodes", node.name)
+    entry = TRUSTED_CODE.get(binding.code)
+    if entry is None:
+        yield _problem(f"unknown trusted code '{binding.code}'; known: "
+                       f"{', '.join(sorted(TRUSTED_CODE))}", *where, "code", related=[node.name])
+    elif entry.worker != node.worker:
+        yield _problem(f"trusted code '{binding.code}' runs only nodes of worker "
+                       f"{entry.worker}, not {node.worker}", *where, "code",
+                       related=[node.name])
+    if node.instructions is not None:
+        yield _problem(f"node '{node.name}' runs trusted code, not an agent: remove its "
+                       "instructions", *where, related=[node.name])
 
 
 def _agent(

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.contract.reading import (
+    MAX_PRINTED_DIAGNOSTICS,
     DocumentError,
     load_document,
     loads_document,
@@ -21,8 +22,6 @@ from zeroshot_kernel.contract.reading import (
 EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_USAGE = 2
-MAX_PRINTED_DIAGNOSTICS = 50
-"""Text output lists this many diagnostics, then counts the rest (``--json`` has all)."""
 MAX_PATH_CHARS = 4096
 
 

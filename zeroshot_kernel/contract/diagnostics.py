@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.reading import shorten
 
 DiagnosticCode = Literal[
     "schema_safety",
@@ -70,12 +71,9 @@ class GraphDiagnostic(ContractModel):
         return format_path(self.path)
 
 
-MAX_SEGMENT_CHARS = 160
-
-
 def format_path(path: Sequence[FieldSegment | IndexSegment | NodeSegment]) -> str:
-    """Each name cut to :data:`MAX_SEGMENT_CHARS` (a path is for reading, and a field name
-    can be as long as the document)."""
+    """Each name cut to :data:`~zeroshot_kernel.contract.reading.MAX_SHOWN_CHARS` (a path is
+    for reading, and a field name can be as long as the document)."""
     parts: list[str] = []
     for segment in path:
         if isinstance(segment, IndexSegment):
@@ -86,9 +84,7 @@ def format_path(path: Sequence[FieldSegment | IndexSegment | NodeSegment]) -> st
         elif isinstance(segment, NodeSegment) and parts and parts[-1] == segment.name:
             continue  # `root › root` reads as one step
         else:
-            name = segment.name
-            parts.append(name if len(name) <= MAX_SEGMENT_CHARS
-                         else name[: MAX_SEGMENT_CHARS - 1] + "…")
+            parts.append(shorten(segment.name))
     return " › ".join(parts) if parts else "(document)"
 
 

@@ -33,6 +33,7 @@ from zeroshot_kernel.contract.diagnostics import (
     node as node_segment,
 )
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
+from zeroshot_kernel.contract.reading import MAX_SHAPE_DIAGNOSTICS
 
 Segment = FieldSegment | IndexSegment | NodeSegment
 M = TypeVar("M", bound=BaseModel)
@@ -74,10 +75,6 @@ def parse_model(model: type[M], document: Any) -> ParseResult[M]:
             message="the document is nested too deeply to be a graph (the depth ceiling is 64)",
             path=[],
         )])
-
-
-MAX_SHAPE_DIAGNOSTICS = 200
-"""Past this many shape problems, one more diagnostic counts the rest."""
 
 
 def diagnostics_from_validation(error: ValidationError, document: Any) -> list[GraphDiagnostic]:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.reading import MAX_VIOLATIONS, shorten
 from zeroshot_kernel.contract.values import MAX_COLLECTION_ITEMS, EnumSet, FieldName
 
 
@@ -104,13 +105,9 @@ class ValueViolation(ContractModel):
     message: str
 
     def describe(self) -> str:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{_short_name(p)}"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{shorten(p)}"
                         for p in self.path)
         return f"{where.lstrip('.') or '(value)'}: {self.message}"
-
-
-MAX_VIOLATIONS = 100
-""":func:`check_value` reports at most this many (a value can be as large as its document)."""
 
 
 def check_value(value: Any, payload_type: PayloadType, *,
@@ -172,10 +169,6 @@ def _violations(value: Any, t: PayloadType, path: ValuePath) -> Iterator[tuple[V
             for name in value:
                 if name not in t.fields:
                     yield (*path, name), "unknown field"
-
-
-def _short_name(name: str) -> str:
-    return name if len(name) <= 60 else name[:57] + "..."
 
 
 def _describe(value: Any) -> str:

@@ -37,6 +37,13 @@ MAX_ALIAS_EXPANSION = 100_000
 """How many values YAML aliases may add by repeating anchored nodes."""
 MAX_SHOWN_CHARS = 200
 """Names, paths and values quoted in messages are cut to this length."""
+MAX_SHAPE_DIAGNOSTICS = 200
+"""Past this many shape problems in a graph, one more diagnostic counts the rest."""
+MAX_VIOLATIONS = 100
+"""Ways a value fails its type reported per value (a value can be as large as its
+document); one more diagnostic counts the rest."""
+MAX_PRINTED_DIAGNOSTICS = 50
+"""Text output lists this many diagnostics, then counts the rest (``--json`` has all)."""
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

@@ -14,7 +14,12 @@ from typing import Any, Protocol
 
 from zeroshot_kernel.contract.graph import StepNode, VerifierNode
 from zeroshot_kernel.contract.outcome import WorkerOutcome
-from zeroshot_kernel.harness.plan import AgentBinding, GitDeliveryBinding, RuntimePlan
+from zeroshot_kernel.harness.plan import (
+    AgentBinding,
+    GitDeliveryBinding,
+    RuntimePlan,
+    TrustedBinding,
+)
 from zeroshot_kernel.ledger.events import LogStream, RunEvent, Usage
 
 LogSink = Callable[[LogStream, str], None]
@@ -30,7 +35,7 @@ class ExecutionRequest:
     node_instance: str
     attempt: int
     input: Any
-    binding: AgentBinding | GitDeliveryBinding
+    binding: AgentBinding | GitDeliveryBinding | TrustedBinding
     plan: RuntimePlan
     workspace: Path
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -46,6 +51,8 @@ class ExecutionRequest:
     def harness(self) -> str:
         if isinstance(self.binding, GitDeliveryBinding):
             return "git_delivery"
+        if isinstance(self.binding, TrustedBinding):
+            return "trusted"
         return self.binding.harness or self.plan.harness
 
 

@@ -48,6 +48,19 @@ def _load(path: str) -> Callable[..., Any]:
     return function
 
 
+async def run_embedded(
+    python: PythonHarness, request: ExecutionRequest, embedded: EmbeddedAgent
+) -> HarnessResult:
+    """Call ``embedded`` in a worker with ``{"input": <graph input>, "engine": <context>}``."""
+    context = _load(embedded.context)(request)
+    call = dataclasses.replace(
+        request,
+        input={"input": request.input, "engine": context},
+        binding=AgentBinding(harness="python", callable=embedded.callable),
+    )
+    return await python.execute(call)
+
+
 class LocalHarness:
     """Runs embedded agents in killable worker processes."""
 
@@ -60,13 +73,7 @@ class LocalHarness:
         agent = EMBEDDED_AGENTS.get(name or "")
         if agent is None:
             return HarnessResult(error("refusal"), f"no embedded agent named {name!r}")
-        context = _load(agent.context)(request)
-        call = dataclasses.replace(
-            request,
-            input={"input": request.input, "engine": context},
-            binding=binding.model_copy(update={"callable": agent.callable}),
-        )
-        return await self._python.execute(call)
+        return await run_embedded(self._python, request, agent)
 
     async def close(self) -> None:
         await self._python.close()

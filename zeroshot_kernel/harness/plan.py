@@ -70,7 +70,18 @@ class GitDeliveryBinding(ContractModel):
     connections: list[ConnectionName] = Field(default_factory=list)
 
 
-NodeBinding = Annotated[AgentBinding | GitDeliveryBinding, Field(discriminator="kind")]
+class TrustedBinding(ContractModel):
+    """A node run by trusted code of the engine, never an agent: ``code`` names it (see
+    :data:`zeroshot_kernel.harness.trusted_harness.TRUSTED_CODE`). It gets no secrets."""
+
+    kind: Literal["trusted"]
+    code: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]*$", max_length=64)]
+    env: list[EnvName] = Field(default_factory=list, max_length=0)
+    connections: list[ConnectionName] = Field(default_factory=list, max_length=0)
+
+
+NodeBinding = Annotated[AgentBinding | GitDeliveryBinding | TrustedBinding,
+                        Field(discriminator="kind")]
 
 
 class RuntimePlan(ContractModel):
@@ -105,6 +116,8 @@ class RuntimePlan(ContractModel):
         binding = self.nodes.get(node)
         if isinstance(binding, GitDeliveryBinding):
             return "git_delivery"
+        if isinstance(binding, TrustedBinding):
+            return "trusted"
         if binding is not None and binding.harness is not None:
             return binding.harness
         return self.harness

@@ -7,7 +7,7 @@ from zeroshot_kernel.harness.local_harness import LocalHarness
 from zeroshot_kernel.harness.python_harness import PythonHarness
 
 AVAILABLE_HARNESSES = frozenset(
-    {"python", "local", "git_delivery", "claude", "codex", "openai"}
+    {"python", "local", "git_delivery", "trusted", "claude", "codex", "openai"}
 )
 
 
@@ -21,6 +21,10 @@ def harness_for(name: str, *, in_process: bool = False) -> Harness:
         return PythonHarness(in_process=in_process)
     if name == "local":
         return LocalHarness(in_process=in_process)
+    if name == "trusted":
+        from zeroshot_kernel.harness.trusted_harness import TrustedHarness
+
+        return TrustedHarness(in_process=in_process)
     if name == "git_delivery":
         from zeroshot_kernel.delivery import GitDeliveryHarness  # loaded by --push runs only
 

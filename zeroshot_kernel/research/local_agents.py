@@ -2,7 +2,7 @@
 
 Each function takes ``{"input": <the node's graph input>, "engine": <context>}`` and
 returns what the graph declares: a scout its proposal (as a verifier answer), the
-researcher its result, the reviewer its verdict. The context comes from the ledger (see
+researcher its change, the reviewer its verdict. The context comes from the ledger (see
 :func:`engine_context`), so the round number and "reconsideration due" are facts of the
 run, not guesses of the agent.
 """
@@ -10,7 +10,6 @@ run, not guesses of the agent.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,19 +20,17 @@ from zeroshot_kernel.ledger.events import RunEvent, SafeLog
 from zeroshot_kernel.research.agents import researcher as run_researcher
 from zeroshot_kernel.research.agents import reviewer as run_reviewer
 from zeroshot_kernel.research.agents import scout as run_scout
+from zeroshot_kernel.research.context import research_context
 from zeroshot_kernel.research.protocol import (
     STRATEGIES,
+    Change,
+    Evidence,
     ResearcherInput,
-    ResearchResult,
     ReviewerInput,
     ScoutInput,
     ScoutProposal,
     Strategy,
 )
-from zeroshot_kernel.research.reconsider import reconsideration_due
-from zeroshot_kernel.research.studies import records_for, study_of
-from zeroshot_kernel.research.views import research_view
-from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS
 from zeroshot_kernel.workers import Verdict, WorkerContext
 
 RESEARCHER_AGENT = "research.researcher"
@@ -49,7 +46,7 @@ def engine_context(request: ExecutionRequest) -> dict[str, Any]:
     (``engine context {json}``), next to the graph input its ``node_started`` records, so
     what the engine passed it (reconsideration due or not) is on record, not only in the
     call."""
-    context = _context(request)
+    context = research_context(request)
     if isinstance(request.binding, AgentBinding) and request.binding.agent == RESEARCHER_AGENT:
         request.log("output", CONTEXT_LOG_PREFIX + json.dumps(context, sort_keys=True))
     return context
@@ -64,32 +61,6 @@ def recorded_contexts(events: Iterable[RunEvent]) -> dict[str, dict[str, Any]]:
                 event.line.startswith(CONTEXT_LOG_PREFIX):
             found[event.execution] = json.loads(event.line.removeprefix(CONTEXT_LOG_PREFIX))
     return found
-
-
-def _context(request: ExecutionRequest) -> dict[str, Any]:
-    """Rounds are numbered across the study (see ``ResearchRecords.round_offset``)."""
-    view = research_view(request.events())
-    accepted = [
-        {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
-         "reconsidered": r.reconsidered}
-        for r in view.rounds
-    ]
-    run_input = request.run_input or {}
-    options = run_input.get("options") or {}
-    iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
-    offset = records_for(request.workspace, study_of(run_input)).round_offset(
-        request.run_id, str(run_input.get("task", "")))
-    return {
-        "round": offset + view.active_round,
-        "pass": view.passes_in_progress + 1,
-        "iterations": iterations,
-        "reconsiderationDue": reconsideration_due(accepted, iterations),
-        "seed": _seed(request.run_id),
-    }
-
-
-def _seed(run_id: str) -> int:
-    return int.from_bytes(run_id.encode()[-6:].ljust(6, b"\0"), "big") % (2**31)
 
 
 def _workspace(context: WorkerContext) -> str:
@@ -122,30 +93,24 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
     graph_input, engine = call["input"], call["engine"]
     proposals = [ScoutProposal.model_validate(graph_input[s]) for s in STRATEGIES
                  if graph_input[s].get("approach") != "none yet"]
-    result = run_researcher(ResearcherInput(
+    change = run_researcher(ResearcherInput(
         task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
-        round=engine["round"],
-        proposals=proposals, corrections=graph_input["corrections"],
+        round=engine["round"], proposals=proposals, corrections=graph_input["corrections"],
         reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
-        pass_id=f"{context.run_id}/round-{engine['round']}/pass-{engine['pass']}",
     ))
-    return {"result": _finite(result.to_wire())}
+    return {"change": change.to_wire()}
 
 
 def reviewer(call: dict[str, Any], context: WorkerContext) -> Verdict:
     graph_input = call["input"]
     verdict = run_reviewer(ReviewerInput(
         task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
-        result=ResearchResult.model_validate(graph_input["result"]),
+        change=Change.model_validate(graph_input["change"]),
+        evidence=Evidence.model_validate(graph_input["evidence"]),
     ))
     return Verdict(
         signals={"verdict": verdict.verdict},
         diagnostic={"reason": verdict.reason, "corrections": verdict.corrections,
-                    "title": verdict.title, "description": verdict.description},
+                    "title": verdict.title, "description": verdict.description,
+                    "adopt": verdict.adopt},
     )
-
-
-def _finite(document: dict[str, Any]) -> dict[str, Any]:
-    """Drop non-finite numbers (a crashed experiment has no metric, not NaN)."""
-    return {k: v for k, v in document.items()
-            if not (isinstance(v, float) and not math.isfinite(v))}

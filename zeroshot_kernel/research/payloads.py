@@ -1,7 +1,7 @@
 """The research payloads as graph contract types, derived from the pydantic models.
 
-The auto-research template can declare its nodes' inputs and outputs with these instead of
-spelling them out by hand, so the declared types cannot drift from what the agents emit.
+The auto-research template declares its change, evidence and result with these instead of
+spelling them out by hand, so the declared types cannot drift from what the nodes emit.
 Fields with a default are optional (they may be omitted); ``paramsJson`` is text.
 """
 
@@ -24,6 +24,8 @@ from zeroshot_kernel.contract.payload import (
     StringType,
 )
 from zeroshot_kernel.research.protocol import (
+    Change,
+    Evidence,
     ResearcherInput,
     ResearchResult,
     ReviewerInput,
@@ -34,7 +36,8 @@ from zeroshot_kernel.research.protocol import (
 from zeroshot_kernel.research.task import Params
 
 MODELS: tuple[type[BaseModel], ...] = (
-    ScoutInput, ScoutProposal, ResearcherInput, ResearchResult, ReviewerInput, ReviewVerdict,
+    ScoutInput, ScoutProposal, ResearcherInput, Change, Evidence, ResearchResult,
+    ReviewerInput, ReviewVerdict,
 )
 _PRIMITIVES: dict[Any, PayloadType] = {
     str: StringType(kind="string"), bool: BooleanType(kind="boolean"),

@@ -1,12 +1,13 @@
 """The research records on disk, one folder per study:
 ``<workspace>/.zeroshot/research/<study>/``.
 
-Layout (the researcher writes, scouts and the reviewer only read)::
+Layout (only trusted code writes: the measure and adoption steps; agents only read)::
 
     study.json                              the study's task, and each run's first round
     charter.md  summary.md  backlog.md      human-readable, re-rendered from the JSON below
     incumbent.json                          the adopted candidate the next round builds on
-    rounds/<NNN>.json                       per-round evidence, one entry per pass
+    rounds/<NNN>.json                       per round: each pass's change and evidence,
+                                            and the round's decision
     candidates/<id>/manifest.json           per-file SHA-256, content hash, parent, params,
     candidates/<id>/source/...              every measurement; and the full restorable source
 
@@ -30,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.research.experiment import ExperimentResult, ExperimentStatus
-from zeroshot_kernel.research.protocol import ResearchResult, ScoutProposal
+from zeroshot_kernel.research.protocol import Change, Evidence, ResearchResult, ScoutProposal
 from zeroshot_kernel.research.task import Params
 
 RECORDS_DIR = Path(".zeroshot") / "research"
@@ -48,6 +49,8 @@ class Measurement(ContractModel):
     candidate_id: str
     round: int
     experiment: ExperimentResult
+    pass_id: str | None = None
+    """The measure step's pass that ran it (see ``RoundPass.pass_id``)."""
 
 
 class CandidateManifest(ContractModel):
@@ -81,45 +84,29 @@ class CandidateManifest(ContractModel):
         return failed[0] if failed else "ok"
 
 
-class PassPlan(ContractModel):
-    """How a pass builds and measures, kept in its ``started`` row so that a pass whose
-    execution was lost is carried on exactly as it was planned."""
-
-    remeasure: bool
-    reconsidered: bool
-    repeats: int
-    build: bool
-    racing: bool
-    discriminating: bool
-    stop_check: bool
-
-
 class RoundPass(ContractModel):
-    """One researcher pass over a round: the first, or one answering corrections."""
+    """One pass over a round: the researcher's change and the trusted measure step's
+    evidence for it (the first pass, or one answering corrections)."""
 
     status: Literal["started", "done"]
-    corrections: str
-    proposals: list[ScoutProposal]
-    proposal: ScoutProposal | None
-    parent_id: str
-    candidate_id: str
-    incumbent_before: str
+    pass_id: str
+    """The engine's name for this pass (run, round and pass number): a retried execution
+    finds the row its lost execution recorded and carries the pass on."""
+    corrections: str = ""
+    proposals: list[ScoutProposal] = Field(default_factory=list)
+    change: Change | None = None
+    """The researcher's change (``None`` for the baseline)."""
+    evidence: Evidence | None = None
     measurements: list[Measurement] = Field(default_factory=list)
+    """The experiment runs this pass ran (runs it reused from earlier passes are not here)."""
     notes: list[str] = Field(default_factory=list)
-    result: ResearchResult | None = None
-    plan: PassPlan | None = None
-    pass_id: str | None = None
-    """The engine's name for this pass (see ``ResearcherInput.pass_id``)."""
 
 
 class RoundRecord(ContractModel):
     round: int
     passes: list[RoundPass]
-
-    @property
-    def result(self) -> ResearchResult | None:
-        """The latest finished pass's result (a pass cut short does not hide it)."""
-        return next((p.result for p in reversed(self.passes) if p.result is not None), None)
+    result: ResearchResult | None = None
+    """The decided round (the trusted adoption's result); ``None`` while undecided."""
 
 
 class StudyRecord(ContractModel):
@@ -245,7 +232,10 @@ class ResearchRecords:
         """Everything recorded so far; empty when the research has not started."""
         rounds = {}
         for path in sorted((self.root / "rounds").glob("*.json")):
-            record = _read(path, RoundRecord)
+            try:
+                record = _read(path, RoundRecord)
+            except ValidationError:
+                continue  # a round recorded before the trusted measure step: kept, not read
             if record is not None:
                 rounds[record.round] = record
         return ResearchState(rounds=rounds, candidates=self.candidates(),
@@ -269,11 +259,19 @@ class ResearchRecords:
         return record
 
     def finish_pass(self, round_number: int, finished: RoundPass) -> None:
-        """Replace the round's last (started) pass with its finished form."""
+        """Replace the round's row of ``finished.pass_id`` with its finished form."""
         existing = self.read_round(round_number)
-        if existing is None or not existing.passes:
-            raise RuntimeError(f"round {round_number} has no started pass to finish")
-        self.write_round(RoundRecord(round=round_number, passes=[*existing.passes[:-1], finished]))
+        if existing is None or not any(p.pass_id == finished.pass_id for p in existing.passes):
+            raise RuntimeError(f"round {round_number} has no pass {finished.pass_id} to finish")
+        passes = [finished if p.pass_id == finished.pass_id else p for p in existing.passes]
+        self.write_round(existing.model_copy(update={"passes": passes}))
+
+    def decide(self, result: ResearchResult) -> None:
+        """Record the round's decision (the trusted adoption's result)."""
+        existing = self.read_round(result.round)
+        if existing is None:
+            raise RuntimeError(f"round {result.round} has no pass to decide on")
+        self.write_round(existing.model_copy(update={"result": result}))
 
 
 _CACHE_SIZE = 4096

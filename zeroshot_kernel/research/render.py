@@ -7,7 +7,7 @@ and manifests they describe.
 from __future__ import annotations
 
 from zeroshot_kernel.research.evidence import fmt, noise_sigma, ranked
-from zeroshot_kernel.research.records import ResearchState
+from zeroshot_kernel.research.records import ResearchRecords, ResearchState
 from zeroshot_kernel.research.task import ResearchTask, params_key
 
 BACKLOG_LIMIT = 20
@@ -21,6 +21,8 @@ def charter(task: ResearchTask) -> str:
         f"- Experiment: `{' '.join(spec.command)}` in a scratch copy of the candidate, "
         f"budget {spec.budget_seconds:g} s, {spec.repeats} repeats per candidate",
     ]
+    lines.append("- Editable files: " + (", ".join(f"`{g}`" for g in spec.editable)
+                                         if spec.editable else "none (parameters only)"))
     if spec.target is not None:
         lines.append(f"- Target: {spec.metric} {'<=' if spec.direction == 'minimize' else '>='} "
                      f"{spec.target:g}")
@@ -64,6 +66,13 @@ def summary(task: ResearchTask, state: ResearchState) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_records(task: ResearchTask, records: ResearchRecords) -> None:
+    """Write the summary and the backlog again from the JSON records."""
+    state = records.snapshot()
+    records.write_text(records.summary_path, summary(task, state))
+    records.write_text(records.backlog_path, backlog(state))
+
+
 def backlog(state: ResearchState) -> str:
     """Open ideas: proposals a round did not take whose parameters were never measured."""
     tried = {params_key(m.params) for m in state.candidates.values()}
@@ -72,8 +81,9 @@ def backlog(state: ResearchState) -> str:
     for number in sorted(state.rounds, reverse=True):
         record = state.rounds[number]
         final = record.passes[-1]
+        taken = final.change.approach if final.change else None
         for proposal in final.proposals:
-            if count >= BACKLOG_LIMIT or proposal == final.proposal:
+            if count >= BACKLOG_LIMIT or proposal.approach == taken:
                 continue
             if params_key(proposal.params) in tried:
                 continue

@@ -7,6 +7,7 @@ folder and the offending field.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import math
@@ -106,6 +107,10 @@ class TaskSpec(ContractModel):
     env: dict[str, str] = Field(default_factory=dict)
     preload: list[str] = Field(default_factory=list)
     """Modules a warm interpreter imports once for ``{python} script.py`` experiments."""
+    editable: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=64)
+    """Globs of the files inside ``candidate/`` a change may edit, matched against the whole
+    relative path (``fnmatch``: ``*`` also matches ``/``); empty: parameters only."""
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:
@@ -119,7 +124,15 @@ class TaskSpec(ContractModel):
         params_path = Path(self.params_file)
         if params_path.is_absolute() or ".." in params_path.parts:
             raise ValueError("paramsFile must be a relative path inside candidate/")
+        for glob in self.editable:
+            if glob.startswith("/") or "\\" in glob or ".." in glob.split("/"):
+                raise ValueError(f"editable glob {glob!r} must be a relative path inside "
+                                 "candidate/")
         return self
+
+    def is_editable(self, path: str) -> bool:
+        """Whether a change may edit ``path`` (relative to ``candidate/``)."""
+        return any(fnmatch.fnmatchcase(path, glob) for glob in self.editable)
 
     def parameter(self, name: str) -> SearchParameter:
         return next(p for p in self.search_space if p.name == name)

@@ -2,7 +2,10 @@
 
 Rounds, the incumbent, best-so-far, plateau length and reconsideration points are all
 computed here from recorded outcomes, so a notebook opened tomorrow, or on another machine
-sharing the ledger, draws exactly the same tables and charts. ``ResearchViewBuilder`` is
+sharing the ledger, draws exactly the same tables and charts. A round's numbers come from
+the trusted adoption node's result (which carries the trusted measure step's evidence),
+never from an agent's reply: agents contribute only the proposals, the change's approach,
+and the reviewer's verdict and reason. ``ResearchViewBuilder`` is
 incremental: a monitor feeds it only the events after its cursor, so a refresh costs the
 same whatever the run's length.
 """
@@ -26,7 +29,6 @@ from zeroshot_kernel.ledger.events import (
 
 SCOUTS = {"scout_exploration": "exploration", "scout_synthesis": "synthesis",
           "scout_challenge": "challenge"}
-CLOSING_VERDICTS = {"accepted", "stop_approved"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class RoundView:
 
     round: int
     proposals: tuple[Proposal, ...]
+    measure_status: str
+    """``measured``, ``change_rejected`` or ``parent_unverified``."""
     parent_id: str
     candidate_id: str
     strategy: str
@@ -54,6 +58,7 @@ class RoundView:
     incumbent_metric: float | None
     gain: float
     noise_floor: float
+    effect_size: float | None
     evidence: str
     disposition: str
     justification: str
@@ -66,8 +71,8 @@ class RoundView:
 
     @property
     def adopted(self) -> bool:
-        """The reviewer accepted an adoption: this round's candidate became the incumbent."""
-        return self.verdict == "accepted" and self.disposition == "adopt"
+        """Trusted adoption moved the incumbent to this round's candidate."""
+        return self.disposition == "adopt"
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,11 @@ class ResearchView:
     active_round: int
     """The round in progress (len(rounds) + 1 while running)."""
     passes_in_progress: int
+    """Researcher passes of the round in progress so far."""
+    measured_in_progress: int
+    """Measure-step passes of the round in progress that completed."""
+    review_in_progress: tuple[str, bool]
+    """The latest verdict of the round in progress and whether it asked to adopt."""
     terminal: TerminalResult | None
 
     @property
@@ -108,8 +118,10 @@ class ResearchViewBuilder:
 
     _nodes: dict[str, str] = field(default_factory=dict)
     _proposals: dict[str, Proposal] = field(default_factory=dict)
-    _result: dict[str, Any] | None = None
+    _verdict: tuple[str, str] = ("", "")
+    _adopt: bool = False
     _passes: int = 0
+    _measured: int = 0
     _rounds: list[RoundView] = field(default_factory=list)
     _terminal: TerminalResult | None = None
 
@@ -145,6 +157,8 @@ class ResearchViewBuilder:
             reconsiderations=tuple(r.round for r in self._rounds if r.reconsidered),
             active_round=len(self._rounds) + (0 if self._terminal else 1),
             passes_in_progress=self._passes,
+            measured_in_progress=self._measured,
+            review_in_progress=(self._verdict[0], self._adopt),
             terminal=self._terminal,
         )
 
@@ -161,19 +175,25 @@ class ResearchViewBuilder:
                 rationale=str(proposal.get("rationale", "")),
             )
         elif node == "researcher" and isinstance(outcome, VerifiedOutcome):
-            self._result = (outcome.output or {}).get("result")
             self._passes += 1
+        elif node == "measure" and isinstance(outcome, VerifiedOutcome):
+            self._measured += 1
         elif node == "reviewer" and isinstance(outcome, VerifierOutcome):
-            verdict = outcome.signals.get("verdict", "")
-            if verdict in CLOSING_VERDICTS and self._result is not None:
-                self._rounds.append(self._round(verdict, outcome.diagnostic or {}))
-                self._passes = 0
+            diagnostic = outcome.diagnostic or {}
+            self._verdict = (str(outcome.signals.get("verdict", "")),
+                             str(diagnostic.get("reason", "")))
+            self._adopt = diagnostic.get("adopt") is True
+        elif node == "adopt" and isinstance(outcome, VerifierOutcome):
+            result = (outcome.output or {}).get("result") or {}
+            self._rounds.append(self._round(result))
+            self._passes = self._measured = 0
+            self._verdict, self._adopt = ("", ""), False
 
-    def _round(self, verdict: str, diagnostic: dict[str, Any]) -> RoundView:
-        result = self._result or {}
+    def _round(self, result: dict[str, Any]) -> RoundView:
         return RoundView(
             round=int(result.get("round", len(self._rounds) + 1)),
             proposals=tuple(self._proposals[s] for s in SCOUTS.values() if s in self._proposals),
+            measure_status=str(result.get("measureStatus", "")),
             parent_id=str(result.get("parentId", "")),
             candidate_id=str(result.get("candidateId", "")),
             strategy=str(result.get("strategy", "")),
@@ -185,11 +205,12 @@ class ResearchViewBuilder:
             incumbent_metric=result.get("incumbentMetric"),
             gain=float(result.get("gain", 0.0)),
             noise_floor=float(result.get("noiseFloor", 0.0)),
+            effect_size=result.get("effectSize"),
             evidence=str(result.get("evidence", "")),
             disposition=str(result.get("disposition", "")),
             justification=str(result.get("justification", "")),
-            verdict=verdict,
-            reason=str(diagnostic.get("reason", "")),
+            verdict=self._verdict[0],
+            reason=self._verdict[1],
             passes=self._passes,
             reconsidered=bool(result.get("reconsidered", False)),
             reconsideration_due=bool(result.get("reconsiderationDue", False)),

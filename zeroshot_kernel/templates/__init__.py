@@ -105,6 +105,9 @@ def _auto_research(options: TemplateOptions) -> Expansion:
     }
     nodes["researcher"] = _agent(options, scope="node_instance", agent="research.researcher")
     nodes["reviewer"] = _agent(options, agent="research.reviewer")
+    # Trusted engine code whatever the harness: a model never measures or adopts.
+    nodes["measure"] = {"kind": "trusted", "code": "research.measure"}
+    nodes["adopt"] = {"kind": "trusted", "code": "research.adopt"}
     if options.push:
         nodes["deliver"] = {"kind": "git_delivery"}
     return Expansion(
@@ -155,8 +158,9 @@ TEMPLATES: dict[str, Template] = {
     ),
     "auto-research": Template(
         "auto-research",
-        "Reviewed rounds of three read-only scouts, one researcher and a fresh reviewer "
-        "that improve a candidate against a measured metric.",
+        "Reviewed rounds of three read-only scouts, one researcher proposing a change, "
+        "trusted measurement, a fresh reviewer and trusted adoption, improving a candidate "
+        "against a measured metric.",
         _auto_research,
     ),
     "software-change": Template(

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from zeroshot_kernel.research.agents.challenge import challenge
 from zeroshot_kernel.research.agents.exploration import explore
-from zeroshot_kernel.research.agents.seeding import derive_seed
 from zeroshot_kernel.research.agents.synthesis import synthesize
 from zeroshot_kernel.research.protocol import ScoutInput, ScoutProposal, Strategy
 from zeroshot_kernel.research.records import ResearchState
+from zeroshot_kernel.research.seeds import derive_seed
 from zeroshot_kernel.research.studies import records_for
 from zeroshot_kernel.research.task import ResearchTask, resolve_task
 

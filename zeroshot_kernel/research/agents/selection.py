@@ -5,7 +5,7 @@ best upper confidence bound (UCB1) on its adoption rate so far, so strategies th
 paying get more rounds without starving the others. When reconsideration is due: a new
 mechanism (a strategy other than the last round's, and not a re-measurement), an archived
 parent (the best measured candidate that is not the incumbent) and a discriminating
-measurement (twice the usual repeats).
+measurement (twice the usual repeats, asked of the measure step).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def plan_round(
 ) -> Plan:
     spec = task.spec
     earlier = {c: m for c, m in state.candidates.items() if m.round < round_number}
-    tried = {params_key(m.params) for m in earlier.values()}
+    incumbent_params = earlier[incumbent_id].params if incumbent_id in earlier else \
+        task.start_params  # before the first measurement: the task's starting candidate
+    tried = {params_key(m.params) for m in earlier.values()} | {params_key(incumbent_params)}
     usable: list[tuple[ScoutProposal, Params]] = []
     skipped: list[str] = []
     for proposal in proposals:
@@ -55,7 +57,6 @@ def plan_round(
             continue
         usable.append((proposal, params))
     note = f" (skipped {'; '.join(skipped)})" if skipped else ""
-    incumbent_params = earlier[incumbent_id].params
     if not usable:
         fallback = ScoutProposal(strategy="challenge", approach=REMEASURE,
                                  params=incumbent_params,
