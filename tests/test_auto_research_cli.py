@@ -67,9 +67,10 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
     assert lines[1:3] == [round_line(r) for r in view.rounds]
     incumbent = view.incumbent
     assert incumbent is not None and incumbent.metric is not None
+    origin = (f"adopted in round {incumbent.round}" if incumbent.round
+              else "the incumbent this run started from")
     assert lines[3] == (f"incumbent: {incumbent.candidate_id} (metric {incumbent.metric:.6g}, "
-                        f"adopted in round {incumbent.round}); plateau: {view.plateau} "
-                        "round(s)")
+                        f"{origin}); plateau: {view.plateau} round(s)")
     expected_plateau = 0
     for round_view in view.rounds:
         expected_plateau = 0 if round_view.adopted else expected_plateau + 1

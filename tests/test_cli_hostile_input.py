@@ -129,6 +129,9 @@ CASES: dict[str, tuple[Case, str]] = {
     "private file as runtime": (
         lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{private(d)}"],
         "is not a runtime plan"),
+    "private file as batch CSV": (
+        lambda d: ["batch", "run", str(_write(d / "n.ipynb", "{}")), "--csv", str(private(d))],
+        "is not a parameter table"),
     "private mapping as input": (
         lambda d: ["run", str(EXAMPLE), "--input", f"@{private_mapping(d)}"],
         "is not an input for this graph"),

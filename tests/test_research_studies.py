@@ -15,10 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from zeroshot_widgets.charts import plateau_figure
 
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.research import RestoreError, restore_candidate_source
-from zeroshot_kernel.research.records import RECORDS_DIR
+from zeroshot_kernel.research import RestoreError, StudyError, restore_candidate_source
+from zeroshot_kernel.research.records import RECORDS_DIR, CandidateManifest
+from zeroshot_kernel.research.views import load_research_view
+from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
 
@@ -38,6 +41,28 @@ def research(workspace: Path, task: str, *extra: str) -> str:
 def fingerprint(folder: Path) -> dict[str, str]:
     return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def recorded(folder: Path) -> dict[str, bytes]:
+    """What a study's runs recorded: its rounds and candidates (not the current summary
+    files and incumbent, which a later run rewrites by design)."""
+    return {str(path.relative_to(folder)): path.read_bytes()
+            for part in ("rounds", "candidates") for path in sorted((folder / part).rglob("*"))
+            if path.is_file()}
+
+
+def assert_kept(earlier: dict[str, bytes], folder: Path) -> None:
+    """Every file recorded before is still there with the same bytes; a manifest may only
+    have gained measurements after the ones it had."""
+    for path, content in earlier.items():
+        now = (folder / path).read_bytes()
+        if path.endswith("manifest.json") and now != content:
+            old = CandidateManifest.from_wire(json.loads(content))
+            new = CandidateManifest.from_wire(json.loads(now))
+            assert new.measurements[:len(old.measurements)] == old.measurements, path
+            assert new.model_copy(update={"measurements": old.measurements}) == old, path
+        else:
+            assert now == content, path
 
 
 def shown(workspace: Path, run_id: str) -> dict[str, object]:
@@ -60,12 +85,18 @@ def test_two_tasks_each_run_twice_never_touch_each_other(
     studies = workspace / RECORDS_DIR
     runs = {first: [research(workspace, first)]}
     kept = fingerprint(studies / first)
+    earlier = {first: recorded(studies / first)}
     runs[second] = [research(workspace, second)]
     assert fingerprint(studies / first) == kept
     kept_second = fingerprint(studies / second)
+    earlier[second] = recorded(studies / second)
     runs[first].append(research(workspace, first))
     assert fingerprint(studies / second) == kept_second
+    kept = fingerprint(studies / first)
     runs[second].append(research(workspace, second))
+    assert fingerprint(studies / first) == kept
+    for task, records in earlier.items():
+        assert_kept(records, studies / task)
 
     for task, (earlier, later) in runs.items():
         before, after = shown(workspace, earlier), shown(workspace, later)
@@ -80,6 +111,11 @@ def test_two_tasks_each_run_twice_never_touch_each_other(
         manifests = sorted(p.parent.name for p in (studies / task / "candidates").glob(
             "*/manifest.json"))
         assert manifests.count("c000") == 1
+        # The chart of the later run starts where the study was, not at round 0.
+        view = load_research_view(Client(workspace=str(workspace)).ledger, later)
+        (best,) = [line for line in plateau_figure(view).axes[0].lines
+                   if line.get_label() == "best so far"]
+        assert list(best.get_xdata()) == [2, 3, 4]
 
     listed = json.loads(zeroshot(workspace, "research", "studies", "--json").stdout)
     assert [(s["name"], s["runs"], s["rounds"]) for s in listed] == sorted(
@@ -116,7 +152,12 @@ def test_a_busy_study_refuses_a_second_run_before_anything_starts(workspace: Pat
     assert busy.returncode == 2
     [line] = busy.stderr.splitlines()
     assert "study 'gated' already has an unfinished run" in line and "Nothing was started" in line
-    assert len(Client(workspace=str(workspace)).runs()) == 1
+    # The Python API (what notebooks and profiles submit through) is refused the same way.
+    client = Client(workspace=str(workspace))
+    expansion = expand_template("auto-research", TemplateOptions(task="gated", iterations=1))
+    with pytest.raises(StudyError, match="already has an unfinished run"):
+        client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime)
+    assert len(client.runs()) == 1
 
     gate.touch()
     # Another study of the same task is free.
@@ -124,24 +165,53 @@ def test_a_busy_study_refuses_a_second_run_before_anything_starts(workspace: Pat
     assert (workspace / RECORDS_DIR / "gated-b" / "incumbent.json").is_file()
     wrong = zeroshot(workspace, "research", "run", "rosenbrock", "--study", "gated-b")
     assert wrong.returncode == 2 and "researches task" in wrong.stderr
-    bad = zeroshot(workspace, "research", "run", "gated", "--study", "../escape")
-    assert bad.returncode == 2 and "study name" in bad.stderr
+    for bad_name in ("../escape", "rounds", "x" * 65):
+        bad = zeroshot(workspace, "research", "run", "gated", "--study", bad_name)
+        assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
+        assert "study name" in bad.stderr
+    assert len(client.runs()) == 2
 
 
-def test_records_from_before_studies_are_kept_in_a_study_of_their_own(workspace: Path) -> None:
-    research(workspace, "branin")
-    # Lay the records out as they were before studies: directly under .zeroshot/research/.
+BEFORE_STUDIES = Path(__file__).resolve().parent / "research_before_studies"
+"""Records exactly as the code before studies wrote them (commit 3b2d675, ``zeroshot
+research run branin --iterations 3``): directly under ``.zeroshot/research/``."""
+
+
+def test_records_from_before_studies_are_kept_and_can_be_continued(
+    workspace: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     root = workspace / RECORDS_DIR
-    for entry in (root / "branin").iterdir():
-        entry.rename(root / entry.name)
-    (root / "branin").rmdir()
-    (root / "study.json").unlink()
+    shutil.copytree(BEFORE_STUDIES, root)
     before = fingerprint(root)
-
-    listed = json.loads(zeroshot(workspace, "research", "studies", "--json").stdout)
-    assert [s["name"] for s in listed] == ["legacy"]
+    # Two readers at once move them once, into one study.
+    readers = [subprocess.Popen([sys.executable, "-m", "zeroshot_kernel", "research",
+                                 "studies", "--json"], cwd=workspace, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [reader.communicate(timeout=120) for reader in readers]
+    assert [reader.returncode for reader in readers] == [0, 0], outputs
+    assert sorted(p.name for p in root.iterdir()) == ["legacy"]
     assert fingerprint(root / "legacy") == before
-    assert listed[0]["incumbentId"] is not None
+    [listed] = json.loads(outputs[0][0])
+    assert (listed["name"], listed["task"], listed["rounds"], listed["incumbentId"]) == (
+        "legacy", None, 4, "c002")
+
+    restored = tmp_path_factory.mktemp("restored")
+    assert zeroshot(workspace, "research", "restore", "legacy", "c002", str(restored)
+                    ).returncode == 0
+    assert fingerprint(restored) == fingerprint(root / "legacy" / "candidates" / "c002" /
+                                                "source")
+
+    # The task's own study starts afresh; the legacy study continues only when named.
+    fresh = shown(workspace, research(workspace, "branin"))
+    assert [r["round"] for r in fresh["rounds"]] == [1, 2]  # type: ignore[index]
+    assert fingerprint(root / "legacy") == before
+    continued = shown(workspace, research(workspace, "branin", "--study", "legacy"))
+    rounds = continued["rounds"]
+    assert isinstance(rounds, list)
+    assert [r["round"] for r in rounds] == [4, 5]
+    assert rounds[0]["incumbentId"] == "c002"
+    assert {r["candidateId"] for r in rounds}.isdisjoint({"c000", "c001", "c002", "c003"})
+    assert_kept(recorded(BEFORE_STUDIES), root / "legacy")
 
 
 def test_restore_writes_verified_source_and_refuses_tampered_bytes(
@@ -160,6 +230,21 @@ def test_restore_writes_verified_source_and_refuses_tampered_bytes(
     assert again.returncode == 2 and "not empty" in again.stderr
     unknown = zeroshot(workspace, "research", "restore", "rosenbrock", "../c000", str(by_run))
     assert unknown.returncode == 2 and "no candidate" in unknown.stderr
+    # --force replaces a symlink in the way; it never writes through it.
+    outside = tmp_path_factory.mktemp("outside") / "kept.json"
+    outside.write_text("{}")
+    (by_run / "params.json").unlink()
+    (by_run / "params.json").symlink_to(outside)
+    forced = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent, str(by_run),
+                      "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert outside.read_text() == "{}" and not (by_run / "params.json").is_symlink()
+    assert fingerprint(by_run) == fingerprint(stored)
+    for unusable in (outside, outside / "below-a-file"):
+        refused = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent,
+                           str(unusable))
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "internal error" not in refused.stderr
 
     params = stored / "params.json"
     params.write_text(params.read_text() + " ")
@@ -186,3 +271,17 @@ def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path) -> Non
         gate.touch()
         for racer in racers:
             racer.communicate()
+
+
+def test_damaged_study_records_are_reported_not_raised(workspace: Path) -> None:
+    broken = workspace / RECORDS_DIR / "broken"
+    broken.mkdir(parents=True)
+    (broken / "study.json").write_text("{not json")
+    listed = zeroshot(workspace, "research", "studies", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [study] = json.loads(listed.stdout)
+    assert study["name"] == "broken" and "unreadable records" in study["problem"]
+    refused = zeroshot(workspace, "research", "run", "branin", "--study", "broken")
+    assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "damaged study.json" in refused.stderr
+    assert Client(workspace=str(workspace)).runs() == []

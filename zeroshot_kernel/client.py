@@ -306,11 +306,17 @@ class Client:
         in_process: bool | None = None,
         registry: WorkerRegistry | None = None,
     ) -> Run:
-        """Admit, record and start a run. Raises :class:`AdmissionRejected`.
+        """Admit, record and start a run. Raises :class:`AdmissionRejected`, or
+        ``StudyError`` for an auto-research run whose study already has an unfinished run
+        (nothing is created then).
 
         The controller is a detached process unless ``in_process`` (automatic when a
         python worker lives in ``__main__``, as notebook-defined functions do).
         """
+        # The study guard belongs to auto-research; imported here so every way of
+        # submitting (CLI, magics, widgets, profiles, notebooks, this API) goes through it.
+        from zeroshot_kernel.research.studies import claimed
+
         source = _graph(graph)
         admission = admit(
             source, initial_input=input, runtime=runtime, title=title or _title(graph),
@@ -319,9 +325,10 @@ class Client:
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         admitted = admission.admitted
-        run_id = self.ledger.create_run(
-            admitted.to_wire(), title=admitted.title, submission_key=submission_key
-        )
+        with claimed(self, input):
+            run_id = self.ledger.create_run(
+                admitted.to_wire(), title=admitted.title, submission_key=submission_key
+            )
         if in_process is None:
             in_process = _needs_this_process(admitted.runtime)
         return self._start(run_id, in_process=in_process)

@@ -76,7 +76,7 @@ def research(
     Example: %zeroshot research research_templates/rosenbrock --iterations 3 --study long
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError, claimed
+    from zeroshot_kernel.research.studies import StudyError
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -89,9 +89,8 @@ def research(
         expansion = expand_template("auto-research", TemplateOptions(
             task=task, iterations=iterations, harness=harness, provider=provider, model=model,
             study=study))
-        with claimed(client, expansion.input):
-            run = client.submit(expansion.graph, input=expansion.input,
-                                runtime=expansion.runtime, title=f"auto-research {task}")
+        run = client.submit(expansion.graph, input=expansion.input,
+                            runtime=expansion.runtime, title=f"auto-research {task}")
     except StudyError as refused:
         fail_usage(str(refused))
     except AdmissionRejected as rejected:

@@ -102,13 +102,14 @@ def plateau_figure(
     rejected = _points(r for r in rounds if not r.adopted)
     start = rounds[0].incumbent_metric
     area = min(1.0, max(0.3, 60 / len(rounds)))  # smaller marks once rounds crowd the axis
-    best_x = [0, *(r.round for r in rounds)]
+    first = rounds[0].round - 1  # a run continuing a study starts after its rounds
+    best_x = [first, *(r.round for r in rounds)]
     best_y = [start, *view.best_so_far]
     _plateau_bands(axes, plateau_stretches(view))
     axes.step(best_x, [_nan(v) for v in best_y], where="post", color=BEST, linewidth=1.6,
               label="best so far", zorder=2)
     if start is not None:
-        axes.scatter([0], [start], marker="D", s=30, color=BEST, label="start", zorder=3)
+        axes.scatter([first], [start], marker="D", s=30, color=BEST, label="start", zorder=3)
     if rejected[0]:
         axes.scatter(*rejected, s=24 * area, facecolors="none", edgecolors=REJECTED,
                      label="rejected", zorder=3)
@@ -123,7 +124,7 @@ def plateau_figure(
         # plain labels: mathtext (10^k) costs more than drawing 1,000 points
         axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axes.yaxis.set_minor_formatter(NullFormatter())
-    axes.set_xlim(-0.5, rounds[-1].round + 0.5)
+    axes.set_xlim(first - 0.5, rounds[-1].round + 0.5)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     return figure

@@ -29,7 +29,6 @@ from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.harness.plan import HarnessName
 from zeroshot_kernel.profiles import ProfileExists, TemplateSource
-from zeroshot_kernel.research.studies import claimed
 from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
 from zeroshot_kernel.targets import TargetError, Targets
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
@@ -148,10 +147,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                 run = self.client.submit_profile(self.profile.value)
             else:
                 expansion = expand_template(self.template.value, self.options())
-                with claimed(self.client, expansion.input):
-                    run = self.client.submit(self.graph or expansion.graph,
-                                             input=expansion.input,
-                                             runtime=expansion.runtime, title=self._title())
+                run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
+                                         runtime=expansion.runtime, title=self._title())
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return None

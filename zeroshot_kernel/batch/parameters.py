@@ -25,11 +25,11 @@ import keyword
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
-from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text
+from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text, shorten
 
 Parameters = dict[str, Any]
 MAX_SETS = 10_000
@@ -43,18 +43,20 @@ MAX_NAME_CHARS = 64
 """Longer names are cut in messages."""
 
 
+def is_name(name: object) -> TypeGuard[str]:
+    """Whether ``name`` is a plain Python variable name a parameters cell may assign."""
+    return (isinstance(name, str) and name.isidentifier() and name.isascii()
+            and not keyword.iskeyword(name) and not name.startswith("__"))
+
+
 def check_name(name: object, source: str) -> str:
     """``name`` if it can stand on the left of ``name = value`` and nothing else; raises
     :class:`ParameterError` naming the source and the (shortened) bad name."""
-    if (isinstance(name, str) and name.isidentifier() and name.isascii()
-            and not keyword.iskeyword(name) and not name.startswith("__")):
+    if is_name(name):
         return name
-    shown = repr(name)
-    if len(shown) > MAX_NAME_CHARS:
-        shown = shown[:MAX_NAME_CHARS - 3] + "..."
     raise ParameterError(
-        f"{source}: parameter name {shown} is not a plain Python variable name "
-        "(letters, digits and _, not starting with a digit or __, not a keyword)")
+        f"{source}: parameter name {shorten(repr(name), MAX_NAME_CHARS)} is not a plain Python "
+        "variable name (letters, digits and _, not starting with a digit or __, not a keyword)")
 
 
 def check_value(value: Any, name: str) -> None:
@@ -114,20 +116,30 @@ def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
     except DocumentError as problem:
         raise ParameterError(f"grid file {problem}") from None
     if not isinstance(document, dict) or not all(isinstance(k, str) for k in document):
-        raise ParameterError(f"grid file {os.fspath(path)}: expected a mapping of names to lists")
+        raise ParameterError(f"grid file {shorten(os.fspath(path))}: expected a mapping of names "
+                             "to lists")
     return grid_sets(document)
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
+    """The rows of a CSV file whose header names the parameters; a file whose first line
+    holds no parameter name at all is refused without quoting it (a private file named by
+    mistake is never printed back)."""
+    shown = shorten(os.fspath(path))
     try:
         rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
-    except (DocumentError, csv.Error) as problem:
-        raise ParameterError(f"CSV file {os.fspath(path)}: {problem}") from None
+    except DocumentError as problem:
+        raise ParameterError(f"CSV file {problem}") from None
+    except csv.Error as problem:
+        raise ParameterError(f"CSV file {shown}: {shorten(str(problem))}") from None
     if any(None in row or None in row.values() for row in rows):
-        raise ParameterError(f"CSV file {os.fspath(path)}: a row has more or fewer cells than "
-                             "the header")
-    for name in rows[0] if rows else ():
-        check_name(name, f"CSV file {os.fspath(path)} header")
+        raise ParameterError(f"CSV file {shown}: a row has more or fewer cells than the header")
+    header = list(rows[0]) if rows else []
+    if header and not any(is_name(name) for name in header):
+        raise ParameterError(f"CSV file {shown} is not a parameter table: its first line names "
+                             "no parameter")
+    for name in header:
+        check_name(name, f"CSV file {shown} header")
     return [{name: scalar(value) for name, value in row.items()} for row in rows]
 
 

@@ -72,7 +72,7 @@ def run(
     Example: zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError, claimed
+    from zeroshot_kernel.research.studies import StudyError
     from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
@@ -89,10 +89,9 @@ def run(
             task=_task_reference(loaded.root, client.workspace), iterations=iterations,
             push=push, harness=harness, model=model, study=study,
         ))
-        with claimed(client, expansion.input):
-            started = client.submit(expansion.graph, input=expansion.input,
-                                    runtime=expansion.runtime,
-                                    title=f"auto-research: {loaded.spec.name}")
+        started = client.submit(expansion.graph, input=expansion.input,
+                                runtime=expansion.runtime,
+                                title=f"auto-research: {loaded.spec.name}")
     except StudyError as refused:
         fail_usage(str(refused))
     except AdmissionRejected as rejected:
@@ -205,8 +204,10 @@ def round_line(r: RoundView) -> str:
 def _summary(view: ResearchView) -> None:
     if view.incumbent is not None:
         metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
-        typer.echo(f"incumbent: {view.incumbent.candidate_id} (metric {metric}, adopted in "
-                   f"round {view.incumbent.round}); plateau: {view.plateau} round(s)")
+        origin = (f"adopted in round {view.incumbent.round}" if view.incumbent.round
+                  else "the incumbent this run started from")
+        typer.echo(f"incumbent: {view.incumbent.candidate_id} (metric {metric}, {origin}); "
+                   f"plateau: {view.plateau} round(s)")
 
 
 @research_app.command("show")
@@ -273,9 +274,11 @@ def studies(
         typer.echo("no studies yet (zeroshot research run TASK starts one)")
     for study in found:
         metric = "n/a" if study.incumbent_metric is None else f"{study.incumbent_metric:.6g}"
-        typer.echo(f"{study.name:<20} task {study.task or '?':<16} {study.runs} run(s), "
-                   f"{study.rounds} round(s), {study.candidates} candidate(s); incumbent "
-                   f"{study.incumbent_id or '-'} ({metric})")
+        task = Path(study.task).name if study.task else "?"
+        typer.echo(printable(
+            f"{study.name:<20} task {task:<16} {study.runs} run(s), {study.rounds} round(s), "
+            f"{study.candidates} candidate(s); incumbent {study.incumbent_id or '-'} ({metric})"
+            + (f"; {study.problem}" if study.problem else "")))
 
 
 @research_app.command("restore")
@@ -293,23 +296,26 @@ def restore(
 
     Example: zeroshot research restore rosenbrock c004 ./best
     """
+    from zeroshot_kernel.research.records import RECORDS_DIR
     from zeroshot_kernel.research.restore import RestoreError, restore_candidate_source
-    from zeroshot_kernel.research.studies import study_of
+    from zeroshot_kernel.research.studies import StudyError, study_of_run
     from zeroshot_kernel.workspace import find_workspace
 
+    workspace = find_workspace()
     study = study_or_run
-    if study_or_run.startswith("run-"):
+    if study_or_run.startswith("run-") and not (workspace / RECORDS_DIR / study).is_dir():
         from zeroshot_kernel.ledger import RunNotFound
 
         client = open_client(ledger, target)
         try:
-            study = study_of(client.ledger.admitted(study_or_run).get("initialInput"))
+            study = study_of_run(client, study_or_run)
         except RunNotFound:
             fail_usage(f"no run {study_or_run} in ledger {client.display_url}")
+        except StudyError as problem:
+            fail_usage(str(problem))
     try:
-        written = restore_candidate_source(find_workspace(), study, candidate, directory,
-                                           force=force)
+        written = restore_candidate_source(workspace, study, candidate, directory, force=force)
     except RestoreError as problem:
         fail_usage(str(problem))
-    typer.echo(f"restored {candidate} of study {study} into {directory} "
-               f"({written.files} file(s), content sha256 {written.content_sha256[:12]}…)")
+    typer.echo(printable(f"restored {candidate} of study {study} into {directory} ({written.files} "
+                         f"file(s), content sha256 {written.content_sha256[:12]}…)"))

@@ -73,7 +73,7 @@ def run(
     """
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.profiles import ProfileNotFound
-    from zeroshot_kernel.research.studies import StudyError, claimed
+    from zeroshot_kernel.research.studies import StudyError
 
     if (graph is None) == (profile is None):
         fail_usage("give a graph file or --profile NAME (one of them)")
@@ -88,14 +88,11 @@ def run(
             admission = (client.validate_profile(profile, input=initial) if profile else
                          client.validate(document, input=initial, runtime=plan))
             _report_admission(admission.ok, admission.diagnostics, as_json)
-        chosen_input = (client.profiles.get(profile).chosen_input(initial)
-                        if profile is not None else initial)
-        with claimed(client, chosen_input):
-            if profile is not None:
-                started = client.submit_profile(profile, input=initial, title=title)
-            else:
-                started = client.submit(document, input=initial, runtime=plan,
-                                        title=title or (graph.stem if graph else None))
+        if profile is not None:
+            started = client.submit_profile(profile, input=initial, title=title)
+        else:
+            started = client.submit(document, input=initial, runtime=plan,
+                                    title=title or (graph.stem if graph else None))
     except ProfileNotFound as missing:
         fail_usage(str(missing.args[0]))
     except StudyError as refused:

@@ -5,7 +5,8 @@ A study is a folder ``.zeroshot/research/<study>/`` in the workspace (see
 default the task folder's name); a run on an existing study continues from its incumbent.
 One study has at most one unfinished run: a second is refused before anything is created.
 Records from before studies existed (files directly under ``.zeroshot/research/``) are moved
-into a study folder, never rewritten or deleted.
+into the study ``legacy``, never rewritten or deleted: they may mix tasks (that layout let
+runs overwrite each other), so no run continues them unless it names that study.
 
 Example::
 
@@ -32,8 +33,12 @@ if TYPE_CHECKING:
 
 MAX_STUDY_CHARS = 64
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-LEGACY_FILES = ("incumbent.json", "rounds", "candidates", "charter.md", "summary.md",
-                "backlog.md")
+LEGACY_STUDY = "legacy"
+"""The study that holds records from before studies, and the study of runs from then."""
+LEGACY_FILES = ("incumbent.json", "charter.md", "summary.md", "backlog.md")
+LEGACY_FOLDERS = ("rounds", "candidates")
+"""Names the layout from before studies used directly under ``.zeroshot/research/``: the
+folders cannot name a study, so finding one there always means old records."""
 
 
 class StudyError(ValueError):
@@ -42,11 +47,15 @@ class StudyError(ValueError):
 
 def check_study_name(name: str) -> str:
     """``name`` when it is a safe folder name (letters, digits, ``.``, ``_``, ``-``; at
-    most 64 characters; not starting with a dot); :class:`StudyError` otherwise."""
+    most 64 characters; not starting with a dot; not ``rounds`` or ``candidates``);
+    :class:`StudyError` otherwise."""
     if len(name) > MAX_STUDY_CHARS or not _NAME.match(name):
         shown = name if len(name) <= MAX_STUDY_CHARS else name[:MAX_STUDY_CHARS] + "…"
         raise StudyError(f"study name {shown!r}: use 1 to {MAX_STUDY_CHARS} letters, digits, "
                          "'.', '_' or '-', starting with a letter or digit")
+    if name in LEGACY_FOLDERS:
+        raise StudyError(f"study name {name!r} is reserved (records from before studies "
+                         "used it); choose another")
     return name
 
 
@@ -57,11 +66,10 @@ def default_study(task: str) -> str:
 
 
 def study_of(run_input: Any) -> str:
-    """The study named by an auto-research run's input (older runs: the default)."""
-    document = run_input if isinstance(run_input, Mapping) else {}
-    named = document.get("study")
-    return named if isinstance(named, str) and named else default_study(
-        str(document.get("task", "")))
+    """The study named by an auto-research run's input; a run from before studies wrote
+    the records that :func:`migrate_legacy` keeps in ``legacy``."""
+    named = run_input.get("study") if isinstance(run_input, Mapping) else None
+    return named if isinstance(named, str) and named else LEGACY_STUDY
 
 
 def records_for(workspace: str | os.PathLike[str], study: str) -> ResearchRecords:
@@ -73,20 +81,39 @@ def records_for(workspace: str | os.PathLike[str], study: str) -> ResearchRecord
 
 def migrate_legacy(workspace: Path) -> str | None:
     """Move single-study records found directly under ``.zeroshot/research/`` into
-    ``.zeroshot/research/legacy/`` (or ``legacy-2``...). Returns the study it made."""
+    ``.zeroshot/research/legacy/`` (or ``legacy-2``... when that exists), by renaming each
+    entry under a lock, so racing processes move them once. Returns the study it made."""
     root = workspace.resolve() / RECORDS_DIR
-    if not (root / "incumbent.json").is_file():
+    if not _legacy_entries(root):
         return None
-    name, number = "legacy", 1
-    while (root / name).exists():
-        number += 1
-        name = f"legacy-{number}"
-    target = root / name
-    target.mkdir(parents=True)
-    for entry in LEGACY_FILES:
-        if (root / entry).exists():
-            os.replace(root / entry, target / entry)
+    with _locked(workspace, "research-records"):
+        entries = _legacy_entries(root)  # again: another process may have moved them
+        if not entries:
+            return None
+        name, number = LEGACY_STUDY, 1
+        while os.path.lexists(root / name):
+            number += 1
+            name = f"{LEGACY_STUDY}-{number}"
+        (root / name).mkdir()
+        for entry in entries:
+            os.replace(root / entry, root / name / entry)
     return name
+
+
+def _legacy_entries(root: Path) -> list[str]:
+    return [*(e for e in LEGACY_FILES if (root / e).is_file()),
+            *(e for e in LEGACY_FOLDERS if (root / e).is_dir())]
+
+
+@contextlib.contextmanager
+def _locked(workspace: Path, name: str) -> Iterator[None]:
+    """Hold ``.zeroshot/locks/<name>.lock`` (an ``fcntl`` lock: the kernel releases it
+    when its holder dies, so a crashed holder never blocks anyone)."""
+    locks = workspace / ".zeroshot" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _is_research_input(run_input: Any) -> bool:
@@ -99,61 +126,80 @@ class StudySummary(ContractModel):
 
     name: str
     task: str | None
+    """The task folder the study's runs researched (``None``: records from before studies)."""
     runs: int
     rounds: int
     candidates: int
     incumbent_id: str | None
     incumbent_metric: float | None
+    problem: str | None = None
+    """Why the study's task or incumbent could not be read (a damaged record file)."""
 
 
 def list_studies(workspace: str | os.PathLike[str]) -> list[StudySummary]:
     """Every study of the workspace, by name."""
     root = Path(workspace).resolve() / RECORDS_DIR
     migrate_legacy(Path(workspace))
-    found = []
-    for folder in sorted(p for p in root.glob("*") if p.is_dir() and _NAME.match(p.name)):
-        records = ResearchRecords(Path(workspace), folder.name)
-        study = records.read_study()
-        incumbent = records.read_incumbent()
-        found.append(StudySummary(
-            name=folder.name, task=study.task if study else None,
-            runs=len(study.run_offsets) if study else 0,
-            rounds=len(list((folder / "rounds").glob("*.json"))),
-            candidates=len(list((folder / "candidates").glob("*/manifest.json"))),
-            incumbent_id=incumbent.candidate_id if incumbent else None,
-            incumbent_metric=incumbent.metric if incumbent else None,
-        ))
-    return found
+    folders = sorted(p for p in root.glob("*") if p.is_dir() and not p.is_symlink()
+                     and _NAME.match(p.name) and p.name not in LEGACY_FOLDERS)
+    return [_summary(ResearchRecords(Path(workspace), folder.name)) for folder in folders]
+
+
+def _summary(records: ResearchRecords) -> StudySummary:
+    problem = None
+    try:
+        study, incumbent = records.read_study(), records.read_incumbent()
+    except (OSError, ValueError) as damaged:
+        study = incumbent = None
+        problem = f"unreadable records: {type(damaged).__name__}"
+    return StudySummary(
+        name=records.study, task=study.task if study else None,
+        runs=len(study.run_offsets) if study else 0,
+        rounds=len(list((records.root / "rounds").glob("*.json"))),
+        candidates=len(list((records.root / "candidates").glob("*/manifest.json"))),
+        incumbent_id=incumbent.candidate_id if incumbent else None,
+        incumbent_metric=incumbent.metric if incumbent else None, problem=problem,
+    )
 
 
 @contextlib.contextmanager
 def claimed(client: Client, run_input: Any) -> Iterator[None]:
-    """Hold the study an auto-research run input names while the caller submits the run:
+    """Hold the study an auto-research run input names while the caller records the run:
     :func:`claim_study` under a lock file, so two submitters racing on this machine cannot
-    both find the study free (any other run input passes at once).
+    both find the study free (any other run input passes at once). ``Client.submit`` holds
+    it around creating the run; do not nest it around ``submit`` (the lock is not
+    re-entrant).
 
-    Example::
-
-        with claimed(client, expansion.input):
-            run = client.submit(expansion.graph, input=expansion.input, ...)
+    The ledger, not the lock, says whether a study is busy: the lock lives only while a
+    submission is recorded and the kernel drops it if its holder dies; a run whose
+    controller died stays unfinished (and refuses new runs) until it is resumed or stopped.
     """
     if not _is_research_input(run_input):
         yield
         return
     study = check_study_name(study_of(run_input))
-    locks = client.workspace / ".zeroshot" / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"study-{study}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(client.workspace, f"study-{study}"):
         claim_study(client, client.workspace, study, str(run_input["task"]))
         yield
+
+
+def study_of_run(client: Client, run_id: str) -> str:
+    """The study an auto-research run records into (``RunNotFound`` for an unknown run)."""
+    run_input = client.ledger.admitted(run_id).get("initialInput")
+    if not _is_research_input(run_input):
+        raise StudyError(f"run {run_id} is not an auto-research run")
+    return study_of(run_input)
 
 
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
     """Refuse a new run on ``study`` while one of its runs is unfinished in this ledger, or
     when the study researches another task. Call before submitting: nothing is created."""
     check_study_name(study)
-    recorded = ResearchRecords(workspace, study).read_study()
+    try:
+        recorded = ResearchRecords(workspace, study).read_study()
+    except (OSError, ValueError):
+        raise StudyError(f"study {study!r} has a damaged study.json; name another study "
+                         "with --study. Nothing was started.") from None
     if recorded is not None and Path(recorded.task).name != Path(task).name:
         raise StudyError(f"study {study!r} researches task {recorded.task!r}, not {task!r}; "
                          f"name another study with --study")
