@@ -125,6 +125,9 @@ CASES: dict[str, tuple[Case, str]] = {
         lambda d: ["validate", str(_write(d / "s.json", '{"\\ud800": 1}'))], "lone surrogate"),
     "lone surrogate in --input": (
         lambda d: ["run", str(EXAMPLE), "--input", '{"topic": "\\udfff"}'], "lone surrogate"),
+    "lone surrogate in a batch value": (
+        lambda d: ["batch", "run", str(_write(d / "n.ipynb", "{}")), "-p", "x", '"\\ud800"'],
+        "lone surrogate"),
     "private file as graph": (lambda d: ["validate", str(private(d))], "is not a graph document"),
     "private file as runtime": (
         lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{private(d)}"],

@@ -61,8 +61,11 @@ def check_name(name: object, source: str) -> str:
 
 def check_value(value: Any, name: str) -> None:
     """Refuse values papermill could not write as a literal (it would write ``str(value)``
-    into the code cell)."""
-    if value is None or isinstance(value, str | bool | int):
+    into the code cell), and text that is not text (a lone surrogate has no UTF-8 form)."""
+    if isinstance(value, str):
+        _check_text(value, name)
+        return
+    if value is None or isinstance(value, bool | int):
         return
     if isinstance(value, float):
         if math.isfinite(value):
@@ -75,11 +78,20 @@ def check_value(value: Any, name: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 break
+            _check_text(key, name)
             check_value(item, name)
         else:
             return
     raise ParameterError(f"parameter {name}: {type(value).__name__} values cannot be passed; "
                          "use text, numbers, booleans, null, lists or mappings with text keys")
+
+
+def _check_text(text: str, name: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParameterError(f"parameter {name}: contains a lone surrogate (an unpaired "
+                             "\\ud800-\\udfff escape), which is not text") from None
 
 
 def check_sets(sets: Sequence[Mapping[str, Any]], source: str = "parameters") -> None:
