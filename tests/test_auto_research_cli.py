@@ -76,6 +76,17 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
         expected_plateau = 0 if round_view.adopted else expected_plateau + 1
     assert view.plateau == expected_plateau
 
+    # A second run on the study numbers its rounds after the study's: round 3 is next.
+    gate.unlink()
+    again = zeroshot(workspace, "research", "run", task, "--iterations", "1", "--detach")
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = next(s.run_id for s in client.runs() if s.run_id != run_id)
+    continued = zeroshot(workspace, "research", "show", second)
+    assert continued.stdout.startswith(f"{second}: 0 reviewed round(s), round 3 in progress")
+    gate.touch()
+    assert isinstance(client.run(second).wait(RUN_TIMEOUT_S), SucceededResult)
+    assert [r.round for r in load_research_view(client.ledger, second).rounds] == [3]
+
 
 def test_an_unknown_or_unsuitable_harness_is_refused_before_any_run(tmp_path: Path) -> None:
     (tmp_path / ".zeroshot").mkdir()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -24,6 +25,7 @@ from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.ledger import LedgerError
 from zeroshot_kernel.ledger.events import FailedResult, TerminalResult
 from zeroshot_kernel.ledger.failure import explain_failure
+from zeroshot_kernel.research.studies import round_in_progress
 from zeroshot_kernel.research.views import ResearchView
 from zeroshot_widgets._poller import Poller
 from zeroshot_widgets.feed import TAIL_LINES, Poll, RunFeed
@@ -210,7 +212,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.progress.value = done
         self.progress.bar_style = ("" if poll.terminal is None else
                                    "success" if poll.terminal.status == "succeeded" else "danger")
-        self.progress_label.value = _progress_text(view, self.info.round_limit)
+        self.progress_label.value = _progress_text(view, self.info.round_limit,
+                                                   lambda: round_in_progress(
+                                                       self.client, self.run_id, view))
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         self.log_tail.value = self._feed.log_tail()
@@ -270,12 +274,15 @@ def _phase_text(poll: Poll) -> str:
     return "succeeded"
 
 
-def _progress_text(view: ResearchView, limit: int | None) -> str:
+def _progress_text(view: ResearchView, limit: int | None,
+                   study_round: Callable[[], int]) -> str:
+    """This run's rounds against its limit; the round in progress by its study-wide
+    number, as the rounds table numbers them."""
     done = len(view.rounds)
     text = f"{done} / {limit} rounds" if limit else f"{done} rounds"
     if view.terminal is None and limit is not None and done < limit:
         passes = view.passes_in_progress
-        text += f" · round {view.active_round} in progress"
+        text += f" · round {study_round()} in progress"
         text += f" (pass {passes + 1})" if passes else ""
     return text
 

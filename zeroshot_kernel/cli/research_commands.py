@@ -222,6 +222,7 @@ def show(
 
     from zeroshot_kernel.ledger import RunNotFound
     from zeroshot_kernel.ledger.failure import explain_failure
+    from zeroshot_kernel.research.studies import round_in_progress
     from zeroshot_kernel.research.views import load_research_view
 
     client = open_client(ledger, target)
@@ -237,7 +238,8 @@ def show(
         print_json(json.loads(json.dumps(document, default=str)))
         return
     typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
-               + ("" if view.terminal else f", round {view.active_round} in progress"))
+               + ("" if view.terminal
+                  else f", round {round_in_progress(client, run_id, view)} in progress"))
     for round_view in view.rounds:
         typer.echo(round_line(round_view))
     _summary(view)

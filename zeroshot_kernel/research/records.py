@@ -169,12 +169,25 @@ class ResearchRecords:
         so a retried execution gets the same numbers)."""
         study = self.read_study() or StudyRecord(task=task)
         if run_id not in study.run_offsets:
-            recorded = [int(p.stem) for p in (self.root / "rounds").glob("*.json")
-                        if p.stem.isdigit()]
             study = study.model_copy(update={
-                "run_offsets": {**study.run_offsets, run_id: max(recorded, default=0)}})
+                "run_offsets": {**study.run_offsets, run_id: self._last_round()}})
             _write_json(self.study_path, study)
         return study.run_offsets[run_id]
+
+    def recorded_offset(self, run_id: str) -> int:
+        """:meth:`round_offset` without fixing it: what it is or would be now (for views;
+        0 when the records cannot be read)."""
+        try:
+            study = self.read_study()
+            if study is not None and run_id in study.run_offsets:
+                return study.run_offsets[run_id]
+            return self._last_round()
+        except (OSError, ValueError):
+            return 0
+
+    def _last_round(self) -> int:
+        return max((int(p.stem) for p in (self.root / "rounds").glob("*.json")
+                    if p.stem.isdigit()), default=0)
 
     @property
     def charter_path(self) -> Path:

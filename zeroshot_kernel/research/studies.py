@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.ledger.errors import RunNotFound
 from zeroshot_kernel.research.records import RECORDS_DIR, ResearchRecords
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
+    from zeroshot_kernel.research.views import ResearchView
 
 MAX_STUDY_CHARS = 64
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -189,6 +191,20 @@ def study_of_run(client: Client, run_id: str) -> str:
     if not _is_research_input(run_input):
         raise StudyError(f"run {run_id} is not an auto-research run")
     return study_of(run_input)
+
+
+def round_in_progress(client: Client, run_id: str, view: ResearchView) -> int:
+    """The study-wide number of the round ``view``'s run is working on (rounds are
+    numbered across the study; the view counts only this run's)."""
+    if view.rounds:
+        return view.rounds[-1].round + (view.active_round - len(view.rounds))
+    try:
+        study = study_of_run(client, run_id)
+        offset = ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(
+            run_id)
+    except (StudyError, RunNotFound):
+        offset = 0
+    return offset + view.active_round
 
 
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
