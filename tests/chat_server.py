@@ -14,6 +14,9 @@ Each request takes the next entry of a script (the last one repeats):
 - ``{"status": 429 | 500 | 401, ...}``: an error response (``retry_after`` adds a
   Retry-After header).
 
+Any completion entry may add ``"finish_reason"`` (default ``"stop"``), e.g. ``"length"``
+for a reply cut at ``max_tokens``.
+
 Completions report ``usage`` (``prompt_tokens`` 11, ``completion_tokens`` 7). ``GET
 /v1/models`` lists one model. Every request is recorded (path, headers, JSON body).
 """
@@ -56,10 +59,11 @@ def _input_of(body: dict[str, Any]) -> Any:
     return None
 
 
-def _completion(content: str | None, refusal: str | None = None) -> dict[str, Any]:
+def _completion(content: str | None, refusal: str | None = None,
+                finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-standin", "object": "chat.completion", "model": "standin",
-        "choices": [{"index": 0, "finish_reason": "stop",
+        "choices": [{"index": 0, "finish_reason": finish_reason,
                      "message": {"role": "assistant", "content": content, "refusal": refusal}}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
@@ -92,6 +96,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 server.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body})
             entry = server.next_entry()
+            finish = str(entry.get("finish_reason", "stop"))
             if "status" in entry:
                 headers = {}
                 if "retry_after" in entry:
@@ -100,13 +105,13 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                                                        "type": "standin"}}, headers)
                 return
             if "refusal" in entry:
-                self._send(200, _completion(None, entry["refusal"]))
+                self._send(200, _completion(None, entry["refusal"], finish))
                 return
             if "content" in entry:
-                self._send(200, _completion(entry["content"]))
+                self._send(200, _completion(entry["content"], None, finish))
                 return
             if "respond" in entry:
-                self._send(200, _completion(json.dumps(entry["respond"](body))))
+                self._send(200, _completion(json.dumps(entry["respond"](body)), None, finish))
                 return
             value = _input_of(body) or {}
             schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
@@ -115,7 +120,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 reply: Any = {"output": None, "signals": {"verdict": verdict}, "diagnostic": None}
             else:
                 reply = {"value": value["value"] + 1}
-            self._send(200, _completion(json.dumps(reply)))
+            self._send(200, _completion(json.dumps(reply), None, finish))
 
     return Handler
 

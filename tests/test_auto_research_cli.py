@@ -10,7 +10,7 @@ from pathlib import Path
 
 from auto_research_support import RUN_TIMEOUT_S, copy_task, new_workspace
 
-from zeroshot_kernel.cli.research_commands import round_line
+from zeroshot_kernel.cli.research_commands import diff_lines, round_line
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.research.views import load_research_view
@@ -64,13 +64,18 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     assert lines[0] == f"{run_id}: 2 reviewed round(s)"
-    assert lines[1:3] == [round_line(r) for r in view.rounds]
+    # Each round's line, then its change against its parent (the params file's diff).
+    expected = [line for r in view.rounds for line in [round_line(r), *diff_lines(r.diff)]]
+    assert lines[1:1 + len(expected)] == expected
+    measured = [r for r in view.rounds if r.measure_status == "measured"]
+    assert all("params.json" in r.diff for r in measured) and measured
     incumbent = view.incumbent
     assert incumbent is not None and incumbent.metric is not None
     origin = (f"adopted in round {incumbent.round}" if incumbent.round
               else "the incumbent this run started from")
-    assert lines[3] == (f"incumbent: {incumbent.candidate_id} (metric {incumbent.metric:.6g}, "
-                        f"{origin}); plateau: {view.plateau} round(s)")
+    assert lines[1 + len(expected)] == (
+        f"incumbent: {incumbent.candidate_id} (metric {incumbent.metric:.6g}, {origin}); "
+        f"plateau: {view.plateau} round(s)")
     expected_plateau = 0
     for round_view in view.rounds:
         expected_plateau = 0 if round_view.adopted else expected_plateau + 1

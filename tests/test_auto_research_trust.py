@@ -60,7 +60,7 @@ class LyingModel:
                 "paramsJson": json.dumps({"x1": 1.0, "x2": 1.0}), "rationale": LIE}},
                 "signals": {}, "diagnostic": None}
         self.reviewed.append(json.loads(body["messages"][-1]["content"].split(
-            "# Input (JSON)\n\n", 1)[1].split("\n\n# Response contract", 1)[0]))
+            "# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0]))
         return {"output": None, "signals": {"verdict": "accepted"},
                 "diagnostic": {"reason": LIE, "corrections": "", "title": f"Adopt: {LIE}",
                                "description": LIE, "adopt": True}}

@@ -135,25 +135,126 @@ def test_a_rejected_key_is_authentication_required(
     assert outcome(run) == {"status": "error", "code": "refusal",
                             "reason": "authentication_required"}
     assert len(server.completions()) == 1
+    [completed] = completions(run)
+    assert completed.detail is not None and f"refused the key in {KEY_ENV}" in completed.detail
 
 
-def test_a_missing_key_is_refused_without_a_request(
+def test_without_a_key_no_authorization_header_is_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A local server (llama.cpp, Ollama, vLLM) needs no key: none is sent, the run works."""
     no_env(monkeypatch, KEY_ENV, "OPENAI_API_KEY")
     ws = make_workspace(tmp_path)
     with chat_server({"reply": "increment"}) as server:
         declared = with_connection(one_step("openai"), server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         undeclared = one_step("openai")  # the default `openai` connection, not declared
         first = ws.submit(declared, {"value": 1})
         second = ws.submit(undeclared, {"value": 1})
-        finish(first)
-        finish(second)
-    for run in (first, second):
-        assert outcome(run)["reason"] == "authentication_required"
-    assert server.requests == []
-    [completed] = completions(second)
-    assert completed.detail is not None and "OPENAI_API_KEY" in completed.detail
+        assert wire(finish(first)) == {"status": "succeeded", "output": {"value": 2}}
+        assert wire(finish(second)) == {"status": "succeeded", "output": {"value": 2}}
+    assert len(server.completions()) == 2
+    for request in server.completions():
+        assert "authorization" not in {name.lower() for name in request["headers"]}
+
+
+def test_a_server_wanting_a_key_when_none_is_set_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_env(monkeypatch, KEY_ENV, "OPENAI_API_KEY")
+    ws = make_workspace(tmp_path)
+    with chat_server({"status": 401}) as server:
+        graph, plan = one_step("openai", connections=["openai"])
+        plan["connections"] = {"openai": {"env": "OPENAI_API_KEY", "baseUrl": server.base_url}}
+        run = ws.submit((graph, plan), {"value": 1})
+        finish(run)
+    assert outcome(run) == {"status": "error", "code": "refusal",
+                            "reason": "authentication_required"}
+    [request] = server.completions()  # asked once, not retried
+    assert "authorization" not in {name.lower() for name in request["headers"]}
+    [completed] = completions(run)
+    assert completed.detail is not None
+    assert "none was sent" in completed.detail and "set OPENAI_API_KEY" in completed.detail
+
+
+def test_every_request_carries_max_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    """4096 by default; the plan's ``maxTokens``, and a node's over the plan's."""
+    monkeypatch.setenv(KEY_ENV, "local-key-1234")
+    ws = make_workspace(tmp_path)
+    with chat_server({"reply": "increment"}) as server:
+        default = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
+        assert wire(finish(default)) == {"status": "succeeded", "output": {"value": 2}}
+        graph, plan = with_connection(refine_loop("openai", "execution", "execution"),
+                                      server.base_url)
+        plan["maxTokens"] = 300
+        plan["nodes"]["gate"]["maxTokens"] = 20
+        plan["nodes"]["gate"]["model"] = "gate-model"
+        configured = ws.submit((graph, plan), {"value": 0})
+        assert wire(finish(configured)) == {"status": "succeeded", "output": {"value": 3}}
+    first, *rest = [r["body"] for r in server.completions()]
+    assert first["max_tokens"] == 4096
+    assert {(b["model"], b["max_tokens"]) for b in rest} == {("gpt-test-mini", 300),
+                                                               ("gate-model", 20)}
+
+
+def test_a_reply_cut_at_max_tokens_is_corrected_then_malformed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "local-key-1234")
+    ws = make_workspace(tmp_path)
+    # A cut reply may even parse: it is never accepted.
+    with chat_server({"content": "{\"value\": 2}", "finish_reason": "length"}) as server:
+        graph, plan = with_connection(one_step("openai"), server.base_url)
+        plan["maxTokens"] = 64
+        run = ws.submit((graph, plan), {"value": 1})
+        finish(run)
+    assert outcome(run) == {"status": "error", "code": "malformed", "reason": "malformed_result"}
+    requests = [r["body"] for r in server.completions()]
+    assert len(requests) == 3  # the reply and two corrections
+    corrections = [body["messages"][-1]["content"] for body in requests[1:]]
+    for correction in corrections:
+        assert "cut at the token limit, max_tokens (64 tokens)" in correction
+        assert "shorter reply" in correction
+    [completed] = completions(run)
+    assert completed.detail is not None and "cut at the token limit" in completed.detail
+    assert any("reply 1 rejected: the reply was cut" in log.line for _, log in run.logs())
+
+
+def test_a_cut_reply_corrected_in_time_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "local-key-1234")
+    ws = make_workspace(tmp_path)
+    with chat_server({"content": "{\"val", "finish_reason": "length"},
+                     {"reply": "increment"}) as server:
+        run = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
+        assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
+    _, second = server.completions()
+    messages = second["body"]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert "max_tokens (4096 tokens)" in messages[3]["content"]
+
+
+def test_the_openai_key_is_sent_but_never_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection the templates declare: ``openai`` reading ``OPENAI_API_KEY``."""
+    secret = f"sk-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    ws = make_workspace(tmp_path)
+    with chat_server({"content": f"my key is {secret}"}, {"reply": "increment"}) as server:
+        graph, plan = one_step("openai", connections=["openai"])
+        plan["connections"] = {"openai": {"env": "OPENAI_API_KEY", "baseUrl": server.base_url}}
+        run = ws.submit((graph, plan), {"value": 1})
+        assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
+    assert all(r["headers"]["Authorization"] == f"Bearer {secret}"
+               for r in server.completions())
+    lines = [log.line for _, log in run.logs()]
+    assert any("<redacted>" in line for line in lines)
+    assert all(secret not in line for line in lines)
+    assert secret.encode() not in ledger_bytes(ws)
+    assert secret not in controller_logs(ws)
 
 
 def test_a_malformed_reply_is_corrected_in_the_conversation(

@@ -98,4 +98,4 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
     shown = subprocess.run([sys.executable, "-c", code, str(unpacked)], capture_output=True,
                            text=True, timeout=60, cwd=tmp_path, check=True).stdout.splitlines()
     assert shown == [str(unpacked / "zeroshot_kernel" / "research_templates"),
-                     "['branin', 'rosenbrock', 'svc-digits']", "True"]
+                     "['branin', 'quadrature', 'rosenbrock', 'svc-digits']", "True"]

@@ -20,10 +20,11 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_tasks_lists_the_bundled_tasks_with_their_metrics(tmp_path: Path) -> None:
     listed = zeroshot(tmp_path, "research", "tasks")
     assert listed.returncode == 0, listed.stderr
-    assert bundled_tasks() == ["branin", "rosenbrock", "svc-digits"]
+    assert bundled_tasks() == ["branin", "quadrature", "rosenbrock", "svc-digits"]
     names = [line.split()[0] for line in listed.stdout.splitlines()]
     assert names == bundled_tasks()
     assert "val_error (minimize)" in listed.stdout
+    assert "code task (edits quadrature.py)" in listed.stdout
 
 
 def test_a_bundled_task_runs_by_name_from_any_workspace(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from zeroshot_kernel.cli.output import (
     print_diagnostics,
 )
 from zeroshot_kernel.cli.run_commands import RunArgument
+from zeroshot_kernel.cli.template_commands import BaseUrlOption, MaxTokensOption
 
 LINE_PROG = "%zeroshot"
 CELL_PROG = "%%zeroshot_graph"
@@ -66,6 +67,8 @@ def research(
     harness: Annotated[str, typer.Option(help="local, python, claude, codex or openai.")] = "local",
     provider: Annotated[str | None, typer.Option(help="Provider for a model harness.")] = None,
     model: Annotated[str | None, typer.Option(help="Model for a model harness.")] = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
     study: Annotated[str | None, typer.Option(
         help="Study to continue or start (default: the task folder's name).")] = None,
     ledger: LedgerOption = None,
@@ -74,6 +77,9 @@ def research(
     """Launch an auto-research run on a task folder and show its monitor.
 
     Example: %zeroshot research research_templates/rosenbrock --iterations 3 --study long
+
+    On a local OpenAI-compatible server: %zeroshot research branin --harness openai
+    --base-url http://127.0.0.1:8080/v1 --model local --max-tokens 2048
     """
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.research.studies import StudyError
@@ -88,14 +94,14 @@ def research(
     try:
         expansion = expand_template("auto-research", TemplateOptions(
             task=task, iterations=iterations, harness=harness, provider=provider, model=model,
-            study=study))
+            study=study, base_url=base_url, max_tokens=max_tokens))
         run = client.submit(expansion.graph, input=expansion.input,
                             runtime=expansion.runtime, title=f"auto-research {task}")
-    except StudyError as refused:
-        fail_usage(str(refused))
-    except AdmissionRejected as rejected:
+    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
+    except (StudyError, ValueError) as refused:
+        fail_usage(str(refused))
     typer.echo(f"started {run.id}; stop it with: %zeroshot stop {run.id}")
     _show_monitor(ctx, client, run.id)
 

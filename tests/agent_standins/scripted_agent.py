@@ -1,10 +1,10 @@
 """The scripted "model" behind the agent CLI stand-ins (not a real agent).
 
-A stand-in runs with the execution's workspace as its working directory and reads
-``standin.json`` there: ``{node: [reply, ...]}``, one reply per turn of that node (the
-last one repeats). The node's name is read from the prompt's ``# Task (... `name`)``
-heading; a node without a script (or a workspace without ``standin.json``) gets ``ok``.
-A reply is one of:
+A stand-in runs with the execution's workspace (or a checkout below it) as its working
+directory and reads the workspace's ``standin.json``: ``{node: [reply, ...]}``, one reply
+per turn of that node (the last one repeats). The node's name is read from the prompt's
+``# Task (... `name`)`` heading; a node without a script (or a workspace without
+``standin.json``) gets ``ok``. A reply is one of:
 
 - ``{"json": value}``: answer with that JSON value;
 - ``{"text": "..."}``: answer with this text (e.g. prose that is not JSON);
@@ -17,6 +17,9 @@ A reply is one of:
 - ``{"garbage": true}``: print a line that is not in the CLI's output format;
 - ``{"turn_failed": true}``: end the turn with the CLI's error report (an API error);
 - ``{"auth_error": true}``: fail as the CLI does without valid credentials.
+
+``"write": {path: text}`` in a reply first writes those files, relative to the working
+directory (an agent editing with its tools; ``../`` paths write outside it).
 
 ``"require_env": NAME`` in a reply makes it an ``auth_error`` when ``NAME`` is not in the
 environment; ``"leak_env": NAME`` writes the variable's value to stderr (a redaction
@@ -37,9 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-STATE = Path(".standin")
+ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "standin.json").exists()),
+            Path.cwd())
+"""The workspace: the nearest folder holding the script (a researcher runs in a scratch
+checkout below the workspace)."""
+STATE = ROOT / ".standin"
 _TASK = re.compile(r"^# Task \((?:step|verifier) `([^`]+)`\)", re.MULTILINE)
-_INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# Response contract", re.DOTALL)
+_INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# ", re.DOTALL)
 
 
 @dataclass
@@ -82,7 +89,7 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
     latest = next((h["prompt"] for h in reversed(history) if node_of(h["prompt"])), prompt)
     node = node_of(latest) or "?"
     turn = _next_turn(node)
-    scripts = Path("standin.json")
+    scripts = ROOT / "standin.json"
     known = json.loads(scripts.read_text()) if scripts.exists() else {}
     script = known.get(node, [{"text": "ok"}])
     reply: dict[str, Any] = script[min(turn, len(script) - 1)]
@@ -94,6 +101,9 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
     if "require_env" in reply and reply["require_env"] not in os.environ:
         return Answer(failure="auth")
     value = input_of(latest) or {}
+    for path, text in reply.get("write", {}).items():  # relative to the working directory
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
     if "json" in reply:
         return Answer(text=json.dumps(reply["json"]))
     if "text" in reply:

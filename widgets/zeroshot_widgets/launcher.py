@@ -1,6 +1,9 @@
 """``Launcher``: choose a target, a template (or a saved profile), a task and a harness;
 validate; launch; monitor; save the form as a profile.
 
+With the ``openai`` harness the form also shows the server's base URL (default
+``$ZEROSHOT_OPENAI_BASE_URL``) and each reply's token budget (max tokens).
+
 Validate runs every admission check (nothing is created) and, for auto-research, loads
 the task folder, showing each problem inline with its readable path. Launch submits the
 same expansion, or the chosen profile's stored graph and runtime, and shows a
@@ -12,6 +15,8 @@ Example::
 
     Launcher(task="research_templates/rosenbrock", iterations=3)
     Launcher(target="shared", profile="nightly")
+    Launcher(task="branin", harness="openai", model="local",
+             base_url="http://127.0.0.1:8080/v1")
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import ipywidgets as widgets
 
 from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.harness.plan import HarnessName
+from zeroshot_kernel.harness.plan import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, HarnessName
 from zeroshot_kernel.profiles import ProfileExists, TemplateSource
 from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
 from zeroshot_kernel.targets import TargetError, Targets
@@ -36,6 +41,8 @@ from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS, MAX_ITER
 from zeroshot_widgets.monitor import RunMonitor
 
 RESEARCH = "auto-research"
+OPENAI = "openai"
+BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
 NO_PROFILE = ""
 GraphSource = Mapping[str, Any] | str | os.PathLike[str]
 
@@ -60,6 +67,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         harness: str = "local",
         provider: str = "",
         model: str = "",
+        base_url: str | None = None,
+        max_tokens: int | None = None,
         graph: GraphSource | None = None,
         target: str | None = None,
         profile: str = NO_PROFILE,
@@ -90,6 +99,15 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                                      placeholder="default")
         self.model = widgets.Text(value=model, description="model", style=style,
                                   placeholder="default")
+        self.base_url = widgets.Text(
+            value=os.environ.get(BASE_URL_ENV, "") if base_url is None else base_url,
+            description="base URL", placeholder="http://127.0.0.1:8080/v1", style=style)
+        self.max_tokens = widgets.BoundedIntText(
+            value=max_tokens or DEFAULT_MAX_TOKENS, min=1, max=MAX_MAX_TOKENS,
+            description="max tokens", style=style)
+        self.openai_box = widgets.HBox([self.base_url, self.max_tokens])
+        self._show_openai_fields()
+        self.harness.observe(lambda _: self._show_openai_fields(), names="value")
         self.validate_button = widgets.Button(description="Validate", icon="check")
         self.launch_button = widgets.Button(description="Launch", icon="rocket",
                                             button_style="primary")
@@ -105,6 +123,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             widgets.HBox([self.target, self.profile]),
             widgets.HBox([self.template, self.task, self.iterations, self.study]),
             widgets.HBox([self.harness, self.provider, self.model]),
+            self.openai_box,
             widgets.HBox([self.validate_button, self.launch_button, self.profile_name,
                           self.save_button]),
             self.diagnostics,
@@ -112,10 +131,13 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         ])
 
     def options(self) -> TemplateOptions:
+        openai = self.harness.value == OPENAI
         return TemplateOptions(
             task=self.task.value.strip(), iterations=self.iterations.value,
             harness=self.harness.value, provider=self.provider.value.strip() or None,
             model=self.model.value.strip() or None, study=self.study.value.strip() or None,
+            base_url=(self.base_url.value.strip() or None) if openai else None,
+            max_tokens=self.max_tokens.value if openai else None,
         )
 
     def validate(self) -> bool:
@@ -174,7 +196,11 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             self._show(problems, [])
             return False
         options = self.options()
-        expansion = expand_template(self.template.value, options)
+        try:
+            expansion = expand_template(self.template.value, options)
+        except ValueError as unreadable:
+            self._show([str(unreadable)], [])
+            return False
         source = None if self.graph is not None else TemplateSource(
             name=self.template.value, options=_template_options(options))
         try:
@@ -196,6 +222,11 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         if self.monitor is not None:
             self.monitor.close()
         super().close()
+
+    def _show_openai_fields(self) -> None:
+        """The server and token budget matter only to the openai harness."""
+        shown = self.harness.value == OPENAI
+        self.openai_box.layout.display = None if shown else "none"
 
     def _title(self) -> str:
         return f"{self.template.value} {self.task.value.strip()}".strip()
@@ -269,7 +300,8 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
 def _template_options(options: TemplateOptions) -> dict[str, Any]:
     chosen = {"task": options.task, "iterations": options.iterations,
               "study": options.study, "harness": options.harness,
-              "provider": options.provider, "model": options.model}
+              "provider": options.provider, "model": options.model,
+              "base_url": options.base_url, "max_tokens": options.max_tokens}
     return {key: value for key, value in chosen.items() if value is not None}
 
 

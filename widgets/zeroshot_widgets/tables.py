@@ -49,6 +49,8 @@ class RoundRow:
     outcome: str
     """``adopted``, ``rejected`` or ``crashed``: how the chart marks this round."""
     reconsidered: bool
+    diff: str = ""
+    """The change against its parent (unified diff), shown folded under the candidate."""
 
     @classmethod
     def of(cls, round_view: RoundView) -> RoundRow:
@@ -71,6 +73,7 @@ class RoundRow:
             passes=round_view.passes,
             outcome=outcome,
             reconsidered=round_view.reconsidered,
+            diff=round_view.diff,
         )
 
 
@@ -93,12 +96,20 @@ def row_html(row: RoundRow) -> str:
     metric = _number(row.metric) if row.metric is not None else _e(row.experiment_status)
     disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
     cells = (
-        str(row.round), proposals, f"{_e(row.parent)} → {_e(row.candidate)}", metric,
+        str(row.round), proposals, f"{_e(row.parent)} → {_e(row.candidate)}{_diff_html(row)}",
+        metric,
         f"{_number(row.gain)} / {_number(row.noise_floor)}", _e(disposition), _e(row.verdict),
         _e(row.reason), str(row.passes),
     )
     tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
     return f'<tr class="zeroshot-{row.outcome}" style="{_ROW_STYLES[row.outcome]}">{tds}</tr>'
+
+
+def _diff_html(row: RoundRow) -> str:
+    if not row.diff:
+        return ""
+    return ('<details><summary>change</summary><pre style="font-size:11px;margin:2px 0;'
+            f'white-space:pre-wrap">{_e(row.diff)}</pre></details>')
 
 
 def table_html(body: Iterable[str], *, caption: str = "") -> str:

@@ -19,8 +19,10 @@ from zeroshot_kernel.cli.output import (
     read_runtime,
 )
 from zeroshot_kernel.cli.template_commands import (
+    BaseUrlOption,
     HarnessOption,
     IterationsOption,
+    MaxTokensOption,
     PushOption,
     TaskOption,
     outline,
@@ -67,6 +69,8 @@ def save(
     provider: Annotated[str | None, typer.Option(help="Template: the harness's provider.")
                         ] = None,
     model: Annotated[str | None, typer.Option(help="Template: the agents' model.")] = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite a saved profile of "
                                           "this name.")] = False,
     ledger: LedgerOption = None,
@@ -88,7 +92,9 @@ def save(
     if template is not None:
         options = {"task": task, "iterations": iterations, "study": study, "push": push,
                    "harness": harness,
-                   "provider": provider, "model": model}
+                   "provider": provider, "model": model, "max_tokens": max_tokens,
+                   # only the openai harness reads it (the variable may be set for others)
+                   "base_url": base_url if harness == "openai" else None}
         expansion = _expand(template, options)
         document: Any = expansion.graph
         plan = expansion.runtime if plan is None else plan

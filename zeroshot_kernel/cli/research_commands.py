@@ -19,9 +19,11 @@ from zeroshot_kernel.cli.output import (
     print_json,
     printable,
 )
+from zeroshot_kernel.cli.template_commands import BaseUrlOption, MaxTokensOption
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Run
+    from zeroshot_kernel.research.task import TaskSpec
     from zeroshot_kernel.research.views import ResearchView, RoundView
 
 research_app = typer.Typer(help="Auto-research: improve a candidate in reviewed rounds.",
@@ -38,8 +40,10 @@ def tasks() -> None:
 
     for name in bundled_tasks():
         spec = load_task(BUNDLED_TASKS / name).spec
+        changes = (f"{len(spec.search_space)} parameters" if spec.search_space else
+                   f"code task (edits {', '.join(spec.editable)})")
         typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), "
-                   f"{spec.budget_seconds:g} s budget, {len(spec.search_space)} parameters")
+                   f"{spec.budget_seconds:g} s budget, {changes}")
 
 
 @research_app.command("run")
@@ -54,6 +58,8 @@ def run(
                                "installed).")
     ] = "local",
     model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
     push: Annotated[
         bool, typer.Option("--push", help="Publish each accepted round with git.")
     ] = False,
@@ -69,7 +75,11 @@ def run(
     A run on an existing study continues from its incumbent; a study with an unfinished
     run is refused before anything starts.
 
-    Example: zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
+    \b
+    Examples:
+      zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
+      zeroshot research run branin --harness openai --base-url http://127.0.0.1:8080/v1 \
+          --model local
     """
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.research.studies import StudyError
@@ -80,6 +90,7 @@ def run(
         loaded = resolve_task(str(task), Path.cwd())
     except TaskError as problem:
         fail_usage(str(problem))
+    _check_embedded_agents(loaded.spec, harness)
     client = open_client(ledger, target)
     _check_harness(harness)
     if push:
@@ -87,16 +98,17 @@ def run(
     try:
         expansion = expand_template("auto-research", TemplateOptions(
             task=_task_reference(loaded.root, client.workspace), iterations=iterations,
-            push=push, harness=harness, model=model, study=study,
+            push=push, harness=harness, model=model, study=study, base_url=base_url,
+            max_tokens=max_tokens,
         ))
         started = client.submit(expansion.graph, input=expansion.input,
                                 runtime=expansion.runtime,
                                 title=f"auto-research: {loaded.spec.name}")
-    except StudyError as refused:
-        fail_usage(str(refused))
-    except AdmissionRejected as rejected:
+    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
+    except (StudyError, ValueError) as refused:
+        fail_usage(str(refused))
     typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
                f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
                f"{expansion.input['study']}")
@@ -135,6 +147,15 @@ def _check_harness(harness: str) -> None:
     typer.echo(f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
                f"Nothing was started.", err=True)
     raise typer.Exit(EXIT_REJECTED)
+
+
+def _check_embedded_agents(spec: TaskSpec, harness: str) -> None:
+    """Refuse, before anything is submitted, the embedded agents (``local``) on a task they
+    cannot research: they propose parameters only, and the task has no search space."""
+    problem = spec.embedded_agents_problem() if harness == "local" else None
+    if problem is not None:
+        typer.echo(f"error: --harness {harness}: {problem}. Nothing was started.", err=True)
+        raise typer.Exit(EXIT_REJECTED)
 
 
 def _check_push(workspace: Path) -> None:
@@ -201,6 +222,19 @@ def round_line(r: RoundView) -> str:
             f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}")
 
 
+SHOWN_DIFF_LINES = 30
+
+
+def diff_lines(diff: str) -> list[str]:
+    """A round's change against its parent, indented under its line; long diffs are cut
+    (``--json`` has them whole)."""
+    lines = [printable(line) for line in diff.splitlines()]
+    shown = [f"    {line}" for line in lines[:SHOWN_DIFF_LINES]]
+    if len(lines) > SHOWN_DIFF_LINES:
+        shown.append(f"    ... {len(lines) - SHOWN_DIFF_LINES} more line(s) (--json has all)")
+    return shown
+
+
 def _summary(view: ResearchView) -> None:
     if view.incumbent is not None:
         metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
@@ -242,6 +276,8 @@ def show(
                   else f", round {round_in_progress(client, run_id, view)} in progress"))
     for round_view in view.rounds:
         typer.echo(round_line(round_view))
+        for line in diff_lines(round_view.diff):
+            typer.echo(line)
     _summary(view)
     if cause is not None:
         for line in cause.lines():

@@ -15,6 +15,15 @@ IterationsOption = Annotated[
 ]
 PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
+BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
+BaseUrlOption = Annotated[str | None, typer.Option(
+    "--base-url", envvar=BASE_URL_ENV, show_default=False,
+    help="openai harness: the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
+         f"(default: ${BASE_URL_ENV}, else $OPENAI_BASE_URL, else the hosted API). Its key "
+         "is read from OPENAI_API_KEY when set; a local server needs none.")]
+MaxTokensOption = Annotated[int | None, typer.Option(
+    "--max-tokens", min=1, max=1_000_000, show_default=False,
+    help="openai harness: the most tokens one reply may take (default 4096).")]
 
 if TYPE_CHECKING:
     from zeroshot_kernel.templates import Expansion
@@ -42,6 +51,8 @@ def show(
     iterations: IterationsOption = None,
     push: PushOption = False,
     harness: HarnessOption = "local",
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
 ) -> None:
     """Print the graph a template expands to (an outline, or the JSON to copy and change).
 
@@ -51,9 +62,10 @@ def show(
 
     try:
         expansion = expand_template(
-            name, TemplateOptions(task=task, iterations=iterations, push=push, harness=harness)
+            name, TemplateOptions(task=task, iterations=iterations, push=push, harness=harness,
+                                  base_url=base_url, max_tokens=max_tokens)
         )
-    except KeyError as unknown:
+    except (KeyError, ValueError) as unknown:
         fail_usage(str(unknown.args[0]))
     show_expansion(expansion, as_json)
 

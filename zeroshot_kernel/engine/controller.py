@@ -28,7 +28,12 @@ from zeroshot_kernel.engine.owner import new_owner_id
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
-from zeroshot_kernel.harness.plan import KNOWN_CONNECTIONS, NodeBinding, RuntimePlan
+from zeroshot_kernel.harness.plan import (
+    KNOWN_CONNECTIONS,
+    OPTIONAL_KEY_HARNESSES,
+    NodeBinding,
+    RuntimePlan,
+)
 from zeroshot_kernel.harness.registry import HarnessUnavailable, harness_for
 from zeroshot_kernel.ledger import EventRejected, LeaseNotHeld, Ledger
 from zeroshot_kernel.ledger import state as ledger_state
@@ -445,19 +450,22 @@ class Controller:
 
 def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]]:
     """Values of every declared name present in the environment, and, per node, the
-    declared names that are missing."""
+    declared names that are missing (a connection's key is not missing on a harness whose
+    keys are optional: see :data:`OPTIONAL_KEY_HARNESSES`)."""
     values: dict[str, str] = {}
     missing: dict[str, set[str]] = {}
     for node, binding in plan.nodes.items():
-        names = set(binding.env)
+        required = set(binding.env)
+        optional: set[str] = set()
+        keys = optional if plan.harness_of(node) in OPTIONAL_KEY_HARNESSES else required
         for connection in binding.connections:
             resolved = plan.connection(connection)
             if resolved is not None:
-                names.add(resolved.env)
-        for name in names:
+                keys.add(resolved.env)
+        for name in required | optional:
             if name in os.environ:
                 values[name] = os.environ[name]
-            else:
+            elif name in required:
                 missing.setdefault(node, set()).add(name)
     return values, missing
 

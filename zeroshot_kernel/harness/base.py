@@ -46,6 +46,9 @@ class ExecutionRequest:
     """The run's initial input, as admitted."""
     events: Callable[[], list[RunEvent]] = field(default=list, repr=False)
     """Reads the run's recorded events so far (embedded agents derive context from them)."""
+    brief: str = ""
+    """Context trusted code adds to an LLM agent's prompt after its input (see
+    :mod:`zeroshot_kernel.harness.roles`); empty for most nodes."""
 
     @property
     def harness(self) -> str:

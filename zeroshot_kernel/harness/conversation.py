@@ -30,12 +30,15 @@ S = TypeVar("S")
 @dataclass(frozen=True)
 class Turn(Generic[S]):
     """What one turn produced: the agent's final message (``text``), or ``failure``,
-    which ends the execution (a crash, a refusal, missing credentials)."""
+    which ends the execution (a crash, a refusal, missing credentials). ``defect`` says
+    why ``text`` cannot be accepted whatever it holds (e.g. the reply was cut at the
+    token limit): the turn is corrected like a reply that breaks the contract."""
 
     text: str | None = None
     failure: HarnessResult | None = None
     usage: Usage | None = None
     session: S | None = None
+    defect: str | None = None
 
 
 SendTurn = Callable[[str, "S | None"], Awaitable[Turn[S]]]
@@ -53,7 +56,7 @@ async def converse(
     request: ExecutionRequest, send: SendTurn[S], session: S | None = None
 ) -> Conversation[S]:
     """Run one execution: prompt, check, correct, and settle on an outcome."""
-    prompt = render_prompt(request.node, request.input)
+    prompt = render_prompt(request.node, request.input, request.brief)
     usage: Usage | None = None
     for turn_number in range(MAX_CORRECTIONS + 1):
         turn = await send(prompt, session)
@@ -61,25 +64,30 @@ async def converse(
         session = turn.session if turn.session is not None else session
         if turn.failure is not None:
             return Conversation(_with_usage(turn.failure, usage), None)
-        parsed = parse_reply(request.node, turn.text or "")
-        if isinstance(parsed, Accepted):
-            return Conversation(HarnessResult(parsed.outcome, None, usage), session)
-        if isinstance(parsed, Declined):
-            detail = f"the agent declined: {parsed.reason}"[:1000]
-            return Conversation(HarnessResult(error("refusal", "policy_denied"), detail, usage),
-                                None)
-        request.log("system", f"reply {turn_number + 1} rejected: {'; '.join(parsed.problems)}"
+        if turn.defect is not None:
+            problems = [turn.defect]
+        else:
+            parsed = parse_reply(request.node, turn.text or "")
+            if isinstance(parsed, Accepted):
+                return Conversation(HarnessResult(parsed.outcome, None, usage), session)
+            if isinstance(parsed, Declined):
+                detail = f"the agent declined: {parsed.reason}"[:1000]
+                return Conversation(
+                    HarnessResult(error("refusal", "policy_denied"), detail, usage), None)
+            problems = parsed.problems
+        request.log("system", f"reply {turn_number + 1} rejected: {'; '.join(problems)}"
                     [:2000])
         if turn_number == MAX_CORRECTIONS:
             detail = (f"no reply fit the response contract after {MAX_CORRECTIONS} "
-                      f"corrections: {'; '.join(parsed.problems)}")[:1000]
+                      f"corrections: {'; '.join(problems)}")[:1000]
             return Conversation(
                 HarnessResult(error("malformed", "malformed_result"), detail, usage), None
             )
-        correction = correction_prompt(parsed.problems)
+        correction = correction_prompt(problems)
         # Without a session to continue, the agent needs the whole contract again.
         if session is None:
-            correction = f"{render_prompt(request.node, request.input)}\n{correction}"
+            first = render_prompt(request.node, request.input, request.brief)
+            correction = f"{first}\n{correction}"
         prompt = correction
     raise AssertionError("unreachable")  # pragma: no cover
 

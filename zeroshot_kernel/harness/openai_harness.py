@@ -4,6 +4,14 @@ Hosted APIs, vLLM, Ollama and llama.cpp's server all answer ``POST {base}/chat/c
 The base URL and key come from a named connection: the first non-``github`` connection the
 node declares, else the one named by the provider, else ``openai``. A connection's
 ``baseUrl`` wins; the well-known ``openai`` connection also honours ``OPENAI_BASE_URL``.
+The key is optional: without one no ``Authorization`` header is sent (a local llama.cpp,
+Ollama or vLLM server needs none), and a server that then answers 401 or 403 ends the
+execution as ``authentication_required``, naming the variable to set.
+
+Every request carries ``max_tokens`` (the node's ``maxTokens``, else the plan's, else
+:data:`~zeroshot_kernel.harness.plan.DEFAULT_MAX_TOKENS`). A reply cut at that limit
+(``finish_reason: length``) is never accepted: it is answered with a correction turn asking
+for a shorter reply, and ends as ``malformed`` when the corrections run out.
 
 Each turn asks for structured output (``response_format: json_schema``) with the schema
 generated from the node's declared types, so a server that enforces schemas answers in
@@ -16,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -25,7 +33,12 @@ from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.harness.agent_cli import auth_refusal, crash, effort_of, model_of, provider_of
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
 from zeroshot_kernel.harness.conversation import Turn, converse
-from zeroshot_kernel.harness.plan import AgentBinding, Connection, RuntimePlan
+from zeroshot_kernel.harness.plan import (
+    DEFAULT_MAX_TOKENS,
+    AgentBinding,
+    Connection,
+    RuntimePlan,
+)
 from zeroshot_kernel.harness.prompt import is_strict_schema, response_schema
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
@@ -52,11 +65,13 @@ Messages = list[dict[str, Any]]
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where to send requests, and the key (never logged, never recorded)."""
+    """Where to send requests, and the key (never logged, never recorded); ``key_env``
+    names the variable the key is read from."""
 
     name: str
     base_url: str
     key: str | None
+    key_env: str | None = None
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"} if self.key else {}
@@ -89,14 +104,16 @@ def endpoint_for(request: ExecutionRequest) -> Endpoint | HarnessResult:
             error("refusal"),
             f"connection '{name}' has no base URL; set runtime.connections.{name}.baseUrl",
         )
+    # No key is fine: local servers need none; a server that wants one answers 401/403.
     key = request.env.get(connection.env) if connection is not None else None
-    if not key:
-        env = connection.env if connection is not None else "its key"
-        return auth_refusal(
-            f"connection '{name}' needs {env}: add '{name}' to the node's connections and "
-            "set the variable in the environment"
-        )
-    return Endpoint(name, base, key)
+    return Endpoint(name, base, key or None, connection.env if connection is not None else None)
+
+
+def max_tokens_of(request: ExecutionRequest) -> int:
+    binding = request.binding if isinstance(request.binding, AgentBinding) else None
+    if binding is not None and binding.max_tokens is not None:
+        return binding.max_tokens
+    return request.plan.max_tokens or DEFAULT_MAX_TOKENS
 
 
 def backoff_s() -> float:
@@ -134,8 +151,8 @@ class OpenAIHarness:
                 self._http(), endpoint, {**body, "messages": history}, request.log
             )
             if turn.text is not None:
-                return Turn(text=turn.text, usage=turn.usage,
-                            session=[*history, {"role": "assistant", "content": turn.text}])
+                return replace(
+                    turn, session=[*history, {"role": "assistant", "content": turn.text}])
             return turn
 
         conversation = await converse(request, send, self._sessions.take(request))
@@ -153,6 +170,7 @@ def _request_body(request: ExecutionRequest, model: str) -> dict[str, Any]:
     schema = response_schema(request.node)
     body: dict[str, Any] = {
         "model": model,
+        "max_tokens": max_tokens_of(request),
         "response_format": {
             "type": "json_schema",
             "json_schema": {"name": "response", "schema": schema,
@@ -180,12 +198,9 @@ async def post_completion(
             retry_after = None
         else:
             if response.status_code < 400:
-                return read_completion(response)
+                return read_completion(response, body.get("max_tokens"))
             if response.status_code in (401, 403):
-                return Turn(failure=auth_refusal(
-                    f"{endpoint.name} refused the key (HTTP {response.status_code}): "
-                    f"{_error_text(response)}"
-                ))
+                return Turn(failure=auth_refusal(_refused(endpoint, response)))
             if response.status_code != 429 and response.status_code < 500:
                 return Turn(failure=crash(
                     f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
@@ -204,10 +219,22 @@ async def post_completion(
     ))
 
 
-def read_completion(response: httpx.Response) -> Turn[Messages]:
+def _refused(endpoint: Endpoint, response: httpx.Response) -> str:
+    status = response.status_code
+    env = endpoint.key_env or "the connection's key variable"
+    if endpoint.key is None:
+        return (f"{endpoint.name} wants a key (HTTP {status}) and none was sent: set {env} in "
+                f"the environment (the connection '{endpoint.name}' reads it): "
+                f"{_error_text(response)}")
+    return (f"{endpoint.name} refused the key in {env} (HTTP {status}): "
+            f"{_error_text(response)}")
+
+
+def read_completion(response: httpx.Response, max_tokens: int | None = None) -> Turn[Messages]:
     try:
         document = response.json()
-        message = document["choices"][0]["message"]
+        choice = document["choices"][0]
+        message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError):
         return Turn(failure=crash(f"the endpoint's reply is not a chat completion: "
                                   f"{response.text[:200]!r}"))
@@ -221,6 +248,11 @@ def read_completion(response: httpx.Response) -> Turn[Messages]:
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+        limit = f"max_tokens ({max_tokens} tokens)" if max_tokens else "max_tokens"
+        return Turn(text=content if isinstance(content, str) else "", usage=usage,
+                    defect=f"the reply was cut at the token limit, {limit}, before it was "
+                           "complete: send a shorter reply that fits within it")
     if not isinstance(content, str):
         return Turn(failure=crash("the completion's message has no content"), usage=usage)
     return Turn(text=content, usage=usage)

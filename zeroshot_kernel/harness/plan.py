@@ -18,6 +18,12 @@ LLM_HARNESSES: frozenset[str] = frozenset({"claude", "codex", "openai"})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 SessionScope = Literal["execution", "node_instance"]
 MAX_ENV_NAMES = 64
+DEFAULT_MAX_TOKENS = 4096
+"""The reply budget (``max_tokens``) of each request when neither the plan nor the node
+sets ``maxTokens`` (read by the ``openai`` harness)."""
+MAX_MAX_TOKENS = 1_000_000
+
+MaxTokens = Annotated[int, Field(ge=1, le=MAX_MAX_TOKENS)]
 
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 ConnectionName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*$", max_length=64)]
@@ -28,6 +34,11 @@ CallablePath = Annotated[
         description="module.path:function",
     ),
 ]
+
+OPTIONAL_KEY_HARNESSES: frozenset[str] = frozenset({"openai"})
+"""Harnesses whose connection keys may be unset: an OpenAI-compatible server on this
+machine (llama.cpp, Ollama, vLLM) wants none; one that does answers 401, recorded as
+``authentication_required``. Other declared names must be set when an execution starts."""
 
 KNOWN_CONNECTIONS: dict[str, str] = {
     "github": "GH_TOKEN",
@@ -58,6 +69,9 @@ class AgentBinding(ContractModel):
     callable: CallablePath | None = None
     agent: str | None = None
     """For the ``local`` harness: which embedded agent (e.g. ``research.scout``)."""
+    max_tokens: MaxTokens | None = None
+    """For the ``openai`` harness: the most tokens one reply may take (the plan's
+    ``maxTokens``, else :data:`DEFAULT_MAX_TOKENS`, when left out)."""
     env: list[EnvName] = Field(default_factory=list)
     connections: list[ConnectionName] = Field(default_factory=list)
 
@@ -97,6 +111,9 @@ class RuntimePlan(ContractModel):
     provider: str | None = None
     model: str | None = None
     effort: Effort | None = None
+    max_tokens: MaxTokens | None = None
+    """For the ``openai`` harness: each reply's token budget (default
+    :data:`DEFAULT_MAX_TOKENS`); a node's ``maxTokens`` wins."""
     nodes: dict[NodeName, NodeBinding] = Field(default_factory=dict)
     connections: dict[ConnectionName, Connection] = Field(default_factory=dict)
     """Custom named connections, or overrides of the well-known ones."""

@@ -108,14 +108,17 @@ def is_strict_schema(schema: Any) -> bool:
     return True
 
 
-def render_prompt(node: ExecutableNode, value: Any) -> str:
-    """The first prompt of an execution: instructions, input, response contract."""
+def render_prompt(node: ExecutableNode, value: Any, brief: str = "") -> str:
+    """The first prompt of an execution: instructions, input, the engine's context for
+    the node's role (``brief``, when there is one), response contract."""
     role = "verifier" if isinstance(node, VerifierNode) else "step"
     parts = [
         f"# Task ({role} `{node.name}`)",
         node.instructions or "Do the work this node describes.",
         "# Input (JSON)",
         json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True),
+        *(["# Context from the engine (trusted records)", brief.strip()] if brief.strip()
+          else []),
         "# Response contract",
         _contract_text(node),
         "```json",

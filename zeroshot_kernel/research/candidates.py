@@ -101,7 +101,10 @@ def restore_candidate(records: ResearchRecords, candidate_id: str, dest: Path) -
 
 
 def write_params(directory: Path, task: ResearchTask, params: Params) -> None:
-    """Set the search-space parameters in the candidate's params file, keeping other keys."""
+    """Set the search-space parameters in the candidate's params file, keeping other keys
+    (a code task has no parameters, and may have no params file)."""
+    if not params:
+        return
     path = directory / task.spec.params_file
     current: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     current.update(params)

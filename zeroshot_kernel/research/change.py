@@ -3,8 +3,9 @@
 A change comes from an agent, so everything about it is checked before anything is
 written, and every way it can be wrong is a reason in a list (the measure step records it
 as a ``change_rejected`` result), never an exception: a payload that does not parse, bad
-parameters, a path that is absolute, not normalised, leaves ``candidate/``, goes through a
-symbolic link or is not ``editable``, an edit too large, a diff that does not apply.
+parameters (any parameters, for a task without a search space), a path that is absolute,
+not normalised, leaves ``candidate/``, goes through a symbolic link or is not ``editable``,
+an edit too large, a diff that does not apply.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ def apply_change(task: ResearchTask, change: Change, parent_params: Params,
     spec = task.spec
     reasons = _check_edits(spec, change)
     unknown = sorted(set(change.params) - {p.name for p in spec.search_space})
-    if unknown:
+    if change.params and not spec.search_space:
+        reasons.append(f"parameters given ({', '.join(sorted(change.params))}), but the task "
+                       "has no search space (task.yaml searchSpace): only its editable files "
+                       "can change")
+    elif unknown:
         reasons.append(f"unknown parameters: {', '.join(unknown)} (the search space has "
                        f"{', '.join(p.name for p in spec.search_space)})")
     if reasons:
@@ -136,7 +141,10 @@ def _apply_edit(source: Path, edit: Edit) -> str | None:
 
 
 def _read_params(spec: TaskSpec, source: Path) -> tuple[Params, list[str]]:
-    """The parameters the built candidate's params file holds."""
+    """The parameters the built candidate's params file holds (none without a search
+    space: a code task need not have a params file)."""
+    if not spec.search_space:
+        return {}, []
     try:
         document = json.loads((source / spec.params_file).read_text(encoding="utf-8"))
         if not isinstance(document, dict):

@@ -10,13 +10,15 @@ run, not guesses of the agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.harness.base import ExecutionRequest
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.ledger.events import RunEvent, SafeLog
+from zeroshot_kernel.research.agents import NoSearchSpace
 from zeroshot_kernel.research.agents import researcher as run_researcher
 from zeroshot_kernel.research.agents import reviewer as run_reviewer
 from zeroshot_kernel.research.agents import scout as run_scout
@@ -31,7 +33,7 @@ from zeroshot_kernel.research.protocol import (
     ScoutProposal,
     Strategy,
 )
-from zeroshot_kernel.workers import Verdict, WorkerContext
+from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 RESEARCHER_AGENT = "research.researcher"
 CONTEXT_LOG_PREFIX = "engine context "
@@ -67,13 +69,24 @@ def _workspace(context: WorkerContext) -> str:
     return str(Path(context.workspace).resolve())
 
 
+@contextmanager
+def _parameters_only() -> Iterator[None]:
+    """A task the embedded agents cannot research (no search space) is a refusal with its
+    one-line reason, recorded and never retried, not a crash with a stack frame."""
+    try:
+        yield
+    except NoSearchSpace as problem:
+        raise Refusal(str(problem)) from None
+
+
 def _scout(strategy: Strategy, call: dict[str, Any], context: WorkerContext) -> Verdict:
     engine = call["engine"]
-    proposal = run_scout(ScoutInput(
-        task=call["input"]["task"], study=call["input"]["study"],
-        workspace=_workspace(context), round=engine["round"],
-        strategy=strategy, seed=engine["seed"],
-    ))
+    with _parameters_only():
+        proposal = run_scout(ScoutInput(
+            task=call["input"]["task"], study=call["input"]["study"],
+            workspace=_workspace(context), round=engine["round"],
+            strategy=strategy, seed=engine["seed"],
+        ))
     return Verdict(signals={}, output={"proposal": proposal.to_wire()})
 
 
@@ -93,11 +106,13 @@ def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
     graph_input, engine = call["input"], call["engine"]
     proposals = [ScoutProposal.model_validate(graph_input[s]) for s in STRATEGIES
                  if graph_input[s].get("approach") != "none yet"]
-    change = run_researcher(ResearcherInput(
-        task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
-        round=engine["round"], proposals=proposals, corrections=graph_input["corrections"],
-        reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
-    ))
+    with _parameters_only():
+        change = run_researcher(ResearcherInput(
+            task=graph_input["task"], study=graph_input["study"],
+            workspace=_workspace(context), round=engine["round"], proposals=proposals,
+            corrections=graph_input["corrections"],
+            reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
+        ))
     return {"change": change.to_wire()}
 
 

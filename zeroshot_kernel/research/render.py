@@ -26,6 +26,9 @@ def charter(task: ResearchTask) -> str:
     if spec.target is not None:
         lines.append(f"- Target: {spec.metric} {'<=' if spec.direction == 'minimize' else '>='} "
                      f"{spec.target:g}")
+    if not spec.search_space:
+        return "\n".join([*lines, "", "## Search space", "",
+                          "None: a code task; change it by editing its editable files."]) + "\n"
     lines += ["", "## Search space", "", "| parameter | type | domain | log |", "|---|---|---|---|"]
     for p in spec.search_space:
         domain = (", ".join(map(str, p.choices)) if p.choices is not None

@@ -35,6 +35,10 @@ class TaskError(ValueError):
     """A research task folder that cannot be used, with the reason."""
 
 
+class NoSearchSpace(TaskError):
+    """The embedded agents were asked to research a task without a search space."""
+
+
 class SearchParameter(ContractModel):
     """One tunable parameter of the candidate, as the embedded scouts sample it."""
 
@@ -101,7 +105,8 @@ class TaskSpec(ContractModel):
     command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
     budget_seconds: Annotated[float, Field(gt=0, le=3600)]
     repeats: Annotated[int, Field(ge=2, le=20)]
-    search_space: Annotated[list[SearchParameter], Field(min_length=1)]
+    search_space: list[SearchParameter] = Field(default_factory=list)
+    """The tunable parameters; empty for a code task (one with only ``editable`` files)."""
     params_file: str = "params.json"
     target: float | None = None
     env: dict[str, str] = Field(default_factory=dict)
@@ -114,6 +119,9 @@ class TaskSpec(ContractModel):
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:
+        if not self.search_space and not self.editable:
+            raise ValueError("the task declares neither a searchSpace nor editable files, so "
+                             "nothing could change: give it one or both")
         names = [p.name for p in self.search_space]
         if len(set(names)) != len(names):
             raise ValueError("search space parameter names must be unique")
@@ -144,6 +152,14 @@ class TaskSpec(ContractModel):
             raise ValueError(f"missing parameters: {', '.join(missing)}")
         return {p.name: p.check(params[p.name]) for p in self.search_space}
 
+    def embedded_agents_problem(self) -> str | None:
+        """Why the embedded (``local``) agents cannot research this task, or ``None``: they
+        propose parameters only, so a task without a search space is beyond them."""
+        if self.search_space:
+            return None
+        return (f"task {self.name} has no searchSpace: the embedded agents search parameters "
+                f"only; run it with --harness claude|codex|openai")
+
     def gain(self, incumbent: float, candidate: float) -> float:
         """How much better ``candidate`` is than ``incumbent`` (positive = better)."""
         return incumbent - candidate if self.direction == "minimize" else candidate - incumbent
@@ -166,6 +182,13 @@ class ResearchTask:
     def candidate_dir(self) -> Path:
         return self.root / CANDIDATE_DIR
 
+    def require_search_space(self) -> None:
+        """Raise :class:`NoSearchSpace` (its message is one line) when the embedded agents
+        cannot research this task."""
+        problem = self.spec.embedded_agents_problem()
+        if problem is not None:
+            raise NoSearchSpace(problem)
+
 
 def load_task(path: str | Path) -> ResearchTask:
     """Load and check a task folder; raises :class:`TaskError` saying what is wrong."""
@@ -182,6 +205,8 @@ def load_task(path: str | Path) -> ResearchTask:
     if not candidate.is_dir() or not any(candidate.iterdir()):
         raise TaskError(f"research task {root}: {CANDIDATE_DIR}/ is missing or empty")
     params_path = candidate / spec.params_file
+    if not spec.search_space and not params_path.exists():
+        return ResearchTask(root=root, spec=spec, start_params={})  # a code task
     if not params_path.exists():
         raise TaskError(
             f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing")

@@ -68,6 +68,9 @@ class RoundView:
     """Work/review passes the round took (1 + the corrections asked for)."""
     reconsidered: bool
     reconsideration_due: bool
+    diff: str = ""
+    """The decided change against its parent, as the trusted measure step applied it (a
+    unified diff; empty for a change it refused)."""
 
     @property
     def adopted(self) -> bool:
@@ -122,6 +125,7 @@ class ResearchViewBuilder:
     _adopt: bool = False
     _passes: int = 0
     _measured: int = 0
+    _diff: str = ""
     _rounds: list[RoundView] = field(default_factory=list)
     _terminal: TerminalResult | None = None
 
@@ -178,6 +182,8 @@ class ResearchViewBuilder:
             self._passes += 1
         elif node == "measure" and isinstance(outcome, VerifiedOutcome):
             self._measured += 1
+            evidence = (outcome.output or {}).get("evidence") or {}
+            self._diff = str(evidence.get("diff", "")) if isinstance(evidence, dict) else ""
         elif node == "reviewer" and isinstance(outcome, VerifierOutcome):
             diagnostic = outcome.diagnostic or {}
             self._verdict = (str(outcome.signals.get("verdict", "")),
@@ -187,7 +193,7 @@ class ResearchViewBuilder:
             result = (outcome.output or {}).get("result") or {}
             self._rounds.append(self._round(result))
             self._passes = self._measured = 0
-            self._verdict, self._adopt = ("", ""), False
+            self._verdict, self._adopt, self._diff = ("", ""), False, ""
 
     def _round(self, result: dict[str, Any]) -> RoundView:
         return RoundView(
@@ -214,6 +220,7 @@ class ResearchViewBuilder:
             passes=self._passes,
             reconsidered=bool(result.get("reconsidered", False)),
             reconsideration_due=bool(result.get("reconsiderationDue", False)),
+            diff=self._diff,
         )
 
 

@@ -42,6 +42,12 @@ class TemplateOptions:
     harness: str = "local"
     provider: str | None = None
     model: str | None = None
+    base_url: str | None = None
+    """openai harness: the OpenAI-compatible server (e.g. ``http://127.0.0.1:8080/v1``);
+    ignored by the other harnesses. Without it the ``openai`` connection's default
+    (``OPENAI_BASE_URL``, else the hosted API) is used."""
+    max_tokens: int | None = None
+    """openai harness: the token budget of each reply (``maxTokens``; default 4096)."""
     delivery: str = DEFAULT_DELIVERY
     """software-change: none, push, pr or ship."""
     profile: str = "standard"
@@ -71,11 +77,19 @@ class Template:
     expand: Callable[[TemplateOptions], Expansion]
 
 
+OPENAI_CONNECTION = "openai"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+"""The openai harness's connection: its key (optional: a local server needs none) is
+passed to the agents, redacted, only when set."""
+
+
 def _agent(options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
            ) -> dict[str, Any]:
     binding: dict[str, Any] = {"kind": "agent", "sessionScope": scope}
     if options.harness == "local" and agent is not None:
         binding["agent"] = agent
+    if options.harness == "openai":
+        binding["connections"] = [OPENAI_CONNECTION]
     return binding
 
 
@@ -85,7 +99,30 @@ def _plan(options: TemplateOptions, nodes: dict[str, Any]) -> dict[str, Any]:
         plan["provider"] = options.provider
     if options.model:
         plan["model"] = options.model
+    if options.max_tokens is not None:
+        plan["maxTokens"] = options.max_tokens
+    if options.harness == "openai":
+        connection: dict[str, Any] = {"env": OPENAI_KEY_ENV}
+        if options.base_url:
+            connection["baseUrl"] = checked_base_url(options.base_url)
+        plan["connections"] = {OPENAI_CONNECTION: connection}
     return plan
+
+
+def checked_base_url(url: str) -> str:
+    """An OpenAI-compatible server's base URL, or ``ValueError`` saying what is wrong.
+
+    >>> checked_base_url("http://127.0.0.1:8080/v1/")
+    'http://127.0.0.1:8080/v1'
+    """
+    from urllib.parse import urlsplit
+
+    stripped = url.strip().rstrip("/")
+    parts = urlsplit(stripped)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base URL {url!r} is not an http(s) URL such as "
+                         "http://127.0.0.1:8080/v1")
+    return stripped
 
 
 def _single_worker(options: TemplateOptions) -> Expansion:

@@ -18,8 +18,10 @@ from zeroshot_kernel.research.task import Params, ResearchTask, resolve_task
 
 
 def researcher(request: ResearcherInput) -> Change:
-    """The change for this pass of ``request.round``."""
+    """The change for this pass of ``request.round``; a task without a search space
+    raises :class:`NoSearchSpace` (the embedded researcher changes parameters only)."""
     task = resolve_task(request.task, request.workspace)
+    task.require_search_space()
     state = records_for(request.workspace, request.study).snapshot()
     if request.corrections.strip():
         again = _last_change(state, request.round)

@@ -21,8 +21,12 @@ _STRATEGIES: dict[Strategy, Callable[[ResearchTask, ResearchState, int], ScoutPr
 
 
 def scout(request: ScoutInput) -> ScoutProposal:
-    """Propose parameters for the next round; deterministic given the records and the seed."""
+    """Propose parameters for the next round; deterministic given the records and the seed.
+
+    A task without a search space raises :class:`NoSearchSpace` (one line: the embedded
+    scouts propose parameters only)."""
     task = resolve_task(request.task, request.workspace)
+    task.require_search_space()
     state = records_for(request.workspace, request.study).snapshot()
     seed = derive_seed(request.seed, "scout", request.strategy, request.round)
     return _STRATEGIES[request.strategy](task, state, seed)

@@ -1,0 +1,89 @@
+"""Roles: trusted engine code around an LLM agent's turn.
+
+An embedded agent reads what it needs itself; a model on the claude, codex or openai
+harness gets it from the engine instead. A node whose worker id names a role (the
+auto-research scouts, researcher and reviewer) is run through its role: before the turn
+the role writes a *brief* (context the prompt carries after the node's input) and may give
+the agent a working directory of its own; after the turn it may settle the result from what
+trusted code sees (the researcher's change is collected from its checkout). Roles are
+looked up by worker id, like trusted code, so any graph using those workers gets them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
+
+_RESEARCH = "zeroshot_kernel.research.llm_roles"
+ROLE_WORKERS: dict[str, str] = {
+    "zeroshot.research.scout-exploration@1": f"{_RESEARCH}:SCOUT",
+    "zeroshot.research.scout-synthesis@1": f"{_RESEARCH}:SCOUT",
+    "zeroshot.research.scout-challenge@1": f"{_RESEARCH}:SCOUT",
+    "zeroshot.research.researcher@1": f"{_RESEARCH}:RESEARCHER",
+    "zeroshot.research.reviewer@1": f"{_RESEARCH}:REVIEWER",
+}
+"""Worker id -> the role object (``module:attribute``, imported on first use)."""
+
+
+class RoleError(Exception):
+    """The role cannot prepare this turn (damaged records, a parent that does not verify):
+    the execution ends as a crash with this message, and no agent runs."""
+
+
+@dataclass(frozen=True)
+class Preparation:
+    brief: str = ""
+    checkout: Path | None = None
+    """The agent's working directory instead of the workspace (``None``: the workspace)."""
+    state: Any = None
+    """What the role needs after the turn (fingerprints taken before it)."""
+
+
+class Role(Protocol):
+    def prepare(self, request: ExecutionRequest, *, tools: bool) -> Preparation:
+        """Context for this turn; ``tools``: the agent can read and edit files itself."""
+        ...
+
+    def finish(self, request: ExecutionRequest, preparation: Preparation,
+               result: HarnessResult) -> HarnessResult:
+        """The execution's result, settled by trusted code from what the turn left."""
+        ...
+
+
+def role_for(worker: str) -> Role | None:
+    target = ROLE_WORKERS.get(worker)
+    if target is None:
+        return None
+    module, _, attribute = target.partition(":")
+    role: Role = getattr(importlib.import_module(module), attribute)
+    return role
+
+
+class RoleHarness:
+    """Runs ``inner`` (an LLM harness) through the role of each execution's worker."""
+
+    def __init__(self, inner: Harness, *, tools: bool) -> None:
+        self._inner = inner
+        self._tools = tools
+
+    async def execute(self, request: ExecutionRequest) -> HarnessResult:
+        role = role_for(request.node.worker)
+        if role is None:
+            return await self._inner.execute(request)
+        try:
+            preparation = role.prepare(request, tools=self._tools)
+        except RoleError as failed:
+            return HarnessResult(error("crash"), f"the engine could not prepare the "
+                                                 f"{request.node.name} turn: {failed}")
+        turn = replace(request, brief=preparation.brief,
+                       workspace=preparation.checkout or request.workspace)
+        result = await self._inner.execute(turn)
+        return role.finish(request, preparation, result)
+
+    async def close(self) -> None:
+        await self._inner.close()
