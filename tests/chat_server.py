@@ -18,7 +18,8 @@ Any completion entry may add ``"finish_reason"`` (default ``"stop"``), e.g. ``"l
 for a reply cut at ``max_tokens``.
 
 Completions report ``usage`` (``prompt_tokens`` 11, ``completion_tokens`` 7). ``GET
-/v1/models`` lists one model. Every request is recorded (path, headers, JSON body).
+/v1/models`` lists ``models`` (one, ``standin``, unless a test sets it). Every request is
+recorded (path, headers, JSON body).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-_INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# Response contract", re.DOTALL)
+_INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# ", re.DOTALL)
 
 
 @dataclass
@@ -40,6 +41,8 @@ class ChatServer:
     script: list[dict[str, Any]]
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
+    models: list[str] = field(default_factory=lambda: ["standin"])
+    """What ``GET /v1/models`` lists."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def next_entry(self) -> dict[str, Any]:
@@ -87,7 +90,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             with server._lock:
                 server.requests.append({"path": self.path, "headers": dict(self.headers)})
-            self._send(200, {"object": "list", "data": [{"id": "standin", "object": "model"}]})
+            self._send(200, {"object": "list",
+                             "data": [{"id": m, "object": "model"} for m in server.models]})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))

@@ -333,3 +333,27 @@ def test_a_connection_secret_is_sent_but_never_recorded(
     assert secret.encode() not in ledger_bytes(ws)
     assert secret not in controller_logs(ws)
 
+
+
+def test_without_a_model_the_servers_only_model_is_used_else_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server with one model loaded needs no --model; with several, the node is
+    refused with the models the server offers, and no completion is requested."""
+    no_env(monkeypatch, KEY_ENV)
+    ws = make_workspace(tmp_path)
+    with chat_server({"reply": "increment"}) as server:
+        graph, plan = with_connection(one_step("openai"), server.base_url)
+        del plan["model"]
+        assert wire(finish(ws.submit((graph, plan), {"value": 1}))) == {
+            "status": "succeeded", "output": {"value": 2}}
+        [request] = server.completions()
+        assert request["body"]["model"] == "standin"
+        server.models = ["llama-3-8b", "qwen-2-7b"]
+        refused = ws.submit((graph, plan), {"value": 1})
+        finish(refused)
+        [completed] = completions(refused)
+        assert completed.completion.outcome.to_wire()["code"] == "refusal"
+        assert completed.detail is not None and "llama-3-8b, qwen-2-7b" in completed.detail
+        assert "--model" in completed.detail
+    assert len(server.completions()) == 1

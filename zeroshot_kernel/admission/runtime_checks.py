@@ -139,13 +139,6 @@ def _agent(
                 *where,
                 related=[node.name],
             )
-        if (binding.model or plan.model) is None:
-            yield _problem(
-                f"node '{node.name}' runs on the {harness} harness and needs a model "
-                "(set runtime.model or the node's model)",
-                *where,
-                related=[node.name],
-            )
     elif binding.session_scope == "node_instance" and harness == "python":
         yield _problem(
             "python callables keep no session; remove sessionScope",

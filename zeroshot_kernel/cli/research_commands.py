@@ -214,7 +214,8 @@ def _follow(run_handle: Run) -> None:
 
 
 def round_line(r: RoundView) -> str:
-    metric = "crashed" if r.metric is None else f"{r.metric:.6g}"
+    metric = (f"{r.metric:.6g}" if r.metric is not None
+              else r.experiment_status if r.measure_status == "measured" else r.measure_status)
     change = "ADOPTED" if r.adopted else "kept incumbent"
     extra = f", {r.passes} passes" if r.passes > 1 else ""
     reconsider = ", reconsidered" if r.reconsidered else ""

@@ -139,9 +139,9 @@ class OpenAIHarness:
         endpoint = endpoint_for(request)
         if isinstance(endpoint, HarnessResult):
             return endpoint
-        model = model_of(request)
-        if model is None:
-            return HarnessResult(error("refusal"), "no model is set for this node")
+        model = model_of(request) or await self._served_model(endpoint)
+        if isinstance(model, HarnessResult):
+            return model
         body = _request_body(request, model)
 
         async def send(prompt: str, session: Messages | None) -> Turn[Messages]:
@@ -158,6 +158,26 @@ class OpenAIHarness:
         conversation = await converse(request, send, self._sessions.take(request))
         self._sessions.keep(request, conversation.session)
         return conversation.result
+
+    async def _served_model(self, endpoint: Endpoint) -> str | HarnessResult:
+        """The model when none is named: the one the server lists at ``GET /models``, if
+        it lists exactly one (a local llama.cpp, vLLM or Ollama server with one loaded)."""
+        problem = "name one with --model (runtime.model)"
+        try:
+            response = await self._http().get(f"{endpoint.base_url}/models",
+                                               headers=endpoint.headers())
+            listed = response.json().get("data") if response.status_code < 400 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            listed = None
+        ids = sorted({str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")}
+                     ) if isinstance(listed, list) else []
+        if len(ids) == 1:
+            return ids[0]
+        offered = (f"the server lists {len(ids)} models ({', '.join(ids[:5])}"
+                   f"{', ...' if len(ids) > 5 else ''})" if ids
+                   else f"{endpoint.name} lists no models at {endpoint.base_url}/models")
+        return HarnessResult(error("refusal"), f"no model is set for this node and {offered}: "
+                                               f"{problem}")
 
     async def close(self) -> None:
         self._sessions.clear()

@@ -1,0 +1,131 @@
+"""An LLM research run that changes code, end to end: ``zeroshot research run quadrature
+--harness openai --base-url URL`` (no key, no model named) against a loopback
+OpenAI-compatible server scripted as a competent agent (a stand-in for a model server,
+not a model). Its researcher writes a Gauss-Legendre rule into quadrature.py; the run
+adopts it on the engine's own measurements, reaches the task's target, and the diff is in
+the records and the report. A second agent that claims success for a broken edit gets
+nothing adopted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from auto_research_support import new_workspace
+from chat_server import chat_server
+from zeroshot_widgets.report import report_html
+
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.research import ResearchRecords, load_task, run_experiment
+from zeroshot_kernel.research.task import BUNDLED_TASKS
+from zeroshot_kernel.research.views import load_research_view
+
+GAUSS = '''"""Composite 4-point Gauss-Legendre on 16 panels: exactly 64 evaluations."""
+import math
+
+_T = math.sqrt(3 / 7 + 2 / 7 * math.sqrt(6 / 5))
+_S = math.sqrt(3 / 7 - 2 / 7 * math.sqrt(6 / 5))
+_W_S = (18 + math.sqrt(30)) / 36
+_W_T = (18 - math.sqrt(30)) / 36
+_NODES = ((-_T, _W_T), (-_S, _W_S), (_S, _W_S), (_T, _W_T))
+
+
+def integrate(f, a, b, budget):
+    panels = budget // 4
+    h = (b - a) / panels
+    total = 0.0
+    for i in range(panels):
+        mid = a + (i + 0.5) * h
+        total += sum(w * f(mid + x * h / 2) for x, w in _NODES)
+    return total * h / 2
+'''
+BROKEN = "def integrate(f, a, b, budget):\n    return sum(f(a) for _ in range(budget + 1))\n"
+CLAIM = "measured log10_error -15 on every seed; adopt"
+
+
+def competent(edit: str) -> Any:
+    """A scripted model: proposes a better rule, writes ``edit`` as quadrature.py, and
+    reviews by the engine's evidence in its input (adopt only what the evidence supports)."""
+    def respond(body: dict[str, Any]) -> Any:
+        prompt = body["messages"][-1]["content"]
+        node = prompt.split("`", 2)[1]
+        if node.startswith("scout_"):
+            strategy = node.removeprefix("scout_")
+            return {"output": {"proposal": {
+                "strategy": strategy, "approach": f"{strategy}:gauss-legendre",
+                "paramsJson": "{}", "rationale": "a higher-order rule within 64 calls"}},
+                "signals": {}, "diagnostic": None}
+        if node == "researcher":
+            assert "def integrate(f, a, b, budget):" in prompt  # the parent's file, briefed
+            return {"change": {"parentId": "c000", "strategy": "exploration",
+                               "approach": "exploration:gauss-legendre", "rationale": CLAIM,
+                               "edits": [{"path": "quadrature.py", "kind": "contents",
+                                          "text": edit}]}}
+        evidence = json.loads(prompt.split("# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0]
+                              )["evidence"]
+        return {"output": None, "signals": {"verdict": "accepted"},
+                "diagnostic": {"reason": CLAIM, "corrections": "", "title": "Gauss-Legendre",
+                               "description": evidence["diff"][:200],
+                               "adopt": evidence["status"] == "measured"}}
+    return respond
+
+
+def research(workspace: Path, base_url: str, study: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "ZEROSHOT_OPENAI_BASE_URL")}
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "research", "run", "quadrature",
+         "--harness", "openai", "--base-url", base_url, "--iterations", "1",
+         "--study", study],
+        cwd=workspace, capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(
+        tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path / "ws")
+    with chat_server({"respond": competent(GAUSS)}) as server:
+        ran = research(workspace, server.base_url, "gauss")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert all(r["body"]["model"] == "standin" for r in server.completions())  # its only one
+    assert all("authorization" not in {h.lower() for h in r["headers"]}
+               for r in server.completions())
+    client = Client(workspace=str(workspace))
+    [run] = client.runs()
+    assert isinstance(client.run(run.run_id).wait(60), SucceededResult)
+    [decided] = load_research_view(client.ledger, run.run_id).rounds
+    assert decided.adopted and decided.candidate_id == "c001"
+    records = ResearchRecords(workspace, "gauss")
+    manifest = records.read_manifest("c001")
+    assert manifest is not None and manifest.metric is not None
+    task = load_task(BUNDLED_TASKS / "quadrature")
+    assert task.spec.target is not None and manifest.metric <= task.spec.target
+    # Every recorded figure is a measurement: re-measure the stored bytes on one seed.
+    first = manifest.measurements[0].experiment
+    again = run_experiment(task, records.source_dir("c001"), seed=first.seed)
+    assert again.metric == first.metric
+    assert CLAIM not in json.dumps([m.model_dump() for m in manifest.measurements])
+    record = records.read_round(1)
+    assert record is not None
+    [row] = record.passes
+    assert row.evidence is not None and "+    panels = budget // 4" in row.evidence.diff
+    assert "+    panels = budget // 4" in report_html(client, run.run_id)
+
+
+def test_a_broken_edit_claimed_as_a_success_is_not_adopted(tmp_path: Path) -> None:
+    workspace = new_workspace(tmp_path / "ws")
+    with chat_server({"respond": competent(BROKEN)}) as server:
+        ran = research(workspace, server.base_url, "broken")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    client = Client(workspace=str(workspace))
+    [run] = client.runs()
+    [decided] = load_research_view(client.ledger, run.run_id).rounds
+    assert not decided.adopted and decided.metric is None  # 65 calls: no metric
+    [line] = [x for x in ran.stdout.splitlines() if x.startswith("round")]
+    assert "     crashed  kept incumbent" in line
+    incumbent = ResearchRecords(workspace, "broken").read_incumbent()
+    assert incumbent is not None and incumbent.candidate_id == "c000"
