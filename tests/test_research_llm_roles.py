@@ -176,3 +176,28 @@ def test_a_researcher_writing_outside_its_checkout_is_refused_and_recorded(
 def script(workspace: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
     """What the stand-ins answer per node (see ``agent_standins.scripted_agent``)."""
     (workspace / "standin.json").write_text(json.dumps(nodes))
+
+
+def test_an_llm_researcher_works_with_the_embedded_scouts_and_reviewer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The researcher's output type is the reviewer's input type whatever runs each: an
+    openai researcher between embedded scouts and an embedded reviewer."""
+    monkeypatch.setenv(KEY_ENV, "local-key")
+    workspace = new_workspace(tmp_path / "ws")
+    task = code_task(workspace)
+    client = Client(workspace=str(workspace))
+    expansion = expand_template("auto-research", TemplateOptions(task=task, iterations=2))
+    with chat_server({"respond": lambda body: change(
+            edits=[{"path": "params.json", "kind": "contents", "text": NEW_PARAMS}])}) as server:
+        plan = {**expansion.runtime,
+                "connections": {"local": {"env": KEY_ENV, "baseUrl": server.base_url}}}
+        plan["nodes"] = {**plan["nodes"], "researcher": {
+            "kind": "agent", "harness": "openai", "connections": ["local"]}}
+        run = client.submit(expansion.graph, input=expansion.input, runtime=plan,
+                            title="mixed harnesses")
+        research = Research(workspace, task, client, run)
+        assert isinstance(research.wait(), SucceededResult)
+    rounds = research.view().rounds
+    assert [r.verdict for r in rounds] == ["accepted", "accepted"]
+    assert rounds[0].adopted and rounds[0].params == {"x1": 3.14159, "x2": 2.275}
+    assert len(server.completions()) == 2  # the researcher only
