@@ -54,8 +54,8 @@ class ParseResult(Generic[M]):
 def parse_graph(document: Any) -> ParseResult[GraphSpec]:
     """Parse a GraphSpec document (a dict as loaded from JSON).
 
-    >>> parse_graph({"profile": "nope"}).diagnostics[0].readable_path()
-    'profile'
+    >>> [d.readable_path() for d in parse_graph({"profile": "nope"}).diagnostics]
+    ['(document)', '(document)', '(document)', 'profile']
     """
     return parse_model(GraphSpec, document)
 
