@@ -97,6 +97,9 @@ def test_pairs_grids_and_csv_rows_give_one_set_per_notebook(tmp_path: Path) -> N
     ]
     assert parameter_sets(pairs=[("rate", "0.5"), ("name", "a b")]) == [
         {"rate": 0.5, "name": "a b"}]
+    exported = tmp_path / "exported.csv"  # a spreadsheet's "CSV UTF-8": a byte-order mark
+    exported.write_bytes(b"\xef\xbb\xbftask,iterations\r\nbranin,2\r\n")
+    assert parameter_sets(rows=exported) == [{"task": "branin", "iterations": 2}]
 
 
 def test_a_value_nested_past_the_yaml_parsers_reach_stays_text(tmp_path: Path) -> None:

@@ -139,7 +139,9 @@ def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
     mistake is never printed back)."""
     shown = shorten(os.fspath(path))
     try:
-        rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+        # A spreadsheet's "CSV UTF-8" export starts with a byte-order mark: not a name.
+        text = read_text(path).removeprefix("\ufeff")
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
     except DocumentError as problem:
         raise ParameterError(f"CSV file {problem}") from None
     except csv.Error as problem:
