@@ -135,5 +135,15 @@ def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     assert "completion: CANDIDATE_COMPLETE (independent review approved the exact head)" \
         in done.stdout, done.stdout
     assert "review:  seam main REVIEW_LIFECYCLE_COMPLETE, cycle 1, 1 review(s), " \
-        "1 recheck(s), 0 restart(s)" in done.stdout, done.stdout
+        "1 recheck(s), 0 strategy restart(s)" in done.stdout, done.stdout
+    checks = [line.strip() for line in done.stdout.splitlines() if "check:" in line]
+    assert [line.split(" (receipt ")[0] for line in checks] == [
+        "check:   git diff --quiet HEAD -> exit 0", "check:   true -> exit 0"], done.stdout
+    as_json = zeroshot(repo, "status", change.run.id, "--json", "--ledger",
+                       str(repo / ".zeroshot" / "ledger.db"))
+    review = json.loads(as_json.stdout)["review"]
+    assert review["decision"]["state"] == "CANDIDATE_COMPLETE"
+    assert review["lifecycle"]["counters"]["strategyRestarts"] == 0
+    assert [(r["command"], r["exitCode"]) for r in review["receipts"]] == [
+        ("git diff --quiet HEAD", 0), ("true", 0)]
 

@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import typer
 from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
 
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.contract.reading import (
@@ -124,3 +125,13 @@ def print_diagnostics(diagnostics: Sequence[GraphDiagnostic]) -> None:
         typer.echo(f"... and {count - MAX_PRINTED_DIAGNOSTICS} more "
                    "(--json lists every one).")
     typer.echo(f"{count} problem{'s' if count != 1 else ''} found.")
+
+
+def camel_keys(value: Any) -> Any:
+    """``value`` with every mapping's keys in camelCase, as the graph contract and every
+    ``--json`` output write them."""
+    if isinstance(value, dict):
+        return {to_camel(str(key)): camel_keys(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [camel_keys(item) for item in value]
+    return value

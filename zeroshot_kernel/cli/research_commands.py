@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic.alias_generators import to_camel
 
 from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import (
     EXIT_OK,
     EXIT_REJECTED,
+    camel_keys,
     fail_usage,
     print_diagnostics,
     print_json,
@@ -267,7 +267,7 @@ def show(
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
     cause = explain_failure(event for _, event in client.run(run_id).events())
     if as_json:
-        document = _camel(asdict(view))
+        document = camel_keys(asdict(view))
         document["terminal"] = view.terminal.to_wire() if view.terminal else None
         document["failure"] = cause.to_wire() if cause else None
         print_json(json.loads(json.dumps(document, default=str)))
@@ -283,15 +283,6 @@ def show(
     if cause is not None:
         for line in cause.lines():
             typer.echo(printable(line))
-
-
-def _camel(value: Any) -> Any:
-    """Keys in camelCase, as the graph contract and ``status --json`` write them."""
-    if isinstance(value, dict):
-        return {to_camel(str(key)): _camel(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_camel(item) for item in value]
-    return value
 
 
 @research_app.command("studies")

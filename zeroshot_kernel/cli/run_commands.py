@@ -13,6 +13,7 @@ from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
 from zeroshot_kernel.cli.output import (
     EXIT_OK,
     EXIT_REJECTED,
+    camel_keys,
     fail_usage,
     print_diagnostics,
     print_json,
@@ -194,7 +195,7 @@ def status(
     from zeroshot_kernel.harness.usage import describe_usage, execution_usage, run_usage
     from zeroshot_kernel.ledger.events import NodeCompleted
     from zeroshot_kernel.ledger.failure import explain_failure
-    from zeroshot_kernel.review.ledger import review_lines
+    from zeroshot_kernel.review.ledger import latest_decision, review_lines
 
     handle = _run_handle(open_client(ledger, target), run_id)
     current = handle.status()
@@ -205,6 +206,8 @@ def status(
     controller = handle.controller()
     last_words = (last_log_line(handle.client.workspace, handle.id)
                   if controller.phase == "gone" else None)
+    graph = handle.client.ledger.admitted(handle.id)["graph"]
+    review = latest_decision(graph, events)
     if as_json:
         document = current.to_wire()
         document["controller"] = {"phase": controller.phase, "owner": controller.owner,
@@ -215,6 +218,8 @@ def status(
             document["usage"] = {"total": total.to_wire(), "executions": [
                 {"execution": execution, "node": node, "usage": usage.to_wire()}
                 for execution, node, usage in each]}
+        if review is not None:  # a software change: its decision, lifecycle and receipts
+            document["review"] = camel_keys(review)
         print_json(document)
         return
     typer.echo(printable(f"{current.run_id}  {current.title}"))
@@ -235,7 +240,6 @@ def status(
         typer.echo(f"  usage:  {describe_usage(total)}")
         for execution, node, usage in each:
             typer.echo(f"    {node:<16} {execution}  {describe_usage(usage)}")
-    graph = handle.client.ledger.admitted(handle.id)["graph"]
     for line in review_lines(graph, events):
         typer.echo(printable(f"  {line}"))
 

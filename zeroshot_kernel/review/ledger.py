@@ -197,5 +197,8 @@ def review_lines(graph: dict[str, Any], events: Iterable[RunEvent]) -> list[str]
         lines.append(f"review:  seam {record.get('seam')} {life['state']}, cycle "
                      f"{life['cycle']}, {counters['reviews']} review(s), "
                      f"{counters['rechecks']} recheck(s), "
-                     f"{counters['strategy_restarts']} restart(s)")
+                     f"{counters['strategy_restarts']} strategy restart(s)")
+    for receipt in record.get("receipts") or []:
+        lines.append(f"check:   {receipt.get('command', '?')} -> exit {receipt.get('exit_code')}"
+                     f" (receipt {receipt.get('id', '?')})")
     return lines
