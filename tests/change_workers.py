@@ -4,11 +4,15 @@
 ``<repo>/.zeroshot/script.json`` scripts them: for a reviewer node, the list of verdict
 labels its successive calls answer (then ``accepted``); for a writer node, what it does.
 Each writer call appends ``<node> <n>`` to ``change.txt`` in the worktree it runs in.
+A writer's script may also make it misbehave: ``noop`` (change nothing), ``files``
+(``{path: text}`` written in the worktree), ``outside`` (a path in the user's checkout it
+writes to) and ``git`` (git commands it runs in the worktree, e.g. a commit and a push).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +40,20 @@ def _script(context: WorkerContext) -> dict[str, Any]:
 def write(value: dict[str, Any], context: WorkerContext) -> None:
     number = _count(context)
     script = _script(context).get(context.node, {})
-    target = context.workspace / script.get("file", "change.txt")
-    with target.open("a") as handle:
-        handle.write(f"{context.node} {number}\n")
+    if not script.get("noop"):
+        target = context.workspace / script.get("file", "change.txt")
+        with target.open("a") as handle:
+            handle.write(f"{context.node} {number}\n")
+    for name, text in script.get("files", {}).items():
+        path = context.workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if script.get("outside"):
+        with (_repo(context) / script["outside"]).open("a") as handle:
+            handle.write(f"written by {context.node} {number}\n")
+    for command in script.get("git", []):
+        subprocess.run(["git", *command], cwd=context.workspace, capture_output=True,
+                       check=False)
 
 
 def review(value: dict[str, Any], context: WorkerContext) -> Verdict:

@@ -153,5 +153,5 @@ def test_an_empty_change_is_not_delivered(tmp_path: Path) -> None:
     (repo / ".zeroshot").mkdir(exist_ok=True)
     change = start_change(repo, delivery="push")
     result = change.wait()
-    assert isinstance(result, FailedResult) and result.reason == "delivery_failed"
+    assert isinstance(result, FailedResult) and result.reason == "empty_change"
     assert git(remote, "branch", "--list", "zeroshot/*") == ""

@@ -13,7 +13,8 @@ from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print
 from zeroshot_kernel.cli.template_commands import show_expansion
 
 if TYPE_CHECKING:
-    from zeroshot_kernel.client import Client
+    from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.ledger.events import TerminalResult
     from zeroshot_kernel.review.classify import Classification
 
 change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git delivery.",
@@ -44,6 +45,11 @@ def run(
     github_api: Annotated[str | None, typer.Option(
         "--github-api", envvar="ZEROSHOT_GITHUB_API",
         help="GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3).")] = None,
+    allow_unproven: Annotated[bool, typer.Option(
+        "--allow-unproven",
+        help="Deliver (push, pr, ship) even when the completion decision is not "
+             "CANDIDATE_COMPLETE; the receipt and the final line then say it is unproven "
+             "and why.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -70,7 +76,7 @@ def run(
         fail_usage(str(problem))
     client = open_client(ledger, target)
     try:
-        prepared = asyncio.run(prepare(Path.cwd(), delivery))
+        prepared = asyncio.run(prepare(Path.cwd(), delivery, allow_unproven=allow_unproven))
     except DeliveryRefused as refused:
         fail_usage(str(refused))
     classification = _classified(client, task, harness, model) if profile == "auto" else None
@@ -111,8 +117,28 @@ def run(
     except KeyboardInterrupt:
         typer.echo(f"\ndetached; {started.id} keeps running.", err=True)
         raise typer.Exit(130) from None
-    typer.echo(f"finished: {describe_result(result)}")
+    typer.echo(f"finished: {describe_result(result)}{_trust_note(started, result)}")
     raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
+
+
+def _trust_note(run: Run, result: TerminalResult) -> str:
+    """What the final line adds: UNPROVEN for an unproven delivery (with the decision), or
+    the trust check's one-line reason for a run it failed."""
+    from zeroshot_kernel.contract.outcome import VerifierOutcome
+    from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
+
+    if isinstance(result, SucceededResult):
+        output = result.output if isinstance(result.output, dict) else {}
+        unproven = (output.get("receipt") or {}).get("unproven")
+        return f" - UNPROVEN delivery (--allow-unproven): {unproven}" if unproven else ""
+    message = ""
+    for _, event in run.events():
+        if isinstance(event, NodeCompleted) and \
+                event.completion.reference.node == "trust_check" and \
+                isinstance(event.completion.outcome, VerifierOutcome) and \
+                isinstance(event.completion.outcome.diagnostic, dict):
+            message = str(event.completion.outcome.diagnostic.get("message", ""))
+    return f" - {message}" if message else ""
 
 
 def _delivery(given: str | None, **flags: bool) -> str:

@@ -1,8 +1,11 @@
 """Delivery of a ``software-change`` run: ``push``, ``pr`` (``builtin.git-delivery.pr@1``)
 and ``ship`` (``builtin.git-delivery.merge@1``).
 
-The run works in its own worktree on ``zeroshot/<run-id>``; delivery commits what the
-owner left there (never ``.zeroshot/``), pushes the branch, and for ``pr``/``ship`` opens or
+The run works in its own worktree on ``zeroshot/<run-id>``; delivery commits exactly the
+files the change touched relative to the base (never ``.zeroshot/``, new build output left
+out, secret-looking files refused), pushes the branch (unless the remote already holds
+that head: a delivery retried after its controller died records the push that happened
+instead of repeating or denying it), and for ``pr``/``ship`` opens or
 updates the pull request through the GitHub REST API, takes review feedback on the exact
 head back into the repair loop (unless feedback is off), waits for the required checks and
 a conflict-free head, and for ``ship`` merges with a method the repository allows and
@@ -17,8 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeroshot_kernel.delivery.git import NETWORK_TIMEOUT_S
 from zeroshot_kernel.delivery.github import MERGE_METHODS, GitHub, GitHubError, Pull
 from zeroshot_kernel.delivery.push_delivery import push_branch
+from zeroshot_kernel.delivery.trust import touched
 from zeroshot_kernel.delivery.worktree import DeliveryRefused, Remote, RunWorktree
 from zeroshot_kernel.ledger.events import ExecutionVoided, NodeCompleted, NodeStarted, RunEvent
 
@@ -49,14 +54,29 @@ def unsettled(events: Sequence[RunEvent], execution: str) -> list[str]:
     return sorted(open_.values())
 
 
-async def commit_changes(worktree: RunWorktree, task: str, run_id: str) -> None:
-    """Commit what the owner left in the worktree (nothing when it is clean)."""
-    await worktree.git("add", "--all")
-    await worktree.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".zeroshot")
+async def commit_changes(worktree: RunWorktree, task: str, run_id: str, base: str) -> None:
+    """Commit exactly the files the change touched relative to ``base`` (nothing when there
+    are none); refuses secret-looking files. Whatever else is staged is unstaged first."""
+    found = await asyncio.to_thread(touched, worktree.path, base)
+    if found.secrets:
+        raise DeliveryRefused("refusing to deliver secret-looking file(s): "
+                              + ", ".join(found.secrets))
+    await worktree.git("reset", "-q")
+    for start in range(0, len(found.paths), 200):
+        await worktree.git("add", "--all", "--",
+                           *(f":(literal){p}" for p in found.paths[start:start + 200]))
     if not await worktree.git("diff", "--cached", "--name-only"):
         return
     title = (task.strip().splitlines() or ["software change"])[0][:72]
-    await worktree.git("commit", "-q", "-m", title, "-m", f"Zeroshot-Run: {run_id}")
+    await worktree.git("commit", "-q", "-m", title, "-m",
+                       f"Zeroshot-Run: {run_id}")
+
+
+async def remote_head(worktree: RunWorktree, remote: Remote) -> str:
+    """The run's branch on the remote (``""`` when absent)."""
+    listed = await worktree.git("ls-remote", "--heads", remote.name,
+                                f"refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S)
+    return listed.split()[0] if listed else ""
 
 
 def receipt(delivery: dict[str, Any], repository: str, head: str, number: int, mode: str,
@@ -72,12 +92,17 @@ async def deliver_change(
 ) -> ChangeDelivered:
     """Commit, push and (``pr``/``ship``) drive the pull request; see the module doc."""
     mode = delivery["mode"]
-    await commit_changes(worktree, task, run_id)
+    await commit_changes(worktree, task, run_id, delivery["baseRevision"])
     head = await worktree.git("rev-parse", "HEAD")
     if head == delivery["baseRevision"]:
         raise DeliveryRefused("the change is empty: the run's branch is still at its base "
                               f"{head[:12]}, so there is nothing to deliver")
-    rejected = await push_branch(worktree, remote, force_with_lease=True)
+    if await remote_head(worktree, remote) == head:
+        log(f"the remote {remote.name} already holds {worktree.branch} at {head[:12]}: "
+            "recorded, not pushed again")
+        rejected = ""
+    else:
+        rejected = await push_branch(worktree, remote, force_with_lease=True, guarded=True)
     slug = delivery.get("repository") or remote.display
     if rejected:
         return ChangeDelivered("rejected" if mode == "push" else "conflict",

@@ -2,7 +2,9 @@
 
 Each call runs in its own process group so that a cancelled delivery (the node's timeout,
 a stop) kills git and whatever it started (ssh, credential helpers) instead of leaving
-them behind; network calls also get their own deadline.
+them behind; network calls also get their own deadline. A ``guarded`` call (a push) runs
+under :mod:`zeroshot_kernel.harness.agent_guard`, which kills the group when the
+controller dies, so that no push outlives its controller unobserved.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 LOCAL_TIMEOUT_S = 60.0
 NETWORK_TIMEOUT_S = 300.0
+GUARD = Path(__file__).resolve().parents[1] / "harness" / "agent_guard.py"
 QUIET_ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # fail instead of asking for a password nobody can type
     "GIT_SSH_COMMAND": "ssh -o BatchMode=yes",
@@ -43,12 +47,14 @@ class Git:
     env: Mapping[str, str] | None = None
 
     async def __call__(self, *args: str, timeout: float = LOCAL_TIMEOUT_S,
-                       check: bool = True) -> str:
+                       check: bool = True, guarded: bool = False) -> str:
         """stdout of ``git <args>``; raises :class:`GitError` on failure (unless not
-        ``check``, then the output of a failed call is ``""``) or on timeout."""
+        ``check``, then the output of a failed call is ``""``) or on timeout.
+        ``guarded``: git dies with the controller (see the module doc)."""
         env = {**os.environ, **QUIET_ENV, **(self.env or {})}
+        program = [sys.executable, "-I", str(GUARD), "git"] if guarded else ["git"]
         process = await asyncio.create_subprocess_exec(
-            "git", *args, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *program, *args, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )

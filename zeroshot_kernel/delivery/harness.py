@@ -7,12 +7,20 @@ software-change deliveries ``builtin.git-delivery.{push,pr,merge}@1`` (see
 repository, no remote, remote unreachable) is a refusal with the reason, which the graph
 turns into ``delivery_failed``; an unexpected git failure is a crash (retried if the node
 has attempts left: a retried delivery never commits twice).
+
+A software-change delivery checks the run's trust baseline again first (a resumed run too)
+and delivers only after the ``trust_check`` node let it (trusted, or unproven but allowed:
+then its receipt says ``unproven`` and why).
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import VerifierOutcome, error
+from zeroshot_kernel.delivery import trust
 from zeroshot_kernel.delivery.change_delivery import deliver_change, receipt, unsettled
 from zeroshot_kernel.delivery.git import Git, GitError
 from zeroshot_kernel.delivery.push_delivery import deliver
@@ -23,6 +31,7 @@ from zeroshot_kernel.delivery.worktree import (
     open_repository,
 )
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
+from zeroshot_kernel.ledger.events import NodeCompleted
 from zeroshot_kernel.research.studies import study_of
 
 SIGNAL = "delivery"
@@ -74,6 +83,19 @@ async def _change(request: ExecutionRequest) -> HarnessResult:
             status="verifier", output={"receipt": receipt(delivery, "", "", 0, delivery["mode"],
                                                           "unconfirmed")},
             signals={SIGNAL: "unconfirmed"}, diagnostic={"message": message}), message)
+    events = list(request.events())
+    allowed, completion, unproven = _trust_verdict(events)
+    if not allowed:
+        return HarnessResult(error("refusal"), "delivery runs only after a passed trust check")
+    baseline = request.run_input.get("trust") if isinstance(request.run_input, dict) else None
+    try:
+        problems = await asyncio.to_thread(
+            trust.verify, request.workspace.resolve(), request.run_id, baseline or {},
+            delivered=trust.delivered_heads(events), retried=True)
+    except trust.TrustError as failure:
+        problems = [str(failure)]
+    if problems:
+        return HarnessResult(error("refusal"), "untrusted change: " + "; ".join(problems))
     try:
         repository = await open_repository(request.workspace.resolve())
         git = Git(repository.root, repository.git.env)
@@ -91,8 +113,29 @@ async def _change(request: ExecutionRequest) -> HarnessResult:
         return HarnessResult(error("refusal"), str(refused))
     except GitError as failed:
         return HarnessResult(error("crash"), f"{failed}\n{failed.stderr}".strip())
-    outcome = VerifierOutcome(status="verifier", output={"receipt": delivered.receipt},
+    stamped = {**delivered.receipt, "completion": completion}
+    if unproven:
+        stamped["unproven"] = unproven
+        request.log("output", f"UNPROVEN delivery (--allow-unproven): {unproven}")
+    outcome = VerifierOutcome(status="verifier", output={"receipt": stamped},
                               signals={SIGNAL: delivered.signal},
                               diagnostic={"message": delivered.message})
-    request.log("output", f"delivery {delivered.signal}: {delivered.receipt}")
+    request.log("output", f"delivery {delivered.signal}: {stamped}")
     return HarnessResult(outcome, delivered.message or None)
+
+
+def _trust_verdict(events: list[Any]) -> tuple[bool, str, str]:
+    """Whether the last trust check let delivery go, the completion decision it saw, and
+    why the delivery is unproven (``""`` when it is proven)."""
+    for event in reversed(events):
+        if isinstance(event, NodeCompleted) and \
+                event.completion.reference.node == "trust_check":
+            outcome = event.completion.outcome
+            if not isinstance(outcome, VerifierOutcome):
+                return False, "", ""
+            signal = outcome.signals.get("trust")
+            diagnostic = outcome.diagnostic if isinstance(outcome.diagnostic, dict) else {}
+            completion = str(diagnostic.get("completion", ""))
+            return signal in ("trusted", "unproven_allowed"), completion, \
+                completion if signal == "unproven_allowed" else ""
+    return False, "", ""

@@ -1,19 +1,24 @@
 """Preparing a software-change run before any agent runs: the repository, the target
-branch verified on the remote, and the run's own worktree on ``zeroshot/<run-id>``, which
-is the run's workspace (its agents work there, never in the user's checkout)."""
+branch verified on the remote, the trust baseline (:mod:`zeroshot_kernel.delivery.trust`,
+recorded in the run input so a resumed run checks it too), and the run's own worktree on
+``zeroshot/<run-id>``, which is the run's workspace (its agents work there, never in the
+user's checkout)."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.delivery.github import repository_slug
+from zeroshot_kernel.delivery.trust import baseline
 from zeroshot_kernel.delivery.worktree import (
+    DeliveryRefused,
     Repository,
     Target,
     open_repository,
+    push_remote,
     run_worktree,
     verify_target,
 )
@@ -27,6 +32,8 @@ class Prepared:
     repository: Repository
     base: str
     target: Target | None
+    trust: dict[str, Any] = field(default_factory=dict)
+    """The run input's ``trust`` baseline."""
 
     def delivery(self, mode: str, *, feedback: bool = True, api_url: str | None = None,
                  poll_seconds: int | None = None,
@@ -50,13 +57,24 @@ class Prepared:
         return document
 
 
-async def prepare(workspace: Path, mode: str) -> Prepared:
+async def prepare(workspace: Path, mode: str, *, allow_unproven: bool = False) -> Prepared:
     """Raises :class:`~zeroshot_kernel.delivery.worktree.DeliveryRefused`; for a mode that
-    publishes, with "target branch could not be verified" when the remote lacks it."""
+    publishes, with "target branch could not be verified" when the remote lacks it.
+    ``allow_unproven``: deliver even when the completion decision is not
+    ``CANDIDATE_COMPLETE`` (the receipt and the final line say so)."""
     repository = await open_repository(workspace)
     base = await repository.git("rev-parse", "HEAD")
     target = None if mode == "none" else await verify_target(repository)
-    return Prepared(repository, base, target)
+    if target is not None:
+        remote = target.remote.name
+    else:
+        try:
+            remote = (await push_remote(repository)).name
+        except DeliveryRefused:
+            remote = ""
+    trust = await asyncio.to_thread(baseline, repository.root, base=base, mode=mode,
+                                    remote=remote, allow_unproven=allow_unproven)
+    return Prepared(repository, base, target, trust)
 
 
 def submit_change(client: Client, prepared: Prepared, *, graph: dict[str, Any],
@@ -67,6 +85,8 @@ def submit_change(client: Client, prepared: Prepared, *, graph: dict[str, Any],
     from zeroshot_kernel.client import AdmissionRejected, Run
     from zeroshot_kernel.engine.launch import start_detached
 
+    if "trust" in input and prepared.trust:
+        input = {**input, "trust": prepared.trust}
     admission = admit(graph, initial_input=input, runtime=runtime, title=title)
     if admission.admitted is None:
         raise AdmissionRejected(admission)

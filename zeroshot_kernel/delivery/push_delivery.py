@@ -133,13 +133,16 @@ def _restore(records: ResearchRecords, candidate: str, sha256: str, dest: Path) 
 
 
 async def push_branch(worktree: RunWorktree, remote: Remote, *,
-                      force_with_lease: bool = False) -> str:
+                      force_with_lease: bool = False, guarded: bool = False) -> str:
     """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
-    lets a repaired branch replace what this run pushed before, and nothing else."""
+    lets a repaired branch replace what this run pushed before, and nothing else.
+    ``guarded``: the push dies with the controller (software-change delivery, which
+    reconciles with the remote when resumed)."""
     lease = ["--force-with-lease"] if force_with_lease else []
     try:
         await worktree.git("push", "-q", *lease, remote.name,
-                           f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S)
+                           f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S,
+                           guarded=guarded)
     except GitError as failure:
         refusals = [line.strip() for line in failure.stderr.splitlines()
                     if any(marker in line for marker in REJECTED_PUSH)]

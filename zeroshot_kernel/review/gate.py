@@ -48,7 +48,8 @@ from zeroshot_kernel.workers import Verdict, WorkerContext
 LEDGER_ENV = "ZEROSHOT_LEDGER"
 
 
-def _run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
+def run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
+    """The run's admitted graph and its recorded events (for trusted python nodes)."""
     from zeroshot_kernel.client import Client  # the ledger's imports only when called
 
     client = Client(os.environ.get(LEDGER_ENV), workspace=str(context.workspace))
@@ -68,7 +69,7 @@ def _latest(found: list[Fact], role: str) -> Fact | None:
 def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     review = value["review"]
     profile, seam = review["profile"], review["seam"]
-    graph, events = _run_events(context)
+    graph, events = run_events(context)
     found = facts(graph, events)
     passes = sum(f.role == "zeroshot.review.gate@1" for f in found) + 1
     receipts, now, owner_ok = _evidence(review, found, context)
@@ -100,7 +101,7 @@ def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     integration review, the checks run once more on the final tree (their receipts are the
     obligations record) and the completion decision is recorded against that review."""
     review = value["review"]
-    graph, events = _run_events(context)
+    graph, events = run_events(context)
     found = facts(graph, events)
     receipts, now, owner_ok = _evidence(review, found, context)
     life = replay_run(graph, events, review["seam"], final_review=True).lifecycle

@@ -11,6 +11,15 @@ to ``fail blocked``. ``high-risk`` adds an early seam review after the first wor
 final integration review (at most two) before delivery. The loop is a backstop bound;
 the review limits themselves are counted in the ledger, which no rename or restart resets.
 
+Before delivery, in every mode, the trusted ``trust_check`` (see
+:mod:`zeroshot_kernel.delivery.trust`) compares the worktree, the repository's refs and
+config, the remote's refs and the user's checkout with the baseline recorded at
+preparation (the run input's ``trust``): a violation fails the run as
+``untrusted_change``, a change with no file differing from the base as ``empty_change``;
+for push, pr and ship, secret-looking files fail it as ``secret_files``, and a completion
+decision other than ``CANDIDATE_COMPLETE`` as ``unproven`` unless the user allowed an
+unproven delivery (``--allow-unproven``), which the receipt then records.
+
 Delivery (``--delivery``): ``none`` succeeds with the change left in the run's worktree;
 ``push`` publishes the managed branch; ``pr`` (the default) opens or updates a pull
 request, takes visible review feedback into the repair loop, waits for required checks
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zeroshot_kernel.delivery.trust import TRUST_CALLABLE, TRUST_WORKER, placeholder
 from zeroshot_kernel.review.ledger import FINAL_GATE_WORKER, SNAPSHOT_WORKER
 from zeroshot_kernel.review.profiles import LIMITS
 from zeroshot_kernel.templates.build import (
@@ -66,7 +76,8 @@ GATE_CALLABLE = "zeroshot_kernel.review.gate:review_gate"
 SNAPSHOT_CALLABLE = "zeroshot_kernel.review.gate:review_snapshot"
 FINAL_GATE_CALLABLE = "zeroshot_kernel.review.gate:final_gate"
 TRUSTED_NODES = {"review_gate": GATE_CALLABLE, "review_snapshot": SNAPSHOT_CALLABLE,
-                 "final_snapshot": SNAPSHOT_CALLABLE, "final_gate": FINAL_GATE_CALLABLE}
+                 "final_snapshot": SNAPSHOT_CALLABLE, "final_gate": FINAL_GATE_CALLABLE,
+                 "trust_check": TRUST_CALLABLE}
 """The python-harness nodes (trusted code, no agent) and their callables."""
 """Trusted code that records the worktree's fingerprint just before the reviewers start, so
 the gate can prove their checkout unchanged (the reviewers are read-only)."""
@@ -88,7 +99,20 @@ REVIEW = record({"profile": enum("micro", "standard", "high-risk"), "seam": stri
 """The review record; ``classification`` when ``--profile auto`` chose the profile."""
 RECEIPT = record({"version": string(), "repository": string(), "targetBranch": string(),
                   "headRevision": string(), "pullRequestId": integer(), "mode": string(),
-                  "outcome": string()})
+                  "outcome": string()},
+                 optional={"completion": string(), "unproven": string()})
+"""The delivery receipt; ``completion`` is the completion decision it delivered under,
+``unproven`` says why when the user allowed an unproven delivery."""
+TRUST = record({f: string() for f in (
+    "version", "mode", "baseRevision", "remote", "remoteRefsJson", "refsJson", "configJson",
+    "userHead", "userIndex", "userFiles")} | {"allowUnproven": boolean()})
+"""The baseline recorded at preparation (:func:`zeroshot_kernel.delivery.trust.baseline`)."""
+TRUST_SIGNALS = ["trusted", "unproven_allowed", "tampered", "empty", "secret", "unproven"]
+TRUST_FAILURES = {"tampered": "untrusted_change", "empty": "empty_change",
+                  "secret": "secret_files", "unproven": "unproven"}
+DELIVERY_ATTEMPTS = 2
+"""A delivery whose controller died is retried once on resume; it reconciles with the
+remote (a push that happened is recorded, not repeated)."""
 MESSAGE = record({"message": string()})
 
 WORKER_INSTRUCTIONS = (
@@ -132,7 +156,7 @@ CORRECTION_INSTRUCTIONS = (
 
 
 def state(mode: str) -> Doc:
-    fields: dict[str, Doc] = {"task": string(), "review": REVIEW,
+    fields: dict[str, Doc] = {"task": string(), "review": REVIEW, "trust": TRUST,
                               **{f: string() for f in FEEDBACK}}
     if mode != "none":
         fields["delivery"] = DELIVERY
@@ -175,10 +199,26 @@ def _deliver(mode: str) -> Doc:
         input_bindings=[from_state(["task"]), from_state(["delivery"])],
         write_bindings=[write(["receipt"], "deliver", "out", ["receipt"]),
                         write(["deliveryFeedback"], "deliver", "diagnostic", ["message"])],
+        attempts=DELIVERY_ATTEMPTS,
     )
 
 
 def _delivery(mode: str, st: Doc) -> Doc:
+    """The trust check, then delivery (see the module doc)."""
+    check = verifier(
+        "trust_check", TRUST_WORKER, input=record({"trust": TRUST}), output={"kind": "null"},
+        signals={"trust": TRUST_SIGNALS},
+        diagnostic=record({"message": string(), "completion": string()}),
+        input_bindings=[from_state(["trust"])], write_bindings=[])
+    routes = [branch(errored("trust_check"), fail("trust_check_failed", "untrusted_change"))]
+    routes += [branch(signal_in("trust_check", "trust", signal), fail(reason))
+               for signal, reason in TRUST_FAILURES.items()]
+    return seq("trusted_delivery", st, [check, choice(
+        "trust_result", st, routes, _deliver_and_finish(mode, st),
+        promoted=[["deliveryFeedback"]])], promoted=[["deliveryFeedback"]])
+
+
+def _deliver_and_finish(mode: str, st: Doc) -> Doc:
     if mode == "none":
         return succeed("done", {"kind": "null"}, [])
     local: Doc = {"kind": "record",
@@ -304,12 +344,15 @@ def software_change_input(task: str, *, profile: str = "standard", seam: str = "
                           delivery: dict[str, Any] | None = None,
                           classification: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run input: the task, empty feedback fields, the review profile (with the
-    classification that chose it, if ``auto`` did) and, unless delivery is ``none``, the
+    classification that chose it, if ``auto`` did), a placeholder ``trust`` baseline (the
+    real one is recorded when the run is submitted) and, unless delivery is ``none``, the
     prepared delivery (mode, remote, target branch, base)."""
     review: dict[str, Any] = {"profile": profile, "seam": seam, "checks": list(checks or [])}
     if classification is not None:
         review["classification"] = classification
-    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK}, "review": review}
+    mode = str(delivery["mode"]) if delivery is not None else "none"
+    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK}, "review": review,
+                                "trust": placeholder(mode)}
     if delivery is not None:
         document["delivery"] = delivery
     return document
