@@ -6,13 +6,17 @@ labels its successive calls answer (then ``accepted``); for a writer node, what 
 Each writer call appends ``<node> <n>`` to ``change.txt`` in the worktree it runs in.
 A writer's script may also make it misbehave: ``noop`` (change nothing), ``files``
 (``{path: text}`` written in the worktree), ``outside`` (a path in the user's checkout it
-writes to) and ``git`` (git commands it runs in the worktree, e.g. a commit and a push).
+writes to) and ``git`` (git commands it runs in the worktree, e.g. a commit and a push);
+``hold`` (a path in the repository) makes its first call record ``<node>.started`` and wait
+until that path exists.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,10 @@ def _script(context: WorkerContext) -> dict[str, Any]:
 def write(value: dict[str, Any], context: WorkerContext) -> None:
     number = _count(context)
     script = _script(context).get(context.node, {})
+    if script.get("hold") and number == 1:  # say so, then wait for the test's file
+        (_repo(context) / ".zeroshot" / f"{context.node}.started").write_text(str(os.getpid()))
+        while not (_repo(context) / script["hold"]).exists():
+            time.sleep(0.05)
     if not script.get("noop"):
         target = context.workspace / script.get("file", "change.txt")
         with target.open("a") as handle:

@@ -18,7 +18,7 @@ from software_change_support import RUN_TIMEOUT_S, Change, git, repository, scri
 from zeroshot_kernel.cli.change_commands import _trust_note
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import VerifierOutcome
-from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
+from zeroshot_kernel.ledger.events import FailedResult, NodeStarted, SucceededResult
 
 
 def trust_message(change: Change) -> str:
@@ -202,7 +202,9 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     pushed = git(remote, "branch", "--list", branch) != ""
     assert pushed == (hook == "post-receive")
     release.touch()
-    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(change.worktree))
+    # Resumed from the repository, as `zeroshot resume` there would: the controller
+    # carries on in the run's own worktree.
+    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     try:
         result = resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
     finally:
@@ -213,3 +215,29 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     assert git(remote, "show", f"{receipt['headRevision']}:change.txt") == "worker 1"
     assert git(change.worktree, "rev-list", "--count", "HEAD~1..HEAD") == "1"
     assert json.dumps(receipt).count("published") == 1
+
+
+def test_a_writer_killed_with_its_controller_is_retried_on_resume(tmp_path: Path) -> None:
+    """kill -9 of the controller while the writing agent works: `resume` (from the
+    repository) retries the agent step within its attempts and the change completes."""
+    repo, remote = repository(tmp_path)
+    release = tmp_path / "release"
+    script(repo, {"worker": {"hold": str(release)}})
+    change = start_change(repo, delivery="push")
+    started = repo / ".zeroshot" / "worker.started"
+    eventually(started.exists, timeout=RUN_TIMEOUT_S, what="the writer to start")
+    pid = controller_pid(change.client, change.run.id)
+    kill(pid)
+    eventually(lambda: not alive(pid), what="the controller to die")
+    release.touch()
+    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    try:
+        result = resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
+    finally:
+        resumer.close()
+    assert isinstance(result, SucceededResult), result
+    attempts = [e.attempt for _, e in change.run.events()
+                if isinstance(e, NodeStarted) and e.reference.node == "worker"]
+    assert attempts == [1, 2]
+    assert git(remote, "rev-parse", f"zeroshot/{change.run.id}") == \
+        result.output["receipt"]["headRevision"]

@@ -35,7 +35,7 @@ from zeroshot_kernel.admission.registry import WorkerRegistry
 from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.reading import DocumentError, load_document
-from zeroshot_kernel.engine.launch import start_detached, start_in_thread
+from zeroshot_kernel.engine.launch import run_workspace, start_detached, start_in_thread
 from zeroshot_kernel.engine.liveness import ControllerState, controller_state
 from zeroshot_kernel.engine.owner import owner_gone
 from zeroshot_kernel.engine.stop import StopResult, stop_run
@@ -356,12 +356,11 @@ class Client:
 
     def _start(self, run_id: str, *, in_process: bool, replacing: str | None = None) -> Run:
         run = Run(self, run_id)
+        workspace = run_workspace(self.workspace, run_id)
         if in_process:
-            run._thread = start_in_thread(self.ledger, run_id, self.workspace,
-                                          replacing=replacing)
+            run._thread = start_in_thread(self.ledger, run_id, workspace, replacing=replacing)
         else:
-            run._process = start_detached(self.url, run_id, self.workspace,
-                                          replacing=replacing)
+            run._process = start_detached(self.url, run_id, workspace, replacing=replacing)
         return run
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from zeroshot_kernel.delivery.git import Git, GitError
+from zeroshot_kernel.engine.launch import RUN_WORKTREES
 
 BRANCH_PREFIX = "zeroshot/"
-WORKTREES = Path(".zeroshot") / "worktrees"
+WORKTREES = RUN_WORKTREES
 DEFAULT_REMOTE = "origin"
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "zeroshot delivery", "GIT_AUTHOR_EMAIL": "zeroshot@localhost",

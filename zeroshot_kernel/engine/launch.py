@@ -19,8 +19,21 @@ from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.workspace import LEDGER_ENV
 
 
+RUN_WORKTREES = Path(".zeroshot") / "worktrees"
+"""Where a run that works in a git worktree of its own (a software change) has it:
+``<workspace>/.zeroshot/worktrees/<run-id>``."""
+
+
+def run_workspace(workspace: Path, run_id: str) -> Path:
+    """Where ``run_id``'s controller runs: its own worktree when it has one (so that a
+    resumed software change carries on there, and its log is found there), else
+    ``workspace``."""
+    own = workspace / RUN_WORKTREES / run_id
+    return own if own.is_dir() else workspace
+
+
 def controller_log(workspace: Path, run_id: str) -> Path:
-    return workspace / ".zeroshot" / "controllers" / f"{run_id}.log"
+    return run_workspace(workspace, run_id) / ".zeroshot" / "controllers" / f"{run_id}.log"
 
 
 LOG_TAIL_BYTES = 8192

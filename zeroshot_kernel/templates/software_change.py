@@ -111,6 +111,9 @@ TRUST_SIGNALS = ["trusted", "unproven_allowed", "tampered", "empty", "secret", "
 TRUST_FAILURES = {"tampered": "untrusted_change", "empty": "empty_change",
                   "secret": "secret_files", "unproven": "unproven"}
 DELIVERY_ATTEMPTS = 2
+AGENT_ATTEMPTS = 2
+"""A writing agent's execution lost with its controller (killed, host gone) is retried
+once on resume; its worktree keeps what the lost attempt wrote."""
 """A delivery whose controller died is retried once on resume; it reconciles with the
 remote (a push that happened is recorded, not repeated)."""
 MESSAGE = record({"message": string()})
@@ -177,7 +180,7 @@ def _reviewer(name: str, worker: str, feedback: str, instructions: str, labels: 
 def _repair(name: str, worker: str, instructions: str, inputs: tuple[str, ...]) -> Doc:
     return step(name, worker, input=record({f: string() for f in inputs}),
                 output={"kind": "null"}, input_bindings=[from_state([f]) for f in inputs],
-                write_bindings=[], instructions=instructions)
+                write_bindings=[], instructions=instructions, attempts=AGENT_ATTEMPTS)
 
 
 def _gate(st: Doc) -> Doc:
