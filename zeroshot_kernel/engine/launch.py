@@ -18,7 +18,6 @@ from zeroshot_kernel.engine.controller import Controller
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.workspace import LEDGER_ENV
 
-
 RUN_WORKTREES = Path(".zeroshot") / "worktrees"
 """Where a run that works in a git worktree of its own (a software change) has it:
 ``<workspace>/.zeroshot/worktrees/<run-id>``."""
