@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,3 +243,34 @@ def test_a_writer_killed_with_its_controller_is_retried_on_resume(tmp_path: Path
     assert attempts == [1, 2]
     assert git(remote, "rev-parse", f"zeroshot/{change.run.id}") == \
         result.output["receipt"]["headRevision"]
+
+
+def test_change_clean_removes_what_failed_runs_left(tmp_path: Path) -> None:
+    """A failed run keeps its worktree and branch for inspection until `zeroshot change
+    clean`; a succeeded `--delivery none` run keeps its change unless `--all`; the user's
+    checkout never shows `.zeroshot/` as untracked."""
+    repo, _ = repository(tmp_path)
+    script(repo, {"worker": {"noop": True}})
+    failed = start_change(repo, delivery="none")
+    assert isinstance(failed.wait(), FailedResult)
+    script(repo, {})
+    kept = start_change(repo, delivery="none")
+    assert isinstance(kept.wait(), SucceededResult)
+    assert git(repo, "status", "--porcelain") == ""  # .zeroshot/ is in info/exclude
+    ledger = ["--ledger", str(repo / ".zeroshot" / "ledger.db")]
+
+    def clean(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "zeroshot_kernel", "change", "clean",
+                               *args, *ledger], cwd=repo, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout.splitlines()
+
+    assert clean("--dry-run") == [f"would remove worktree and branch of {failed.run.id}"]
+    assert failed.worktree.is_dir()
+    assert clean() == [f"removed worktree and branch of {failed.run.id}"]
+    assert not failed.worktree.exists() and kept.worktree.is_dir()
+    assert git(repo, "branch", "--list", f"zeroshot/{failed.run.id}") == ""
+    assert clean() == ["nothing to clean"]
+    assert clean("--all") == [f"removed worktree and branch of {kept.run.id}"]
+    assert git(repo, "branch", "--list", "zeroshot/*") == ""

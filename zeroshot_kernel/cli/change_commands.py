@@ -102,7 +102,7 @@ def run(
     if detach:
         typer.echo(f"follow it with: zeroshot status {started.id}")
         raise typer.Exit(EXIT_OK)
-    from zeroshot_kernel.cli.follow import CHECK_EVERY_S, ControllerWatch
+    from zeroshot_kernel.cli.follow import CHECK_EVERY_S, ControllerWatch, print_failure_cause
     from zeroshot_kernel.cli.render import describe_result
     from zeroshot_kernel.ledger.events import SucceededResult
 
@@ -118,6 +118,9 @@ def run(
         typer.echo(f"\ndetached; {started.id} keeps running.", err=True)
         raise typer.Exit(130) from None
     typer.echo(f"finished: {describe_result(result)}{_trust_note(started, result)}")
+    if not isinstance(result, SucceededResult):
+        print_failure_cause(started)
+        typer.echo("its worktree is kept for inspection; remove it with: zeroshot change clean")
     raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
 
 
@@ -139,6 +142,44 @@ def _trust_note(run: Run, result: TerminalResult) -> str:
                 isinstance(event.completion.outcome.diagnostic, dict):
             message = str(event.completion.outcome.diagnostic.get("message", ""))
     return f" - {message}" if message else ""
+
+
+@change_app.command("clean")
+def clean(
+    include_succeeded: Annotated[bool, typer.Option(
+        "--all", help="Also remove the worktrees of runs that succeeded (with --delivery "
+                      "none their change exists only there).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove "
+                                                            "nothing.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Remove the worktrees (.zeroshot/worktrees/RUN) and local branches (zeroshot/RUN)
+    of finished software changes that failed. Unfinished runs are never touched.
+
+    Example: zeroshot change clean --dry-run
+    """
+    import asyncio
+
+    from zeroshot_kernel.delivery.cleanup import clean_runs
+    from zeroshot_kernel.delivery.worktree import DeliveryRefused, open_repository
+    from zeroshot_kernel.ledger.events import SucceededResult
+
+    client = open_client(ledger, target)
+    try:
+        repository = asyncio.run(open_repository(client.workspace))
+    except DeliveryRefused as refused:
+        fail_usage(str(refused))
+    finished = {run.run_id: isinstance(run.terminal, SucceededResult)
+                for run in client.runs() if run.terminal is not None}
+    cleaned = asyncio.run(clean_runs(repository, finished, include_succeeded=include_succeeded,
+                                     dry_run=dry_run))
+    verb = "would remove" if dry_run else "removed"
+    for item in cleaned:
+        parts = [*(["worktree"] if item.worktree else []), *(["branch"] if item.branch else [])]
+        typer.echo(f"{verb} {' and '.join(parts)} of {item.run_id}")
+    if not cleaned:
+        typer.echo("nothing to clean")
 
 
 def _delivery(given: str | None, **flags: bool) -> str:

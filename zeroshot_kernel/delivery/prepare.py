@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeroshot_kernel.delivery.cleanup import exclude_workbench_files
 from zeroshot_kernel.delivery.github import repository_slug
 from zeroshot_kernel.delivery.trust import baseline
 from zeroshot_kernel.delivery.worktree import (
@@ -63,6 +64,7 @@ async def prepare(workspace: Path, mode: str, *, allow_unproven: bool = False) -
     ``allow_unproven``: deliver even when the completion decision is not
     ``CANDIDATE_COMPLETE`` (the receipt and the final line say so)."""
     repository = await open_repository(workspace)
+    await exclude_workbench_files(repository)
     base = await repository.git("rev-parse", "HEAD")
     target = None if mode == "none" else await verify_target(repository)
     if target is not None:
