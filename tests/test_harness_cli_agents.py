@@ -68,6 +68,8 @@ def test_a_step_answers_through_the_cli(
     if cli == "claude":
         assert call["argv"][:3] == ["-p", "--output-format", "json"]
         assert "acceptEdits" in call["argv"]
+        denied = call["argv"][call["argv"].index("--disallowedTools") + 1].split(",")
+        assert "Bash(git commit:*)" in denied and "Bash(git push:*)" in denied
         assert completed.usage.cost_usd == pytest.approx(0.0015)
     else:
         assert call["argv"][:2] == ["exec", "--json"]
@@ -88,7 +90,10 @@ def test_a_verifier_runs_read_only(
     argv = call["argv"]
     if cli == "claude":
         assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
-        assert argv[argv.index("--allowedTools") + 1] == "Read,Grep,Glob"
+        assert argv[argv.index("--allowedTools") + 1] == (
+            "Read,Grep,Glob,Bash(git diff:*),Bash(git log:*),Bash(git show:*),"
+            "Bash(git status:*)")
+        assert "--disallowedTools" not in argv
     else:
         assert argv[argv.index("--sandbox") + 1] == "read-only"
 
@@ -391,3 +396,22 @@ def test_an_error_the_agent_reports_twice_is_a_crash(
     [completed] = completions(run)
     assert completed.completion.outcome.to_wire()["code"] == "crash"
     assert len(calls(ws)) == (2 if cli == "codex" else 1)
+
+
+@pytest.mark.parametrize("stderr", [
+    "OAuth token has expired. Please obtain a new token or refresh your existing token.",
+    "Error: session expired; log in again",
+])
+def test_an_expired_login_reported_on_stderr_only_is_authentication_required(
+        stderr: str) -> None:
+    """The CLI exits non-zero with no JSON result and says why only on stderr."""
+    from zeroshot_kernel.harness.agent_cli import CliRun
+    from zeroshot_kernel.harness.claude_harness import read_result
+
+    turn = read_result(CliRun(returncode=1, stdout=[], stderr_tail=[stderr]))
+    assert turn.failure is not None
+    outcome = turn.failure.outcome.to_wire()
+    assert (outcome["code"], outcome["reason"]) == ("refusal", "authentication_required")
+    assert turn.failure.detail is not None and stderr in turn.failure.detail
+    crashed = read_result(CliRun(returncode=1, stdout=[], stderr_tail=["segmentation fault"]))
+    assert crashed.failure is not None and crashed.failure.outcome.to_wire()["code"] == "crash"

@@ -3,8 +3,8 @@ documented print-mode interface with JSON output so the ``claude`` harness can b
 as a real subprocess.
 
 ``claude --version`` prints a version line. ``claude -p --output-format json [--model M]
-[--effort E] [--permission-mode P] [--allowedTools T] [--max-turns N]
-[--resume SESSION_ID]`` reads the
+[--effort E] [--permission-mode P] [--allowedTools T] [--disallowedTools T]
+[--max-turns N] [--resume SESSION_ID]`` reads the
 prompt on stdin and prints one JSON object: ``{"type": "result", "subtype": "success",
 "is_error": false, "result": TEXT, "session_id": ID, "usage": {...}, "total_cost_usd": X}``.
 Without credentials it prints an ``is_error`` result ("Invalid API key · Please run
@@ -46,6 +46,7 @@ def main() -> int:
     parser.add_argument("--effort")
     parser.add_argument("--permission-mode")
     parser.add_argument("--allowedTools")
+    parser.add_argument("--disallowedTools")
     parser.add_argument("--resume")
     parser.add_argument("--max-turns", type=int)
     parser.add_argument("prompt", nargs="?")

@@ -24,7 +24,8 @@ directory (an agent editing with its tools; ``../`` paths write outside it).
 ``"require_env": NAME`` in a reply makes it an ``auth_error`` when ``NAME`` is not in the
 environment; ``"leak_env": NAME`` writes the variable's value to stderr (a redaction
 probe). Every invocation is appended to ``.standin/calls.jsonl`` (argv, session, pid,
-the first prompt line); sessions live in ``.standin/sessions/``.
+the first prompt line, the whole prompt, the working directory); sessions live in
+``.standin/sessions/``.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
     reply: dict[str, Any] = script[min(turn, len(script) - 1)]
     _record({"node": node, "turn": turn, "argv": argv, "resumed": resumed,
              "session": session_file.name, "pid": os.getpid(),
-             "head": prompt.splitlines()[0] if prompt else ""})
+             "head": prompt.splitlines()[0] if prompt else "", "prompt": prompt,
+             "cwd": str(Path.cwd())})
     if "leak_env" in reply:
         print(f"debug: key is {os.environ.get(reply['leak_env'], '')}", file=sys.stderr)
     if "require_env" in reply and reply["require_env"] not in os.environ:

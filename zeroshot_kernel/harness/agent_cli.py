@@ -48,7 +48,8 @@ BASE_ENV_NAMES = (
 
 _AUTH_PROBLEM = re.compile(
     r"invalid[ _-]?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|not logged in|"
-    r"please run /login|login required|credentials",
+    r"please run /login|login required|credentials|oauth|(token|session|login) (has )?expired|"
+    r"expired (token|session|login)",
     re.IGNORECASE,
 )
 

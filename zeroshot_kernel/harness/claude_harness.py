@@ -4,7 +4,11 @@
 object (``type: result``, ``is_error``, ``result``, ``session_id``, ``usage``,
 ``total_cost_usd``). Correction turns and ``node_instance`` sessions continue the same
 conversation with ``--resume SESSION_ID``. Verifiers run with read-only tools only
-(``--permission-mode dontAsk`` denies everything not in ``--allowedTools``).
+(``--permission-mode dontAsk`` denies everything not in ``--allowedTools``): reading files,
+read-only git (``git diff``, ``log``, ``show``, ``status``) and the run's declared checks
+(a software change's ``--check`` commands). Steps accept edits and run commands, but git
+commands that would commit, publish, move branches or change the repository's config are
+denied (``--disallowedTools``): trusted delivery does that.
 
 Provider ``anthropic`` (the default) uses whatever the CLI is logged in with, or
 ``ANTHROPIC_API_KEY`` when the node declares the ``anthropic`` connection; provider
@@ -36,6 +40,7 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.conversation import Turn, converse
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
+from zeroshot_kernel.review.briefs import inspection_tools
 
 CLAUDE = AgentCli(
     name="claude",
@@ -44,6 +49,10 @@ CLAUDE = AgentCli(
 )
 READ_ONLY_TOOLS = "Read,Grep,Glob"
 WRITER_TOOLS = "Read,Grep,Glob,Edit,Write,Bash"
+WRITER_DENIED_TOOLS = ",".join(f"Bash(git {command}:*)" for command in (
+    "commit", "push", "reset", "checkout", "branch", "tag", "remote", "config", "rebase",
+    "merge"))
+"""Git commands a writing agent may not run (delivery commits and publishes its work)."""
 OPENROUTER_ANTHROPIC_URL = "https://openrouter.ai/api"
 
 LOGIN_HINT = (
@@ -95,12 +104,18 @@ def claude_arguments(request: ExecutionRequest, session: str | None) -> list[str
     if effort and not (model and "haiku" in model):  # haiku has no effort setting
         arguments += ["--effort", effort]
     if isinstance(request.node, VerifierNode):
-        arguments += ["--permission-mode", "dontAsk", "--allowedTools", READ_ONLY_TOOLS]
+        arguments += ["--permission-mode", "dontAsk", "--allowedTools", verifier_tools(request)]
     else:
-        arguments += ["--permission-mode", "acceptEdits", "--allowedTools", WRITER_TOOLS]
+        arguments += ["--permission-mode", "acceptEdits", "--allowedTools", WRITER_TOOLS,
+                      "--disallowedTools", WRITER_DENIED_TOOLS]
     if session is not None:
         arguments += ["--resume", session]
     return arguments
+
+
+def verifier_tools(request: ExecutionRequest) -> str:
+    """A verifier's tools: read files, read-only git, and the run's declared checks."""
+    return ",".join([READ_ONLY_TOOLS, *inspection_tools(request)])
 
 
 def _provider_env(request: ExecutionRequest) -> tuple[dict[str, str], HarnessResult | None]:

@@ -101,8 +101,8 @@ def codex_arguments(
     sandbox = "read-only" if isinstance(request.node, VerifierNode) else "workspace-write"
     arguments = ["exec", "--json", "--skip-git-repo-check", "--cd", str(request.workspace),
                  "--sandbox", sandbox]
-    model = model_of(request)
-    if model:
+    model = (model_of(request) or "").strip()
+    if model:  # none: the CLI's own configured default
         arguments += ["--model", model]
     effort = effort_of(request)
     if effort:

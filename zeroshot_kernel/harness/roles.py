@@ -2,7 +2,8 @@
 
 An embedded agent reads what it needs itself; a model on the claude, codex or openai
 harness gets it from the engine instead. A node whose worker id names a role (the
-auto-research scouts, researcher and reviewer) is run through its role: before the turn
+auto-research scouts, researcher and reviewer; the software-change reviewers, who get the
+base revision, the diff and the check receipts) is run through its role: before the turn
 the role writes a *brief* (context the prompt carries after the node's input) and may give
 the agent a working directory of its own; after the turn it may settle the result from what
 trusted code sees (the researcher's change is collected from its checkout). Roles are
@@ -20,12 +21,17 @@ from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 
 _RESEARCH = "zeroshot_kernel.research.llm_roles"
+_CHANGE = "zeroshot_kernel.review.briefs"
 ROLE_WORKERS: dict[str, str] = {
     "zeroshot.research.scout-exploration@1": f"{_RESEARCH}:SCOUT",
     "zeroshot.research.scout-synthesis@1": f"{_RESEARCH}:SCOUT",
     "zeroshot.research.scout-challenge@1": f"{_RESEARCH}:SCOUT",
     "zeroshot.research.researcher@1": f"{_RESEARCH}:RESEARCHER",
     "zeroshot.research.reviewer@1": f"{_RESEARCH}:REVIEWER",
+    "builtin.agent.acceptance-verifier@1": f"{_CHANGE}:REVIEWER",
+    "builtin.agent.code-verifier@1": f"{_CHANGE}:REVIEWER",
+    "builtin.agent.seam-verifier@1": f"{_CHANGE}:REVIEWER",
+    "builtin.agent.integration-verifier@1": f"{_CHANGE}:REVIEWER",
 }
 """Worker id -> the role object (``module:attribute``, imported on first use)."""
 
