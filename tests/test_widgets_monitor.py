@@ -49,7 +49,9 @@ def test_the_monitor_follows_a_real_run_to_its_end(live: ResearchRun) -> None:
     assert not monitor.polling
     assert monitor.phase == "finished"
     assert isinstance(monitor.terminal, SucceededResult)
-    assert seen == [1, 2]  # each round appeared as it was reviewed
+    # The bar only moves forward, to the last round (two rounds may land between polls
+    # on a busy machine, and the run may be ahead of the monitor's first poll).
+    assert seen == sorted(set(seen)) and seen[-1] == ROUNDS
     assert (monitor.progress.value, monitor.progress.max) == (ROUNDS, ROUNDS)
     assert monitor.progress.bar_style == "success"
     assert f"{ROUNDS} / {ROUNDS} rounds" == monitor.progress_label.value

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -25,7 +24,7 @@ from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.ledger import LedgerError
 from zeroshot_kernel.ledger.events import FailedResult, TerminalResult
 from zeroshot_kernel.ledger.failure import explain_failure
-from zeroshot_kernel.research.studies import round_in_progress
+from zeroshot_kernel.research.studies import round_in_progress, study_round_offset
 from zeroshot_kernel.research.views import ResearchView
 from zeroshot_widgets._poller import Poller
 from zeroshot_widgets.feed import TAIL_LINES, Poll, RunFeed
@@ -63,6 +62,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.client = client
         self.run_id = run_id
         self.info = RunInfo.load(client.ledger, run_id, client.workspace)
+        # The study's rounds before this run, read once: the label numbers the round in
+        # progress study-wide, as the table does.
+        self._offset = study_round_offset(client, run_id)
         self.interval_s = interval_s
         self._feed = RunFeed(client.ledger, run_id, tail_lines=tail_lines)
         self._lock = threading.Lock()
@@ -213,8 +215,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.progress.bar_style = ("" if poll.terminal is None else
                                    "success" if poll.terminal.status == "succeeded" else "danger")
         self.progress_label.value = _progress_text(view, self.info.round_limit,
-                                                   lambda: round_in_progress(
-                                                       self.client, self.run_id, view))
+                                                   round_in_progress(view, self._offset))
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         self.log_tail.value = self._feed.log_tail()
@@ -274,15 +275,14 @@ def _phase_text(poll: Poll) -> str:
     return "succeeded"
 
 
-def _progress_text(view: ResearchView, limit: int | None,
-                   study_round: Callable[[], int]) -> str:
+def _progress_text(view: ResearchView, limit: int | None, study_round: int) -> str:
     """This run's rounds against its limit; the round in progress by its study-wide
     number, as the rounds table numbers them."""
     done = len(view.rounds)
     text = f"{done} / {limit} rounds" if limit else f"{done} rounds"
     if view.terminal is None and limit is not None and done < limit:
         passes = view.passes_in_progress
-        text += f" · round {study_round()} in progress"
+        text += f" · round {study_round} in progress"
         text += f" (pass {passes + 1})" if passes else ""
     return text
 

@@ -257,7 +257,7 @@ def show(
 
     from zeroshot_kernel.ledger import RunNotFound
     from zeroshot_kernel.ledger.failure import explain_failure
-    from zeroshot_kernel.research.studies import round_in_progress
+    from zeroshot_kernel.research.studies import round_in_progress, study_round_offset
     from zeroshot_kernel.research.views import load_research_view
 
     client = open_client(ledger, target)
@@ -274,7 +274,8 @@ def show(
         return
     typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
                + ("" if view.terminal
-                  else f", round {round_in_progress(client, run_id, view)} in progress"))
+                  else f", round {round_in_progress(view, study_round_offset(client, run_id))}"
+                       " in progress"))
     for round_view in view.rounds:
         typer.echo(round_line(round_view))
         for line in diff_lines(round_view.diff):

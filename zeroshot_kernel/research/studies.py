@@ -193,17 +193,22 @@ def study_of_run(client: Client, run_id: str) -> str:
     return study_of(run_input)
 
 
-def round_in_progress(client: Client, run_id: str, view: ResearchView) -> int:
-    """The study-wide number of the round ``view``'s run is working on (rounds are
-    numbered across the study; the view counts only this run's)."""
-    if view.rounds:
-        return view.rounds[-1].round + (view.active_round - len(view.rounds))
+def study_round_offset(client: Client, run_id: str) -> int:
+    """How many of its study's rounds were recorded before ``run_id`` (0 for a run that
+    is not auto-research); read-only."""
     try:
         study = study_of_run(client, run_id)
-        offset = ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(
+        return ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(
             run_id)
     except (StudyError, RunNotFound):
-        offset = 0
+        return 0
+
+
+def round_in_progress(view: ResearchView, offset: int) -> int:
+    """The study-wide number of the round ``view``'s run is working on (rounds are
+    numbered across the study; the view counts only this run's, after ``offset``)."""
+    if view.rounds:
+        return view.rounds[-1].round + (view.active_round - len(view.rounds))
     return offset + view.active_round
 
 
