@@ -102,9 +102,11 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
         assert "--disallowedTools" not in argv
         assert Path(call["cwd"]).resolve() == change.worktree.resolve()
     first, second = [c["prompt"] for c in reviews if c["node"] == "code"]
-    # Before the first gate nothing is recorded; the second pass sees its receipts and
-    # the repair's change
-    assert "None recorded yet. The declared checks (`true`, `test -f src/feature.py`)" in first
+    # The first pass sees the checks trusted code ran just before it, on its tree; the
+    # second also the first gate's and the repair's change
+    assert "- `true` -> exit 0 (receipt " in first
+    assert "- `test -f src/feature.py` -> exit 0 (receipt " in first
+    assert "recorded by review_snapshot, on the tree under review" in first
     assert "ANSWER = answer()" not in first
     assert "- `true` -> exit 0 (receipt " in second
     assert "- `test -f src/feature.py` -> exit 0 (receipt " in second

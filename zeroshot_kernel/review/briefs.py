@@ -321,7 +321,8 @@ def _diff_parts(diff: ChangeDiff, *, tools: bool) -> list[str]:
 def _receipt_parts(request: ExecutionRequest, worktree: Path) -> list[str]:
     checks = declared_checks(request.run_input)
     receipts = recorded_receipts(request.events())
-    heading = "## Check receipts recorded so far (trusted: run by the engine's review gate)"
+    heading = ("## Check receipts recorded so far (trusted: run by the engine just before "
+               "the reviews and by its review gates)")
     if receipts:
         return [heading, "\n".join(_receipt_lines(receipts, _tree_now(worktree)))]
     if checks:

@@ -48,6 +48,20 @@ from zeroshot_kernel.workers import Verdict, WorkerContext
 LEDGER_ENV = "ZEROSHOT_LEDGER"
 
 
+def declared_checks(context: WorkerContext) -> list[str]:
+    """The ``--check`` commands the run declared (its admitted input's ``review``)."""
+    from zeroshot_kernel.client import Client
+
+    client = Client(os.environ.get(LEDGER_ENV), workspace=str(context.workspace))
+    try:
+        review = (client.ledger.admitted(context.run_id).get("initialInput") or {}).get(
+            "review") or {}
+    finally:
+        client.close()
+    checks = review.get("checks") if isinstance(review, dict) else None
+    return [c for c in checks if isinstance(c, str)] if isinstance(checks, list) else []
+
+
 def run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
     """The run's admitted graph and its recorded events (for trusted python nodes)."""
     from zeroshot_kernel.client import Client  # the ledger's imports only when called
@@ -141,14 +155,20 @@ def _recorded(review: dict[str, Any], life: SeamLifecycle | None,
 
 
 def review_snapshot(value: None, context: WorkerContext) -> Verdict:
-    """``zeroshot.review.snapshot@1``: the worktree's fingerprint just before the reviewers
-    start (trusted code, so that the gate can tell whether their checkout stayed as it
-    was)."""
+    """``zeroshot.review.snapshot@1``: just before the reviewers start (trusted code), the
+    declared checks run on the tree they will review, so every reviewer's brief carries
+    receipts for it (the gate runs them again after the reviews: its receipts are the
+    evidence); then the worktree's fingerprint, so the gate can tell whether the
+    reviewers' checkout stayed as it was."""
+    receipts = [run_check(shlex.split(command), context.workspace,
+                          receipt_id=f"{context.execution}:PRE-{n:03d}")
+                for n, command in enumerate(declared_checks(context), 1)]
     found = fingerprint(context.workspace)
     return Verdict(signals={"checkout": "recorded"}, diagnostic={
         "gitCommit": found.git_commit, "gitTree": found.git_tree,
         "workingTreeHash": found.working_tree_hash,
-        "dirtyTreeFingerprint": found.dirty_tree_fingerprint})
+        "dirtyTreeFingerprint": found.dirty_tree_fingerprint,
+        "recordJson": json.dumps({"receipts": [r.model_dump(mode="json") for r in receipts]})})
 
 
 def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutIntegrity:

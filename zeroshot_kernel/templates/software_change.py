@@ -300,7 +300,7 @@ def _pass(mode: str, profile: str, st: Doc) -> Doc:
 
 
 def _snapshot(name: str) -> Doc:
-    fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint")
+    fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint", "recordJson")
     return verifier(
         name, SNAPSHOT_WORKER, input={"kind": "null"}, output={"kind": "null"},
         signals={"checkout": ["recorded"]}, diagnostic=record({f: string() for f in fields}),
