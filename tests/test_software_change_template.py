@@ -111,6 +111,26 @@ def test_high_risk_runs_early_and_final_reviews(tmp_path: Path) -> None:
     assert change.signals("integration_review", "verdict") == ["rejected", "accepted"]
 
 
+def test_a_change_rejected_twice_then_accepted_is_delivered_after_the_restart(
+        tmp_path: Path) -> None:
+    """The code reviewer rejects, rejects the recheck (the one strategy restart), then
+    accepts: the remote, the user's checkout and the ledger agree, and status says so."""
+    repo, remote = repository(tmp_path)
+    script(repo, {"code": ["rejected", "rejected", "accepted"]})
+    change = start_change(repo, delivery="push")
+    result = change.wait()
+    assert isinstance(result, SucceededResult), result
+    assert change.signals("code", "verdict") == ["rejected", "rejected", "accepted"]
+    assert change.signals("review_gate", "lifecycle") == ["correction", "restart", "approved"]
+    head = result.output["receipt"]["headRevision"]
+    assert git(remote, "rev-parse", f"zeroshot/{change.run.id}") == head
+    assert git(repo, "status", "--porcelain") == ""
+    done = zeroshot(repo, "status", change.run.id, "--ledger",
+                    str(repo / ".zeroshot" / "ledger.db"))
+    assert "completion: CANDIDATE_COMPLETE" in done.stdout, done.stdout
+    assert "1 strategy restart(s)" in done.stdout, done.stdout
+
+
 def test_two_failed_final_reviews_block_a_high_risk_run(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
     script(repo, {"integration_review": ["rejected", "rejected"]})
