@@ -20,7 +20,12 @@ from software_change_support import RUN_TIMEOUT_S, Change, git, repository, scri
 from zeroshot_kernel.cli.change_commands import _trust_note
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import VerifierOutcome
-from zeroshot_kernel.ledger.events import FailedResult, NodeStarted, SucceededResult
+from zeroshot_kernel.ledger.events import (
+    FailedResult,
+    NodeStarted,
+    SucceededResult,
+    TerminalResult,
+)
 
 
 def trust_message(change: Change) -> str:
@@ -204,13 +209,7 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     pushed = git(remote, "branch", "--list", branch) != ""
     assert pushed == (hook == "post-receive")
     release.touch()
-    # Resumed from the repository, as `zeroshot resume` there would: the controller
-    # carries on in the run's own worktree.
-    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
-    try:
-        result = resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
-    finally:
-        resumer.close()
+    result = resume_from_repository(repo, change)
     assert isinstance(result, SucceededResult), result
     receipt = result.output["receipt"]
     assert git(remote, "rev-parse", branch) == receipt["headRevision"]
@@ -232,11 +231,7 @@ def test_a_writer_killed_with_its_controller_is_retried_on_resume(tmp_path: Path
     kill(pid)
     eventually(lambda: not alive(pid), what="the controller to die")
     release.touch()
-    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
-    try:
-        result = resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
-    finally:
-        resumer.close()
+    result = resume_from_repository(repo, change)
     assert isinstance(result, SucceededResult), result
     attempts = [e.attempt for _, e in change.run.events()
                 if isinstance(e, NodeStarted) and e.reference.node == "worker"]
@@ -274,3 +269,13 @@ def test_change_clean_removes_what_failed_runs_left(tmp_path: Path) -> None:
     assert clean() == ["nothing to clean"]
     assert clean("--all") == [f"removed worktree and branch of {kept.run.id}"]
     assert git(repo, "branch", "--list", "zeroshot/*") == ""
+
+
+def resume_from_repository(repo: Path, change: Change) -> TerminalResult:
+    """Resume as `zeroshot resume` in the repository would (the controller carries on in
+    the run's own worktree) and wait for the end."""
+    resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    try:
+        return resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
+    finally:
+        resumer.close()
