@@ -65,6 +65,13 @@ class _Briefing:
         incumbent = self.state.incumbent
         return incumbent.candidate_id if incumbent else BASELINE_ID
 
+    @property
+    def parent_source(self) -> Path:
+        """The parent's recorded source, or the task's starting files before the baseline
+        is stored."""
+        source = self.records.source_dir(self.parent_id)
+        return source if source.is_dir() else self.task.candidate_dir
+
     def text(self, *, files: bool) -> str:
         parts = [charter(self.task), self._incumbent(), self._rounds()]
         if files:
@@ -98,9 +105,7 @@ class _Briefing:
         spec = self.task.spec
         if not spec.editable:
             return ""
-        source = self.records.source_dir(self.parent_id)
-        if not source.is_dir():
-            source = self.task.candidate_dir
+        source = self.parent_source
         editable = sorted(p for p in _files_under(source) if spec.is_editable(p))
         lines = [f"## Editable files of {self.parent_id} (the parent to change)", ""]
         budget = FILE_BUDGET_BYTES
@@ -226,9 +231,7 @@ def _collect(briefing: _Briefing, checkout: Path) -> list[dict[str, Any]] | str:
     cannot be a change. New files the task does not mark editable are the agent's own
     by-products (an experiment's output) and are left out."""
     spec = briefing.task.spec
-    parent = briefing.records.source_dir(briefing.parent_id)
-    if not parent.is_dir():
-        parent = briefing.task.candidate_dir
+    parent = briefing.parent_source
     before, after = set(_files_under(parent)), set(_files_under(checkout))
     edits: list[dict[str, Any]] = []
     for path in sorted(before | after):

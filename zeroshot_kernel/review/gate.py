@@ -48,18 +48,16 @@ from zeroshot_kernel.workers import Verdict, WorkerContext
 LEDGER_ENV = "ZEROSHOT_LEDGER"
 
 
-def declared_checks(context: WorkerContext) -> list[str]:
-    """The ``--check`` commands the run declared (its admitted input's ``review``)."""
+def admitted_checks(context: WorkerContext) -> list[str]:
+    """The ``--check`` commands the run declared, read from its admitted input."""
     from zeroshot_kernel.client import Client
+    from zeroshot_kernel.review.briefs import declared_checks
 
     client = Client(os.environ.get(LEDGER_ENV), workspace=str(context.workspace))
     try:
-        review = (client.ledger.admitted(context.run_id).get("initialInput") or {}).get(
-            "review") or {}
+        return declared_checks(client.ledger.admitted(context.run_id).get("initialInput"))
     finally:
         client.close()
-    checks = review.get("checks") if isinstance(review, dict) else None
-    return [c for c in checks if isinstance(c, str)] if isinstance(checks, list) else []
 
 
 def run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
@@ -162,7 +160,7 @@ def review_snapshot(value: None, context: WorkerContext) -> Verdict:
     reviewers' checkout stayed as it was."""
     receipts = [run_check(shlex.split(command), context.workspace,
                           receipt_id=f"{context.execution}:PRE-{n:03d}")
-                for n, command in enumerate(declared_checks(context), 1)]
+                for n, command in enumerate(admitted_checks(context), 1)]
     found = fingerprint(context.workspace)
     return Verdict(signals={"checkout": "recorded"}, diagnostic={
         "gitCommit": found.git_commit, "gitTree": found.git_tree,
