@@ -14,11 +14,11 @@ $(BIN)/python:
 
 # Stamp files re-run the install whenever pyproject.toml changes.
 $(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[lab]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,tasks]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[lab,test]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,tasks,test]'
 	touch $@
 
 demo: $(VENV)/.installed-lab
@@ -46,11 +46,12 @@ test: $(VENV)/.installed-test system-packages
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check zeroshot_kernel widgets tests
+	$(BIN)/ruff check zeroshot_kernel widgets tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,tasks]'
 	touch $@
 
 bench: $(VENV)/.installed-bench

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zeroshot_kernel.research import local_agents, trusted_nodes
+from zeroshot_kernel.auto_research import local_agents, trusted_nodes
 from zeroshot_kernel.workers import WorkerContext
 
 TIMES_FILE = "agent_times.jsonl"

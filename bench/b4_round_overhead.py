@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import shutil
@@ -27,10 +28,11 @@ from pathlib import Path
 from bench.agent_timing import TIMES_FILE
 from bench.harness import Report, Summary, verdict, versions
 from zeroshot_kernel.admission.admit import admit
+from zeroshot_kernel.auto_research import ResearchRecords
 from zeroshot_kernel.engine.controller import Controller
+from zeroshot_kernel.features import EmbeddedCode
 from zeroshot_kernel.harness import local_harness, trusted_harness
 from zeroshot_kernel.ledger import Ledger
-from zeroshot_kernel.research import ResearchRecords
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 ROUNDS = 100
@@ -91,23 +93,20 @@ def write_task(workspace: Path) -> None:
 @contextlib.contextmanager
 def timed_agents() -> Iterator[None]:
     """Point the local and trusted harnesses at the timed wrappers of the same code."""
-    agents = dict(local_harness.EMBEDDED_AGENTS)
-    trusted = dict(trusted_harness.TRUSTED_CODE)
-    for name, agent in agents.items():
-        local_harness.EMBEDDED_AGENTS[name] = _timed(agent)
-    for name, entry in trusted.items():
-        trusted_harness.TRUSTED_CODE[name] = trusted_harness.TrustedCode(
-            entry.worker, _timed(entry.code))
+    agents, trusted = local_harness.embedded_agents, trusted_harness.trusted_code
+    timed_agents = {name: _timed(code) for name, code in agents().items()}
+    timed_trusted = {name: _timed(code) for name, code in trusted().items()}
+    local_harness.embedded_agents = lambda: timed_agents  # type: ignore[assignment]
+    trusted_harness.trusted_code = lambda: timed_trusted  # type: ignore[assignment]
     try:
         yield
     finally:
-        local_harness.EMBEDDED_AGENTS.update(agents)
-        trusted_harness.TRUSTED_CODE.update(trusted)
+        local_harness.embedded_agents, trusted_harness.trusted_code = agents, trusted
 
 
-def _timed(agent: local_harness.EmbeddedAgent) -> local_harness.EmbeddedAgent:
-    function = agent.callable.partition(":")[2]
-    return local_harness.EmbeddedAgent(f"bench.agent_timing:{function}", agent.context)
+def _timed(code: EmbeddedCode) -> EmbeddedCode:
+    function = code.run.partition(":")[2]
+    return dataclasses.replace(code, run=f"bench.agent_timing:{function}")
 
 
 def sample() -> Sample:

@@ -4,7 +4,7 @@ research agents against optuna's TPE and random search with the same evaluation 
 An evaluation is one measured candidate. Ours: the starting candidate (round 0) and 29
 reviewed rounds (three scouts, the researcher's change, the trusted measure step, a fresh
 reviewer, corrections within the round, trusted adoption), driven in this process with the
-same functions the local and trusted harnesses run (:mod:`zeroshot_kernel.research.inline`;
+same functions the local and trusted harnesses run (:mod:`zeroshot_kernel.auto_research.inline`;
 the engine changes no decision; B4 measures the engine). Candidates and the incumbent are
 measured on paired seeds (the same experiment seeds), each of our evaluations taking the
 task's repeats (fewer when racing stops a clearly worse candidate, none when the incumbent
@@ -31,11 +31,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from bench.harness import Report, Summary, versions
-from zeroshot_kernel.research import ResearchRecords, ResearchTask, load_task, run_experiment
-from zeroshot_kernel.research.candidates import build_candidate
-from zeroshot_kernel.research.inline import run_rounds
-from zeroshot_kernel.research.seeds import derive_seed
-from zeroshot_kernel.research.task import Params
+from zeroshot_kernel.auto_research import ResearchRecords, ResearchTask, load_task, run_experiment
+from zeroshot_kernel.auto_research.candidates import build_candidate
+from zeroshot_kernel.auto_research.inline import run_rounds
+from zeroshot_kernel.auto_research.seeds import derive_seed
+from zeroshot_kernel.auto_research.task import Params
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
 TASKS = ("rosenbrock", "branin", "svc-digits")
@@ -89,7 +89,7 @@ def study_method(sampler_name: str) -> Method:
         import optuna
         from optuna.trial import TrialState
 
-        from zeroshot_kernel.research.agents.space import distributions
+        from zeroshot_kernel.auto_research.agents.space import distributions
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"

@@ -18,8 +18,8 @@ from typing import Any
 import nbformat
 
 from bench.harness import Report, Summary, alternate, ratios, require, timed, versions
+from zeroshot_kernel.auto_research.task import BUNDLED_TASKS
 from zeroshot_kernel.batch import run_batch
-from zeroshot_kernel.research.task import BUNDLED_TASKS
 
 NOTEBOOKS = 8
 WORKERS = 2

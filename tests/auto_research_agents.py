@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.research import ResearchRecords
-from zeroshot_kernel.research.local_agents import reviewer as embedded_reviewer
+from zeroshot_kernel.auto_research import ResearchRecords
+from zeroshot_kernel.auto_research.local_agents import reviewer as embedded_reviewer
 from zeroshot_kernel.workers import Verdict, WorkerContext
 
 CORRECTED_ROUND = 1

@@ -16,12 +16,12 @@ from typing import Any
 
 from conftest import PROJECT_ROOT
 
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, parse_metric
+from zeroshot_kernel.auto_research.studies import study_of
+from zeroshot_kernel.auto_research.views import ResearchView, load_research_view
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, VerifierOutcome
 from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, TerminalResult
-from zeroshot_kernel.research import ResearchRecords, load_task, parse_metric
-from zeroshot_kernel.research.studies import study_of
-from zeroshot_kernel.research.views import ResearchView, load_research_view
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 TEMPLATES = PROJECT_ROOT / "research_templates"

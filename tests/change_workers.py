@@ -45,7 +45,10 @@ def write(value: dict[str, Any], context: WorkerContext) -> None:
     number = _count(context)
     script = _script(context).get(context.node, {})
     if script.get("hold") and number == 1:  # say so, then wait for the test's file
-        (_repo(context) / ".zeroshot" / f"{context.node}.started").write_text(str(os.getpid()))
+        started = _repo(context) / ".zeroshot" / f"{context.node}.started"
+        temporary = started.with_name(f".{started.name}.tmp")
+        temporary.write_text(str(os.getpid()))
+        os.replace(temporary, started)  # a reader sees the whole pid or no file
         while not (_repo(context) / script["hold"]).exists():
             time.sleep(0.05)
     if not script.get("noop"):
@@ -77,7 +80,7 @@ def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
 
 
 def classify(value: dict[str, Any], context: WorkerContext) -> Verdict:
-    """The ``--profile auto`` classifier: ratings and the rest from the script's
+    """The ``--tier auto`` classifier: ratings and the rest from the script's
     ``classify`` entry (default: all six low, one coherent slice, no public contract)."""
     path = context.workspace / ".zeroshot" / "script.json"  # the classifier runs in the repo
     scripted = json.loads(path.read_text()).get("classify", {}) if path.exists() else {}

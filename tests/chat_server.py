@@ -14,6 +14,9 @@ Each request takes the next entry of a script (the last one repeats):
 - ``{"status": 429 | 500 | 401, ...}``: an error response (``retry_after`` adds a
   Retry-After header).
 
+Any entry may add ``"hold": threading.Event``: the reply waits until the event is set (a
+slow server; set it at the end of the test to release the waiting handlers).
+
 Any completion entry may add ``"finish_reason"`` (default ``"stop"``), e.g. ``"length"``
 for a reply cut at ``max_tokens``.
 
@@ -33,6 +36,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+HOLD_LIMIT_S = 60.0
+"""The longest a ``hold`` entry keeps a request waiting, should a test not release it."""
 _INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# ", re.DOTALL)
 
 
@@ -100,6 +105,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 server.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body})
             entry = server.next_entry()
+            if "hold" in entry:
+                entry["hold"].wait(HOLD_LIMIT_S)
             finish = str(entry.get("finish_reason", "stop"))
             if "status" in entry:
                 headers = {}

@@ -1,7 +1,13 @@
 """Shared test fixtures: where the conformance files live, and loud skips.
 
 A test whose real component is missing skips with the reason; under ZEROSHOT_STRICT=1
-(as CI sets it) the same situation fails instead, so CI can never pass by skipping.
+(as CI sets it) the same situation fails instead, so CI can never pass by skipping. A test
+that reads the conformance files takes the ``conformance`` fixture (files are only listed at
+collection, never read), so a missing directory is such a loud skip.
+
+Fixtures shared by several files live in plugin modules (``pytest_plugins`` below) and reach
+every test without an import; what tests share for processes and waiting (``alive``,
+``wait_until``, atomic pid files) is in ``support.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Fixtures defined in helper modules reach every test without an import: ``ledger_url``,
+# ``postgres_url`` and ``postgres_password_url`` (ledger_backends) and the ``ws`` workspace
+# (engine_support).
+pytest_plugins = ["ledger_backends", "engine_support"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFORMANCE = PROJECT_ROOT.parent / "shared" / "conformance" / "openengine-cluster-v1"

@@ -9,12 +9,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
+from support import read_pid_file, wait_until
 
 from zeroshot_kernel.client import Client, Run, RunHeld
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifierOutcome
@@ -59,8 +61,9 @@ class Workspace:
             return []
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    def pid(self, execution: str) -> int:
-        return int((self.root / "pids" / execution).read_text())
+    def pid(self, execution: str, timeout: float = 10.0) -> int:
+        """The pid of the worker of ``execution``, once it has started."""
+        return int(read_pid_file(self.root / "pids" / execution, timeout))
 
     def new_client(self) -> Client:
         """A second, independent connection to the same ledger."""
@@ -71,6 +74,13 @@ def make_workspace(root: Path) -> Workspace:
     (root / ".zeroshot").mkdir(parents=True, exist_ok=True)
     shutil.copy(WORKERS, root / "engine_workers.py")
     return Workspace(root, Client(root / ".zeroshot" / "ledger.db", workspace=str(root)))
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """A fresh workspace in ``tmp_path / "ws"`` (a plugin: see ``pytest_plugins`` in
+    conftest.py)."""
+    return make_workspace(tmp_path / "ws")
 
 
 def finish(run: Run, timeout: float = 30) -> TerminalResult:
@@ -161,26 +171,6 @@ def assert_single_terminal_last(run: Run) -> None:
 # --- processes -----------------------------------------------------------------------------
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped is not running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 10, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what or condition}"
-        time.sleep(POLL_S)
-
-
 def controller_pid(client: Client, run_id: str) -> int:
     """The live controller's pid, from its lease owner ``host:pid:uuid``."""
     lease = client.ledger.lease(run_id)
@@ -198,13 +188,17 @@ def kill(pid: int) -> None:
 
 def resume_when_free(client: Client, run_id: str, timeout: float = 20) -> Run:
     """Resume as soon as the dead controller's lease has expired."""
-    deadline = time.monotonic() + timeout
-    while True:
+    resumed: list[Run] = []
+
+    def resume() -> bool:
         try:
-            return client.resume(run_id)
+            resumed.append(client.resume(run_id))
         except RunHeld:
-            assert time.monotonic() < deadline, f"lease on {run_id} never expired"
-            time.sleep(0.05)
+            return False
+        return True
+
+    wait_until(resume, timeout, f"the lease on {run_id} to expire")
+    return resumed[0]
 
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]

@@ -1,6 +1,7 @@
 """Python workers for the engine end-to-end tests (copied into each test workspace).
 
-Every worker first records its pid in ``pids/<execution>`` and, when it returns, appends
+Every worker first records its pid in ``pids/<execution>`` (written whole through a
+temporary dot-file, so a reader never sees it half-written) and, when it returns, appends
 one line ``{execution, node, attempt}`` to ``effects.jsonl``: the side-effect counter the
 resume tests read. ``behaviour.json`` in the workspace scripts per node what a worker does
 before its work: ``sleep`` seconds (or ``sleep_by_value`` keyed by the input's value or
@@ -35,7 +36,9 @@ def _behaviour(context: WorkerContext) -> dict[str, Any]:
 def _start(value: Any, context: WorkerContext) -> None:
     pids = context.workspace / "pids"
     pids.mkdir(exist_ok=True)
-    (pids / context.execution).write_text(str(os.getpid()))
+    temporary = pids / f".{context.execution}.{os.getpid()}.tmp"
+    temporary.write_text(str(os.getpid()))
+    os.replace(temporary, pids / context.execution)
     behaviour = _behaviour(context)
     if context.attempt < behaviour.get("exit_until", 0):
         os._exit(3)
@@ -49,7 +52,8 @@ def _start(value: Any, context: WorkerContext) -> None:
         gate = context.workspace / behaviour["wait_for_file"]
         _wait_for(behaviour, "wait_for_file", key, lambda: int(gate.exists()), wanted=1)
     effects = context.workspace / "effects.jsonl"
-    _wait_for(behaviour, "wait_for_workers", key, lambda: len(list(pids.iterdir())))
+    _wait_for(behaviour, "wait_for_workers", key,
+              lambda: sum(not path.name.startswith(".") for path in pids.iterdir()))
     _wait_for(behaviour, "wait_for_effects", key,
               lambda: len(effects.read_text().splitlines()) if effects.exists() else 0)
     if behaviour.get("wait_for_completions"):

@@ -13,6 +13,7 @@ from typing import Any
 import engine_graphs as g
 import pytest
 from engine_support import Workspace
+from support import read_pid_file
 
 STANDINS = Path(__file__).with_name("agent_standins")
 BIN_ENV = {"claude": "ZEROSHOT_CLAUDE_BIN", "codex": "ZEROSHOT_CODEX_BIN"}
@@ -45,12 +46,12 @@ def calls(ws: Workspace) -> list[dict[str, Any]]:
 
 def hung_pids(ws: Workspace) -> list[int]:
     """The hanging stand-in's pid and its child's."""
-    pids: list[int] = json.loads((ws.root / ".standin" / "pids.json").read_text())["pids"]
+    pids: list[int] = json.loads(read_pid_file(ws.root / ".standin" / "pids.json"))["pids"]
     return pids
 
 
 def hung_group(ws: Workspace) -> int:
-    group: int = json.loads((ws.root / ".standin" / "pids.json").read_text())["group"]
+    group: int = json.loads(read_pid_file(ws.root / ".standin" / "pids.json"))["group"]
     return group
 
 

@@ -1,5 +1,5 @@
 """Test support for the research tests: rounds run in this process (the graph's order, no
-engine: :func:`zeroshot_kernel.research.inline.run_rounds`) and small task folders."""
+engine: :func:`zeroshot_kernel.auto_research.inline.run_rounds`) and small task folders."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 
 from conftest import PROJECT_ROOT
 
-from zeroshot_kernel.research.adoption import AdoptionRequest, adopt
-from zeroshot_kernel.research.inline import run_rounds
-from zeroshot_kernel.research.measure import MeasureRequest, measure
-from zeroshot_kernel.research.protocol import (
+from zeroshot_kernel.auto_research.adoption import AdoptionRequest, adopt
+from zeroshot_kernel.auto_research.inline import run_rounds
+from zeroshot_kernel.auto_research.measure import MeasureRequest, measure
+from zeroshot_kernel.auto_research.protocol import (
     Change,
     Evidence,
     ResearchResult,
@@ -22,7 +22,7 @@ from zeroshot_kernel.research.protocol import (
     ScoutProposal,
     VerdictLabel,
 )
-from zeroshot_kernel.research.seeds import study_seed
+from zeroshot_kernel.auto_research.seeds import study_seed
 
 TEMPLATES = PROJECT_ROOT / "research_templates"
 BUNDLED = ("svc-digits", "rosenbrock", "branin")
@@ -92,8 +92,9 @@ LINE_OBJECTIVE = textwrap.dedent('''
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         pid_file = os.environ.get("PID_FILE")
         if pid_file:
-            with open(pid_file, "w") as handle:
+            with open(pid_file + ".tmp", "w") as handle:  # renamed when whole
                 handle.write(f"{os.getpid()} {child.pid}")
+            os.replace(pid_file + ".tmp", pid_file)
         print("hanging", flush=True)
         time.sleep(120)
     if x < 0.1:

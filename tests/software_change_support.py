@@ -16,9 +16,9 @@ from auto_research_support import completions_of
 
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifierOutcome
-from zeroshot_kernel.delivery.prepare import prepare, submit_change
 from zeroshot_kernel.ledger.events import NodeCompleted, TerminalResult
-from zeroshot_kernel.review.classify import classify
+from zeroshot_kernel.software_change.prepare import prepare, submit_change
+from zeroshot_kernel.software_change.review.classify import classify
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 WORKERS = Path(__file__).with_name("change_workers.py")
@@ -96,11 +96,11 @@ class Change:
 
 CLASSIFIER_RUNTIME = {"harness": "python", "nodes": {
     "classify": {"kind": "agent", "callable": "change_workers:classify"}}}
-"""The ``--profile auto`` classifier bound to the scripted test worker."""
+"""The ``--tier auto`` classifier bound to the scripted test worker."""
 
 
 def start_change(repo: Path, task: str = "Add a line to change.txt", *,
-                 delivery: str = "push", profile: str = "standard", feedback: bool = True,
+                 delivery: str = "push", tier: str = "standard", feedback: bool = True,
                  checks: tuple[str, ...] | None = None, api_url: str | None = None,
                  nodes: dict[str, Any] | None = None, allow_unproven: bool = False,
                  client: Client | None = None) -> Change:
@@ -113,11 +113,11 @@ def start_change(repo: Path, task: str = "Add a line to change.txt", *,
     prepared = asyncio.run(prepare(repo, delivery, allow_unproven=allow_unproven))
     client = client or Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     classification = None
-    if profile == "auto":
+    if tier == "auto":
         found = classify(client, task, runtime=CLASSIFIER_RUNTIME, timeout_s=RUN_TIMEOUT_S)
-        profile, classification = found.profile, found.to_input()
+        tier, classification = found.tier, found.to_input()
     expansion = expand_template("software-change", TemplateOptions(
-        task=task, harness="claude", delivery=delivery, profile=profile, checks=checks,
+        task=task, harness="claude", delivery=delivery, tier=tier, checks=checks,
         prepared=prepared.delivery(delivery, feedback=feedback, api_url=api_url,
                                    poll_seconds=0, checks_timeout_seconds=20),
         classification=classification))

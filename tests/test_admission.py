@@ -11,7 +11,7 @@ from admission_graphs import guarded, mapped, parallel_pair, step, verifier
 from conftest import load_json
 
 from zeroshot_kernel.admission.admit import admit, verify_document
-from zeroshot_kernel.admission.registry import FileRegistry
+from zeroshot_kernel.admission.worker_registry import FileRegistry
 
 PYTHON = {"harness": "python"}
 

@@ -19,11 +19,11 @@ from auto_research_support import new_workspace
 from chat_server import chat_server
 from zeroshot_widgets.report import report_html
 
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
+from zeroshot_kernel.auto_research.task import BUNDLED_TASKS
+from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.research import ResearchRecords, load_task, run_experiment
-from zeroshot_kernel.research.task import BUNDLED_TASKS
-from zeroshot_kernel.research.views import load_research_view
 
 GAUSS = '''"""Composite 4-point Gauss-Legendre on 16 panels: exactly 64 evaluations."""
 import math

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from auto_research_support import RUN_TIMEOUT_S, copy_task, new_workspace
 
-from zeroshot_kernel.cli.research_commands import diff_lines, round_line
+from zeroshot_kernel.auto_research.commands import diff_lines, round_line
+from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.research.views import load_research_view
 
 GATE = '''\
 """Wait until the file $GATE exists, then measure: the run cannot end before the test
@@ -100,7 +100,8 @@ def test_an_unknown_or_unsuitable_harness_is_refused_before_any_run(tmp_path: Pa
     assert unknown.returncode == 1, unknown.stdout + unknown.stderr
     diagnostics = unknown.stdout  # admission's diagnostics
     assert "runtime › harness" in diagnostics
-    assert '"bogus" is not allowed here' in diagnostics and "'local'" in diagnostics
+    assert 'the harness "bogus" is not installed here' in diagnostics
+    assert "installed: claude, codex, local, openai, python" in diagnostics
     unsuitable = zeroshot(tmp_path, "research", "run", "branin", "--harness", "python",
                           "--iterations", "1")
     assert unsuitable.returncode == 1, unsuitable.stdout + unsuitable.stderr

@@ -5,18 +5,19 @@ ends the run with the template's own reason for it."""
 
 from __future__ import annotations
 
-import time
+import os
 from pathlib import Path
 
 import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import Research, copy_task, new_workspace, python_node, start
-from engine_support import alive, controller_pid, eventually, kill, resume_when_free
+from engine_support import controller_pid, kill, resume_when_free
+from support import alive, pid_files, wait_until
 
+from zeroshot_kernel.auto_research import load_task
+from zeroshot_kernel.auto_research.template import ATTEMPTS
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
-from zeroshot_kernel.research import load_task
-from zeroshot_kernel.templates.auto_research import ATTEMPTS
 
 HANG = '''\
 """Hang (with a child) unless at the starting point; the pids go to $PIDS."""
@@ -24,8 +25,10 @@ import json, os, runpy, subprocess, sys, time
 params = json.load(open("params.json"))
 if (params["x1"], params["x2"]) != (0.0, 0.0):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    with open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w") as out:
+    temporary = os.path.join(os.environ["PIDS"], f".{os.getpid()}.tmp")
+    with open(temporary, "w") as out:  # then renamed: readers see all of it or nothing
         out.write(str(child.pid))
+    os.replace(temporary, os.path.join(os.environ["PIDS"], str(os.getpid())))
     time.sleep(60)
 runpy.run_path("objective.py", run_name="__main__")
 '''
@@ -77,10 +80,26 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
         [measurement] = manifest.measurements  # no repeats after a failed run
         assert measurement.experiment.status == "timed_out"
         assert 1.0 <= measurement.experiment.duration_seconds < 5.0
-    started = [(int(p.name), int(p.read_text())) for p in pids.iterdir()]
+    started = [(int(p.name), int(p.read_text())) for p in pid_files(pids)]
     assert len(started) == len(hung)
     for parent, child in started:
         assert not alive(parent) and not alive(child), "the budget kills the whole group"
+
+
+def processes_working_in(folder: Path) -> list[int]:
+    """The live processes whose working directory is ``folder``: the harness workers (and
+    the warm interpreter they start), the only ones that record measurements."""
+    folder = folder.resolve()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if Path(os.readlink(entry / "cwd")) == folder:
+                found.append(int(entry.name))
+        except OSError:  # gone, a zombie, or not ours to look at
+            continue
+    return found
 
 
 def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
@@ -107,12 +126,15 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
             m.round == round_number for m in manifest.measurements)
         return measured and bool(set(started_runs(starts)) - recorded_runs(research))
 
-    eventually(mid_experiment, 120, "a measure step with one repeat recorded, more running")
+    wait_until(mid_experiment, 120, "a measure step with one repeat recorded, more running")
     killed_round = research.view().active_round
     pid = controller_pid(research.client, research.run.id)
     kill(pid)
-    eventually(lambda: not alive(pid), 5, "the killed controller to go")
-    time.sleep(0.5)  # its workers notice and go too; nothing more gets recorded
+    wait_until(lambda: not alive(pid), 5, "the killed controller to go")
+    # Its workers notice and go too; once no process works in the workspace any more,
+    # nothing more gets recorded.
+    wait_until(lambda: not processes_working_in(workspace), 30,
+               "the killed controller's workers to go")
     recorded_at_kill = recorded_runs(research)
     in_flight = set(started_runs(starts)) - recorded_at_kill
     assert in_flight

@@ -10,8 +10,8 @@ import pytest
 from auto_research_agents import CORRECTED_ROUND, CORRECTIONS
 from auto_research_support import copy_task, new_workspace, python_node, start
 
+from zeroshot_kernel.auto_research.template import REVIEW_PASSES
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
-from zeroshot_kernel.templates.auto_research import REVIEW_PASSES
 
 
 def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:

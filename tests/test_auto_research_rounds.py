@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from auto_research_support import BUNDLED, Research, copy_task, new_workspace, reproduce, start
 
+from zeroshot_kernel.auto_research import load_task, restore_candidate
+from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.research import load_task, restore_candidate
-from zeroshot_kernel.research.views import ResearchView
 
 ROUNDS = 10
 

@@ -19,9 +19,9 @@ from auto_research_support import Research, copy_task, new_workspace
 from chat_server import chat_server
 from zeroshot_widgets.charts import plateau_figure
 
+from zeroshot_kernel.auto_research import load_task, restore_candidate, run_experiment
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.research import load_task, restore_candidate, run_experiment
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 KEY_ENV = "ZS_LYING_LLM_KEY"

@@ -21,10 +21,10 @@ from auto_research_support import (
     start,
 )
 
+from zeroshot_kernel.auto_research import ResearchRecords, reconsideration_due
+from zeroshot_kernel.auto_research.local_agents import recorded_contexts
+from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder, research_view
 from zeroshot_kernel.ledger.events import NodeStarted, RunEvent, SucceededResult
-from zeroshot_kernel.research import ResearchRecords, reconsideration_due
-from zeroshot_kernel.research.local_agents import recorded_contexts
-from zeroshot_kernel.research.views import ResearchView, ResearchViewBuilder, research_view
 
 POINTS = [{"x": -2.0, "y": 2.0}, {"x": 2.0, "y": -1.0}, {"x": 1.0, "y": 1.0}]
 

@@ -13,11 +13,11 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
-from engine_support import alive
-from workbench_support import wait_for
+from support import alive, wait_until
 
 from zeroshot_kernel.batch import (
     BatchStore,
@@ -29,12 +29,13 @@ from zeroshot_kernel.batch import (
     resume_batch,
     run_batch,
 )
-from zeroshot_kernel.batch.store import BatchOptions
+from zeroshot_kernel.batch.storage import BatchOptions
 
 NOTEBOOK_SOURCE = '''
 import os, pathlib, time
 from zeroshot_kernel.batch import record
-pathlib.Path(marks, f"{x}.pid").write_text(str(os.getpid()))
+pathlib.Path(marks, f".{x}.pid.tmp").write_text(str(os.getpid()))
+os.replace(pathlib.Path(marks, f".{x}.pid.tmp"), pathlib.Path(marks, f"{x}.pid"))
 if hang and not pathlib.Path(marks, f"{x}.hung").exists():
     pathlib.Path(marks, f"{x}.hung").write_text("once")
     time.sleep(hang)
@@ -109,22 +110,25 @@ def test_a_value_nested_past_the_yaml_parsers_reach_stays_text(tmp_path: Path) -
     assert parameter_sets(pairs=[("x", deep)]) == parameter_sets(rows=rows) == [{"x": deep}]
 
 
-def test_bad_parameter_sources_say_what_is_wrong(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sources", "words"), [
+    pytest.param({"grid": "empty.yaml"}, "empty list", id="grid-with-an-empty-list"),
+    pytest.param({"grid": "list.yaml"}, "mapping", id="grid-not-a-mapping"),
+    pytest.param({"rows": "ragged.csv"}, "more or fewer cells", id="ragged-rows"),
+    pytest.param({"grid": "list.yaml", "rows": "ragged.csv"}, "not both", id="grid-and-rows"),
+    pytest.param({"grid": "missing.yaml"}, "No such file", id="missing-file"),
+    pytest.param({"pairs": [("2x", "1")]}, "not a plain Python variable name",
+                 id="bad-parameter-name"),
+])
+def test_bad_parameter_sources_say_what_is_wrong(
+    tmp_path: Path, sources: dict[str, Any], words: str
+) -> None:
     (tmp_path / "empty.yaml").write_text("task: []\n")
     (tmp_path / "list.yaml").write_text("[1, 2]\n")
     (tmp_path / "ragged.csv").write_text("a,b\n1,2,3\n")
-    cases = {
-        "empty list": lambda: parameter_sets(grid=tmp_path / "empty.yaml"),
-        "mapping": lambda: parameter_sets(grid=tmp_path / "list.yaml"),
-        "more or fewer cells": lambda: parameter_sets(rows=tmp_path / "ragged.csv"),
-        "not both": lambda: parameter_sets(grid=tmp_path / "list.yaml",
-                                           rows=tmp_path / "ragged.csv"),
-        "No such file": lambda: parameter_sets(grid=tmp_path / "missing.yaml"),
-        "not a plain Python variable name": lambda: parameter_sets(pairs=[("2x", "1")]),
-    }
-    for words, call in cases.items():
-        with pytest.raises(ParameterError, match=words):
-            call()
+    given = {name: tmp_path / value if isinstance(value, str) else value
+             for name, value in sources.items()}
+    with pytest.raises(ParameterError, match=words):
+        parameter_sets(**given)
 
 
 # --- execution -----------------------------------------------------------------------------
@@ -162,7 +166,7 @@ def test_a_killed_kernel_fails_only_its_item_and_resume_reruns_only_that(
     pid_file = workspace / "marks" / "1.pid"
 
     def kill_the_hanging_kernel() -> None:
-        wait_for(lambda: (workspace / "marks" / "1.hung").exists(), 60, "item 1 to hang")
+        wait_until(lambda: (workspace / "marks" / "1.hung").exists(), 60, "item 1 to hang")
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
     killer = threading.Thread(target=kill_the_hanging_kernel)
@@ -191,7 +195,7 @@ def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace:
                           "were stopped")
     assert hung.duration_s is not None and hung.duration_s < 60
     kernel = int((workspace / "marks" / "2.pid").read_text())
-    wait_for(lambda: not alive(kernel), 30, "the hung kernel to exit with its process")
+    wait_until(lambda: not alive(kernel), 30, "the hung kernel to exit with its process")
     assert negative.error is not None
     assert "raised AssertionError: negative x" in negative.error
 

@@ -1,13 +1,18 @@
-"""A real browser: JupyterLab on loopback in headless Debian chromium, driven by playwright.
+"""A real browser: JupyterLab and Notebook 7 on loopback in headless Debian chromium, driven
+by playwright.
 
-It opens the quickstart, runs all cells from the Run menu, and watches the monitor advance
-to the end of the run and the plateau chart appear, as a person would. Screenshots (the
-notebook, and the monitor alone) are saved under ``test-artifacts/browser/``. Needs
-``/usr/bin/chromium`` (``make test`` installs it); playwright never downloads a browser.
+Each opens the quickstart, runs all cells from the Run menu, and watches the live monitor
+appear and the run end (the monitor's output then holds its static snapshot: chart, rounds,
+incumbent) and the report's chart appear, as a person would. JupyterLab then saves the
+notebook, its kernel is shut down through the REST API and the page reloaded: the monitor's
+snapshot shows, and no "Error displaying widget". Screenshots are saved under
+``test-artifacts/browser/<lab|notebook>/``. Needs ``/usr/bin/chromium`` (``make test``
+installs it); playwright never downloads a browser.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -18,10 +23,13 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import PROJECT_ROOT, require
+from support import wait_until
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
@@ -45,20 +53,49 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()}")
+            pytest.fail(f"the jupyter server exited with {server.returncode}:\n{log.read_text()}")
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:
                 if answer.status == 200:
                     return
         except OSError:
             time.sleep(0.2)
-    pytest.fail(f"jupyter lab did not answer {url} within 90 s:\n{log.read_text()}")
+    pytest.fail(f"the jupyter server did not answer {url} within 90 s:\n{log.read_text()}")
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
-    """JupyterLab serving a workspace laid out like the repository: (base URL, token, root)."""
+SERVERS = {"lab": "jupyterlab", "notebook": "notebook"}
+"""The front ends tested, by the module that serves each."""
+
+
+@dataclass(frozen=True)
+class Server:
+    kind: str
+    """``lab`` (JupyterLab) or ``notebook`` (Notebook 7)."""
+    base: str
+    token: str
+    root: Path
+
+    def notebook_url(self, path: str) -> str:
+        if self.kind == "lab":
+            return f"{self.base}/lab/tree/{path}?reset&token={self.token}"
+        return f"{self.base}/notebooks/{path}?token={self.token}"
+
+    def api(self, path: str, method: str = "GET") -> Any:
+        request = urllib.request.Request(f"{self.base}/api/{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """JupyterLab or Notebook 7 serving a workspace laid out like the repository."""
     require(CHROMIUM.is_file(), f"no chromium at {CHROMIUM} (make test installs Debian's)")
+    kind: str = request.param
+    module = SERVERS[kind]
+    require(importlib.util.find_spec(module) is not None,
+            f"{module} is not installed (pip install -e '.[lab]')")
     root = tmp_path / "workspace"
     (root / ".zeroshot").mkdir(parents=True)
     (root / "notebooks").mkdir()
@@ -71,68 +108,128 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
     env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    log = tmp_path / "lab.log"
+    log = tmp_path / f"{kind}.log"
     with log.open("wb") as sink:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1",
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, "--no-browser", "--ip", "127.0.0.1",
              "--port", str(port), f"--IdentityProvider.token={token}",
              f"--ServerApp.root_dir={root}", "--allow-root"],
             stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=root,
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(f"{base}/api/status?token={token}", server, log)
-        yield base, token, root
+        wait_until_up(f"{base}/api/status?token={token}", process, log)
+        yield Server(kind, base, token, root)
     finally:
-        server.terminate()
+        process.terminate()
         try:
-            server.wait(timeout=20)
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            server.kill()
+            process.kill()
 
 
-def test_quickstart_runs_in_jupyterlab_and_the_monitor_reaches_the_end(
-    lab: tuple[str, str, Path],
+def kernel_idle(server: Server) -> bool:
+    """The notebook's kernel has started and is idle (read from the server)."""
+    sessions = server.api("sessions")
+    return bool(sessions) and all(s["kernel"]["execution_state"] == "idle" for s in sessions)
+
+
+def run_all(page: Any, server: Server) -> None:
+    """Run ▸ Run All Cells once the kernel is connected (before that, Run All only moves
+    the selection: then ask again)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    wait_until(lambda: kernel_idle(server), 90, "the notebook's kernel to start")
+    if server.kind == "lab":
+        expect(page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
+               ).to_be_visible(timeout=90_000)
+    first = page.locator(".jp-InputPrompt", has_text="[1]:")
+    for _ in range(5):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            first.wait_for(timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    expect(first).to_be_visible()
+
+
+def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
+    server: Server,
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    base, token, root = lab
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    artifacts = ARTIFACTS / server.kind
+    artifacts.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{base}/lab/tree/notebooks/quickstart.ipynb?reset&token={token}")
-            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
-                timeout=90_000)
-            # The kernel's session must be connected, or Run All only moves the selection.
-            expect(page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
-                   ).to_be_visible(timeout=90_000)
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-            expect(page.locator(".jp-InputPrompt", has_text="[1]:")).to_be_visible(
-                timeout=60_000)
+            page.goto(server.notebook_url("notebooks/quickstart.ipynb"))
+            run_all(page, server)
 
+            # the live monitor, while the run goes on
             monitor = page.locator(".widget-vbox", has_text="auto-research rosenbrock").first
             monitor.wait_for(timeout=90_000)
-            expect(monitor.locator(".widget-html", has_text="succeeded").first).to_be_visible(
-                timeout=180_000)
-            expect(monitor.locator(".widget-label", has_text=f"{ROUNDS} / {ROUNDS} rounds")
-                   ).to_be_visible(timeout=30_000)
-            chart = monitor.locator(".widget-image").first
+            expect(monitor.locator(".widget-button", has_text="Stop")).to_be_visible()
+            monitor.screenshot(path=str(artifacts / "monitor-live.png"))
+            # at the run's end the output holds the monitor's static snapshot
+            snapshot = page.locator(".zeroshot-snapshot").first
+            expect(snapshot).to_contain_text("succeeded", timeout=180_000)
+            expect(snapshot).to_contain_text(f"{ROUNDS} / {ROUNDS} rounds")
+            expect(snapshot.locator(".zeroshot-rounds-box tr.zeroshot-adopted, "
+                                    ".zeroshot-rounds-box tr.zeroshot-rejected, "
+                                    ".zeroshot-rounds-box tr.zeroshot-crashed")
+                   ).to_have_count(ROUNDS)
+            chart = snapshot.locator("img").first
             expect(chart).to_be_visible()
             assert chart.evaluate("img => img.naturalWidth") > 200  # a drawn PNG, not a stub
-            monitor.screenshot(path=str(ARTIFACTS / "monitor.png"))
-            report = page.locator(".jp-RenderedImage img").first
+            snapshot.screenshot(path=str(artifacts / "monitor.png"))
+            report = page.locator(".jp-RenderedImage img").last
             report.wait_for(timeout=120_000)
+            wait_until(lambda: kernel_idle(server), 120, "the last cell to finish")
             report.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "quickstart.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "quickstart.png"), full_page=True)
+
+            if server.kind == "lab":
+                reopen_without_the_kernel(page, server, artifacts)
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
             raise
         finally:
             browser.close()
 
-    (run,) = Client(workspace=str(root)).runs()
+    (run,) = Client(workspace=str(server.root)).runs()
     assert isinstance(run.terminal, SucceededResult)
-    assert (ARTIFACTS / "quickstart.png").stat().st_size > 10_000
+    assert (artifacts / "quickstart.png").stat().st_size > 10_000
+
+
+def reopen_without_the_kernel(page: Any, server: Server, artifacts: Path) -> None:
+    """Save, shut the kernel down through the REST API, reload: the monitor's output is
+    its snapshot, and nothing says "Error displaying widget"."""
+    from playwright.sync_api import expect
+
+    saved = server.root / "notebooks" / "quickstart.ipynb"
+    before = saved.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    wait_until(lambda: saved.stat().st_mtime_ns != before, 30, "the notebook to be saved")
+    for session in server.api("sessions"):
+        server.api(f"sessions/{session['id']}", method="DELETE")  # and its kernel
+    wait_until(lambda: not server.api("kernels"), 30, "the kernel to shut down")
+    page.reload()
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    snapshot = page.locator(".zeroshot-snapshot").first
+    expect(snapshot).to_contain_text("succeeded", timeout=60_000)
+    expect(snapshot).to_contain_text("static snapshot")
+    assert snapshot.locator("img").first.evaluate("img => img.naturalWidth") > 200
+    # the widget manager has restored what it could once the new kernel is idle
+    wait_until(lambda: kernel_idle(server), 90, "the new kernel to start")
+    expect(page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
+           ).to_be_visible(timeout=90_000)
+    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
+    expect(page.get_by_text("Loading widget")).to_have_count(0)
+    snapshot.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "reopened.png"), full_page=True)

@@ -10,11 +10,11 @@ import pytest
 from matplotlib.collections import PathCollection, PolyCollection
 from workbench_support import PNG_SIGNATURE, finished_run
 from zeroshot_widgets.charts import crashed, plateau_figure, plateau_png, plateau_stretches
+from zeroshot_widgets.evidence_table import incumbent_card_html, rounds_table, rounds_table_html
 from zeroshot_widgets.panels import IncumbentCard, PlateauChart, RoundsTable
 from zeroshot_widgets.report import build_report, report_html, show_report
-from zeroshot_widgets.tables import incumbent_card_html, rounds_table, rounds_table_html
 
-from zeroshot_kernel.research.views import (
+from zeroshot_kernel.auto_research.views import (
     ResearchView,
     ResearchViewBuilder,
     RoundView,
@@ -129,9 +129,23 @@ def test_an_empty_view_and_a_wide_metric_range_still_draw() -> None:
     figure = plateau_figure(empty)
     assert [t.get_text() for t in figure.axes[0].texts] == ["no reviewed rounds yet"]
     assert png_size(plateau_png(empty)) == (800, 400)
-    wide = made_view([make_round(1, 0.01, 100.0, adopt=True), make_round(2, 50.0, 0.01)])
+    wide = made_view([make_round(1, 0.5, 100.0, adopt=True), make_round(2, 0.001, 0.5,
+                                                                        adopt=True)])
     assert plateau_figure(wide).axes[0].get_yscale() == "log"
     assert plateau_figure(HAND_MADE).axes[0].get_yscale() == "linear"
+
+
+def test_a_round_is_one_line_with_its_details_on_demand() -> None:
+    long_reason = "the gain is inside the noise floor; " * 12
+    view = made_view([make_round(1, 8.0, 10.0, reason=long_reason.strip())])
+    html = rounds_table_html(rounds_table(view))
+    (row,) = re.findall(r'<tr class="zeroshot-rejected".*?</tr>', html)
+    (summary,) = re.findall(r"<summary style=\"([^\"]+)\">", row)
+    assert "white-space:nowrap" in summary and "text-overflow:ellipsis" in summary
+    assert row.count(long_reason.strip()) == 2  # the one-line summary and the details
+    assert "verdict <b>accepted</b> · 1 review pass<" in row
+    assert "table-layout:fixed" in html and "min-width:22em" in html  # a wide reason
+    assert "overflow-wrap:break-word" in html and "…" not in html  # wrapped, never cut
 
 
 def test_rounds_table_rows_and_html(view: ResearchView) -> None:
@@ -150,10 +164,12 @@ def test_rounds_table_rows_and_html(view: ResearchView) -> None:
 
 
 def test_table_html_escapes_and_marks_outcomes() -> None:
-    html = rounds_table_html(rounds_table(HAND_MADE))
+    html = rounds_table_html(rounds_table(HAND_MADE))  # newest first, as the monitor
     assert "&lt;b&gt;not&lt;/b&gt; better" in html and "<b>not</b>" not in html
     outcomes = re.findall(r'<tr class="zeroshot-(\w+)"', html)
-    assert outcomes == ["adopted", "rejected", "crashed", "rejected", "adopted", "rejected"]
+    assert outcomes == ["rejected", "adopted", "rejected", "crashed", "rejected", "adopted"]
+    oldest_first = rounds_table_html(rounds_table(HAND_MADE), newest_first=False)
+    assert re.findall(r'<tr class="zeroshot-(\w+)"', oldest_first) == outcomes[::-1]
     assert "crashed</td>" in html  # a crashed round shows its status for a metric
 
 
@@ -203,3 +219,70 @@ def test_show_report_displays_chart_card_and_table() -> None:
     assert ["image/png", "text/plain"] in kinds
     html = "".join(o.data.get("text/html", "") for o in captured.outputs)
     assert "zeroshot-rounds" in html and "zeroshot-incumbent" in html
+
+
+def inside(figure: object) -> None:
+    """Every marker lies inside the plot: data marks within the y limits, marks placed in
+    axes coordinates (crashed rounds) within [0, 1]."""
+    axes = figure.axes[0]  # type: ignore[attr-defined]
+    low, high = axes.get_ylim()
+    for collection in axes.collections:
+        if not isinstance(collection, PathCollection):
+            continue  # the plateau bands span the height by design
+        ys = [y for _, y in collection.get_offsets()]
+        if collection.get_offset_transform() == axes.transData:
+            assert all(low <= y <= high for y in ys), (collection.get_label(), ys, low, high)
+        else:
+            assert all(0.0 < y < 1.0 for y in ys), (collection.get_label(), ys)
+            assert collection.get_clip_on()
+    (best,) = [line for line in axes.lines if line.get_label() == "best so far"]
+    assert all(low <= y <= high for y in best.get_ydata() if y == y)
+
+
+def test_a_start_far_from_the_rest_is_clipped_and_written_out() -> None:
+    # a start at 1000, then values around 5: before, the line lay flat along the bottom
+    rounds = [make_round(1, 6.0, 1000.0, adopt=True)]
+    rounds += [make_round(n, 6.0 - n / 10 + (0.3 if n % 3 else 0.0), 6.0 - (n - 1) / 10,
+                          adopt=n % 3 == 0, reconsidered=n % 4 == 0) for n in range(2, 31)]
+    rounds.append(make_round(31, None, 3.2, status="crashed", reconsidered=True))
+    figure = plateau_figure(made_view(rounds))
+    axes = figure.axes[0]
+    low, high = axes.get_ylim()
+    assert axes.get_yscale() == "linear"
+    assert low > 2.5 and high < 8.0, (low, high)  # zoomed to the best-so-far's range
+    (note,) = [t for t in axes.texts if t.get_text().startswith("start: ")]
+    assert note.get_text() == "start: 1000" and note.arrow_patch is not None
+    assert marks(figure, "reconsidered") == 8 and marks(figure, "crashed") == 1
+    assert marks(figure, "beyond the top") == 0  # only the start is far: written out
+    inside(figure)
+
+
+def test_values_at_or_below_zero_over_orders_of_magnitude_use_symlog() -> None:
+    metrics = [3.0, -0.5, -40.0, -400.0, 1.0, -350.0]
+    rounds = [make_round(n, m, 10.0 if n == 1 else min([10.0, *metrics[: n - 1]]),
+                         adopt=m < min([10.0, *metrics[: n - 1]]), reconsidered=n == 5)
+              for n, m in enumerate(metrics, start=1)]
+    figure = plateau_figure(made_view(rounds))
+    axes = figure.axes[0]
+    assert axes.get_yscale() == "symlog"
+    low, high = axes.get_ylim()
+    assert low < -400 and 10 < high < 100
+    assert not [t for t in axes.texts if t.get_text().startswith("start: ")]
+    inside(figure)
+
+
+def test_every_marker_stays_inside_on_the_hand_made_and_log_charts() -> None:
+    inside(plateau_figure(HAND_MADE))
+    assert plateau_figure(HAND_MADE).axes[0].get_ylim()[1] > 10.0  # the start is near
+    wide = made_view([make_round(1, 0.5, 100.0, adopt=True),
+                      make_round(2, 0.001, 0.5, adopt=True, reconsidered=True),
+                      make_round(3, 50.0, 0.001)])
+    figure = plateau_figure(wide)
+    assert figure.axes[0].get_yscale() == "log"
+    inside(figure)
+    # a wild measurement far from the line is drawn at the edge, not widening the axis
+    wild = made_view([*HAND_MADE.rounds[:5], make_round(6, 5000.0, 5.0)])
+    figure = plateau_figure(wild)
+    assert figure.axes[0].get_ylim()[1] < 20 and marks(figure, "rejected") == 3
+    assert marks(figure, "beyond the top") == 1 and marks(figure, "beyond the bottom") == 0
+    inside(figure)

@@ -58,14 +58,16 @@ def test_validate_accepts_yaml(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_unreadable_or_missing_files_exit_2(tmp_path: Path) -> None:
+def test_missing_files_exit_2_and_garbage_is_a_rejected_graph(tmp_path: Path) -> None:
     missing = run("validate", str(tmp_path / "absent.json"))
     assert missing.returncode == 2
     assert "cannot read" in missing.stderr
+    assert run("validate").returncode == 2
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
-    assert run("validate", str(garbage)).returncode == 2
-    assert run("validate").returncode == 2
+    rejected = run("validate", str(garbage))
+    assert rejected.returncode == 1
+    assert "invalid_graph_shape" in rejected.stdout and "not valid JSON" in rejected.stdout
 
 
 def test_graph_identity_of_the_canonical_vector(conformance: Path) -> None:

@@ -7,21 +7,18 @@ ledger (its execution is active), never a matter of timing."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import engine_graphs as g
 import pytest
 from engine_support import (
     Workspace,
-    alive,
     assert_single_terminal_last,
     controller_pid,
-    eventually,
     finish,
-    make_workspace,
     trace,
     wire,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.client import AdmissionRejected, Run
 
@@ -29,17 +26,12 @@ GATE = "gate"
 RAN = ["run_started", "started work#1", "completed work#1 ok", "terminal succeeded"]
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
-
-
 def gated_run(ws: Workspace, *, in_process: bool = False) -> Run:
     """A one-step run whose step is active until :func:`open_gate`."""
     ws.behave(work={"wait_for_file": GATE})
     graph, runtime = g.single_step_graph("inc")
     run = ws.client.submit(graph, input={"value": 3}, runtime=runtime, in_process=in_process)
-    eventually(lambda: _active_nodes(run) == ["work"], 20, "the step to start")
+    wait_until(lambda: _active_nodes(run) == ["work"], 20, "the step to start")
     return run
 
 
@@ -48,7 +40,7 @@ def open_gate(ws: Workspace) -> None:
 
 
 def _active_nodes(run: Run) -> list[str]:
-    return [active.node for active in run.status().status.active_executions or []]
+    return [active.node for active in run.status().active_executions]
 
 
 def test_a_rejected_submission_raises_and_creates_no_run(ws: Workspace) -> None:
@@ -73,7 +65,7 @@ def test_wait_times_out_and_the_run_goes_on(ws: Workspace) -> None:
     with pytest.raises(TimeoutError, match=run.id):
         run.wait(timeout=0.2, poll_s=0.02)
 
-    assert run.status().status.phase == "running"
+    assert run.status().phase == "running"
     assert _active_nodes(run) == ["work"]
     assert alive(controller_pid(ws.client, run.id))
     open_gate(ws)
@@ -88,7 +80,7 @@ def test_cancelling_an_awaited_result_does_not_stop_the_run(
     run = gated_run(ws, in_process=in_process)
 
     async def await_then_cancel() -> None:
-        waiting = asyncio.create_task(run.result(poll_s=0.02))
+        waiting = asyncio.create_task(run.aresult(poll_s=0.02))
         # It polls and keeps waiting: the run cannot end while its step is gated.
         done, _ = await asyncio.wait({waiting}, timeout=0.1)
         assert not done
@@ -98,7 +90,7 @@ def test_cancelling_an_awaited_result_does_not_stop_the_run(
 
     asyncio.run(await_then_cancel())
 
-    assert run.status().status.phase == "running"
+    assert run.status().phase == "running"
     assert _active_nodes(run) == ["work"]
     open_gate(ws)
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 4}}

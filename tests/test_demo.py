@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zeroshot_kernel.cli.research_commands import round_line
+from zeroshot_kernel.auto_research.commands import round_line
+from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.research.views import load_research_view
 
 ROUNDS = 2
 
@@ -49,9 +49,10 @@ def test_demo_runs_the_rounds_and_writes_the_report(tmp_path: Path) -> None:
     assert re.search(r'src="data:image/png;base64,[A-Za-z0-9+/=\s]{200,}"', page), \
         "the plateau chart is embedded as a PNG"
     rows = re.findall(r'<tr class="zeroshot-(adopted|rejected|crashed)"', page)
-    assert len(rows) == ROUNDS  # one evidence row per round
+    assert len(rows) == ROUNDS  # one evidence row per round, newest first
     assert rows == ["adopted" if r.adopted else
-                    "crashed" if r.metric is None else "rejected" for r in view.rounds]
+                    "crashed" if r.metric is None else "rejected"
+                    for r in reversed(view.rounds)]
     for round_view in view.rounds:
         assert f"{round_view.parent_id} → {round_view.candidate_id}" in page
     assert (out / ".zeroshot" / "research" / "rosenbrock" / "incumbent.json").is_file()

@@ -34,7 +34,7 @@ def test_async_step_and_verifier_are_awaited(
     graph, runtime = async_graph(judge)
     run = ws.client.submit(graph, input={"value": 3}, runtime=runtime, in_process=in_process)
 
-    result = asyncio.run(asyncio.wait_for(run.result(poll_s=0.02), 30))
+    result = asyncio.run(asyncio.wait_for(run.aresult(poll_s=0.02), 30))
     assert wire(result) == {"status": "succeeded", "output": {"value": 4}}
     assert_trace(
         trace(run),

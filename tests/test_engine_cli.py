@@ -8,27 +8,14 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import engine_graphs as g
 import pytest
-from engine_support import (
-    Workspace,
-    controller_pid,
-    eventually,
-    finish,
-    kill,
-    make_workspace,
-    wire,
-)
+from engine_support import Workspace, controller_pid, finish, kill, wire
+from support import wait_until
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -77,7 +64,7 @@ def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     assert list(reply) == ["runId"]
     run_id = reply["runId"]
     run = ws.client.run(run_id)
-    eventually(lambda: any(True for _ in run.logs()), 20, "the worker's first line")
+    wait_until(lambda: any(True for _ in run.logs()), 20, "the worker's first line")
 
     status = json.loads(zeroshot(ws, "status", run_id, "--json").stdout)
     assert list(status) == ["runId", "title", "atCursor", "status", "controller"]
@@ -119,14 +106,14 @@ def test_resume_after_the_controller_was_killed(
     monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "1")
     ws.behave(work={"sleep": 1.0})
     run = ws.submit(g.guarded_graph("inc", attempts=2), {"value": 3})
-    eventually(lambda: bool(ws.client.ledger.snapshot(run.id).active()), 20, "the step")
+    wait_until(lambda: bool(ws.client.ledger.snapshot(run.id).active()), 20, "the step")
     kill(controller_pid(ws.client, run.id))
 
     def lapsed() -> bool:
         lease = ws.client.ledger.lease(run.id)
         return lease is None or lease.expires_at.timestamp() < time.time()
 
-    eventually(lapsed, 10, "the dead controller's lease to lapse")
+    wait_until(lapsed, 10, "the dead controller's lease to lapse")
     resumed = zeroshot(ws, "resume", run.id)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "runtime_lost" in resumed.stdout

@@ -20,19 +20,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import engine_graphs as g
-import pytest
-from engine_support import Workspace, alive, controller_pid, finish, make_workspace, wire
+from engine_support import Workspace, controller_pid, finish, wire
+from support import alive
 
 from zeroshot_kernel.client import Client
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 GATE = "gate"
 TIMEOUT_S = 30
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path / "workspace")
 
 
 class Lines:

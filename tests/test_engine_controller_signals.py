@@ -16,20 +16,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import (
-    Workspace,
-    alive,
-    controller_pid,
-    eventually,
-    finish,
-    make_workspace,
-    trace,
-    wire,
-)
+from engine_support import Workspace, controller_pid, finish, trace, wire
+from support import alive, pid_files, wait_until
 
 from zeroshot_kernel.engine.controller_main import STOPPED
 from zeroshot_kernel.engine.launch import controller_log, last_log_line
@@ -38,11 +29,6 @@ from zeroshot_kernel.ledger.events import SafeLog
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 DEADLINE_S = 30
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def _foreground(ws: Workspace, **env: str) -> subprocess.Popen[str]:
@@ -60,12 +46,11 @@ def _foreground(ws: Workspace, **env: str) -> subprocess.Popen[str]:
 
 def _first_worker(ws: Workspace) -> tuple[str, int, int]:
     """The run, its controller's pid and its first (hanging) worker's pid, once it hangs."""
-    eventually(lambda: len(ws.client.runs()) == 1, DEADLINE_S, "the run to be created")
+    wait_until(lambda: len(ws.client.runs()) == 1, DEADLINE_S, "the run to be created")
     [summary] = ws.client.runs()
     pids = ws.root / "pids"
-    eventually(lambda: pids.is_dir() and any(p.read_text() for p in pids.iterdir()),
-               DEADLINE_S, "the first worker to start")
-    [pid_file] = list(pids.iterdir())
+    wait_until(lambda: pid_files(pids), DEADLINE_S, "the first worker to start")
+    [pid_file] = pid_files(pids)
     return summary.run_id, controller_pid(ws.client, summary.run_id), int(pid_file.read_text())
 
 
@@ -88,7 +73,7 @@ def test_sigkill_the_foreground_client_says_so_and_resume_takes_over_at_once(
     [line] = stderr.splitlines()
     assert f"the controller of {run_id} stopped" in line and "is gone" in line
     assert f"resume it with `zeroshot resume {run_id}`" in line
-    eventually(lambda: not alive(worker), 10, "the orphaned worker to die")
+    wait_until(lambda: not alive(worker), 10, "the orphaned worker to die")
 
     status = json.loads(subprocess.run(
         [*ZEROSHOT, "status", run_id, "--json", "--ledger", str(ws.ledger_path)],
@@ -111,8 +96,8 @@ def test_sigterm_records_the_interruption_releases_the_lease_and_stops_the_worke
     run_id, controller, worker = _first_worker(ws)
     os.kill(controller, signal.SIGTERM)
 
-    eventually(lambda: not alive(controller), 10, "the controller to exit")
-    eventually(lambda: not alive(worker), 10, "its worker to be stopped")
+    wait_until(lambda: not alive(controller), 10, "the controller to exit")
+    wait_until(lambda: not alive(worker), 10, "its worker to be stopped")
     assert ws.client.ledger.lease(run_id) is None
     notes = [e.line for _, e in ws.client.run(run_id).logs() if e.stream == "system"]
     assert any("interrupted (SIGTERM)" in note and f"zeroshot resume {run_id}" in note
@@ -133,10 +118,10 @@ def test_a_paused_controller_cannot_write_after_another_took_over(ws: Workspace)
     try:
         lease = ws.client.ledger.lease(run_id)
         assert lease is not None
-        eventually(lambda: lease.expires_at.timestamp() < time.time(), 10, "the lease to lapse")
+        wait_until(lambda: lease.expires_at.timestamp() < time.time(), 10, "the lease to lapse")
         paused_owner = lease.owner
         resumed = ws.client.resume(run_id)
-        eventually(lambda: (held := ws.client.ledger.lease(run_id)) is not None
+        wait_until(lambda: (held := ws.client.ledger.lease(run_id)) is not None
                    and held.owner != paused_owner, DEADLINE_S, "the new controller's lease")
         # What the paused controller would do first on waking: append. Refused.
         with pytest.raises(LeaseNotHeld):
@@ -146,7 +131,7 @@ def test_a_paused_controller_cannot_write_after_another_took_over(ws: Workspace)
         os.kill(controller, signal.SIGCONT)
     assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded",
                                                  "output": {"value": 2}}
-    eventually(lambda: not alive(controller), DEADLINE_S, "the paused controller to exit")
+    wait_until(lambda: not alive(controller), DEADLINE_S, "the paused controller to exit")
     last = last_log_line(ws.root, run_id)
     # The paused controller's own log is the resumed one's too (same file): the paused
     # one's last words are in it, saying it stopped without finishing the run.

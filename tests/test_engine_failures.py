@@ -3,28 +3,13 @@ killed), crashes, refusals, and which of them earn another attempt."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import engine_graphs as g
 import pytest
-from engine_support import (
-    Workspace,
-    alive,
-    assert_trace,
-    eventually,
-    finish,
-    make_workspace,
-    trace,
-    wire,
-)
+from engine_support import Workspace, assert_trace, finish, trace, wire
+from support import alive, wait_until
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def _completions(run: Run) -> list[NodeCompleted]:
@@ -85,7 +70,7 @@ def test_timeout_kills_the_worker_process_and_is_retried(ws: Workspace) -> None:
     assert_trace(trace(run), _attempts(["timeout", "timeout"], "failed/timeout"))
     for completed in _completions(run):
         pid = ws.pid(completed.completion.reference.execution)
-        eventually(lambda pid=pid: not alive(pid), 5, f"timed-out worker {pid} to die")
+        wait_until(lambda pid=pid: not alive(pid), 5, f"timed-out worker {pid} to die")
 
 
 def test_timeout_then_success_on_the_next_attempt(ws: Workspace) -> None:

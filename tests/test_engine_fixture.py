@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from conftest import load_json
-from engine_support import Workspace, make_workspace
+from engine_support import Workspace
 
 from zeroshot_kernel.client import AdmissionRejected
 from zeroshot_kernel.contract.graph import GraphSpec
@@ -56,11 +56,6 @@ CAUSES = {
     ("reachability", "root › children[3] › joinAll"),
     ("loop_exit_satisfiability", "root › children[7] › repeat › until"),
 }
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def test_the_all_nodes_fixture_parses_but_is_rejected_before_any_run(

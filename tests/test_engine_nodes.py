@@ -5,30 +5,22 @@ event sequence (per causal chain, so legitimate concurrency may interleave chain
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import engine_graphs as g
 import pytest
 from engine_support import (
     Workspace,
-    alive,
     assert_single_terminal_last,
     assert_trace,
-    eventually,
     finish,
-    make_workspace,
     trace,
     wire,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.admission.admit import admit
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeStarted
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def test_seq_runs_children_in_order(ws: Workspace) -> None:
@@ -53,7 +45,7 @@ def test_an_in_process_controller_runs_the_same_graph(ws: Workspace) -> None:
     workers called in this process too; awaited with ``result()``."""
     graph, runtime = g.seq_graph()
     run = ws.client.submit(graph, input={"value": 3}, runtime=runtime, in_process=True)
-    assert wire(asyncio.run(asyncio.wait_for(run.result(poll_s=0.02), 30))) == {
+    assert wire(asyncio.run(asyncio.wait_for(run.aresult(poll_s=0.02), 30))) == {
         "status": "succeeded", "output": {"value": 8}
     }
     assert_trace(
@@ -115,7 +107,7 @@ def test_par_any_first_completion_wins_and_the_loser_is_voided_and_killed(
         ["run_started", "started b#1", "voided b#1 parallel_join"],
     )
     loser = _execution(run, "b#1")
-    eventually(lambda: not alive(ws.pid(loser)), 5, "the voided worker to be killed")
+    wait_until(lambda: not alive(ws.pid(loser)), 5, "the voided worker to be killed")
 
 
 def test_par_quorum_takes_the_earliest_completions_in_order(ws: Workspace) -> None:
@@ -248,7 +240,7 @@ def test_terminal_inside_a_map_item_ends_the_graph_and_voids_the_other_items(
     )
     for instance in ("settle[0]#1", "settle[2]#1"):
         pid = ws.pid(_execution(run, instance))
-        eventually(lambda pid=pid: not alive(pid), 5, f"{instance} to be killed")
+        wait_until(lambda pid=pid: not alive(pid), 5, f"{instance} to be killed")
 
 
 def test_verifier_signal_diagnostic_and_output_are_written(ws: Workspace) -> None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, assert_single_terminal_last, finish, make_workspace, wire
+from engine_support import Workspace, assert_single_terminal_last, finish, wire
 
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.ledger import CursorAhead, InvalidCursor
@@ -19,11 +18,6 @@ from zeroshot_kernel.ledger.events import RunEvent
 RESUME_INPUT = {"value": 0, "items": [{"n": 1}, {"n": 2}, {"n": 3}]}
 RESUME_RESULT = {"status": "succeeded", "output": {"value": 3, "results": [1, 4, 9]}}
 Tail = list[tuple[str, RunEvent]]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def follow(client: Client, run_id: str, into: Tail, errors: list[BaseException]) -> None:

@@ -16,17 +16,16 @@ import engine_graphs as g
 import pytest
 from engine_support import (
     Workspace,
-    alive,
     assert_single_terminal_last,
     controller_pid,
     cursor_of,
-    eventually,
     finish,
     kill,
     make_workspace,
     resume_when_free,
     wire,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.contract.outcome import ErrorOutcome
@@ -87,10 +86,10 @@ def kill_at(ws: Workspace, run: Run, target: int, after: int) -> Kill:
         found.extend(live)
         return True
 
-    eventually(ready, 30, f"kill point {target}")
+    wait_until(ready, 30, f"kill point {target}")
     [pid] = found
     kill(pid)
-    eventually(lambda: not alive(pid), 5, "the killed controller to go")
+    wait_until(lambda: not alive(pid), 5, "the killed controller to go")
     snapshot = ws.client.ledger.snapshot(run.id)
     return Kill(target, cursor_of(ws.client, run.id), len(snapshot.active()))
 

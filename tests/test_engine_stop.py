@@ -12,28 +12,22 @@ import engine_graphs as g
 import pytest
 from engine_support import (
     Workspace,
-    alive,
     assert_single_terminal_last,
     assert_trace,
     controller_pid,
     cursor_of,
-    eventually,
     finish,
     kill,
     make_workspace,
     trace,
     wire,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
 
 FORCE_STOPPED = {"status": "failed", "reason": "force_stopped"}
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 class Observer(threading.Thread):
@@ -56,11 +50,11 @@ class Observer(threading.Thread):
 
 def stop_while_active(ws: Workspace, run: Run, active: int) -> list[str]:
     """Stop ``run`` once ``active`` executions are running; return the active instances."""
-    eventually(lambda: len(ws.client.ledger.snapshot(run.id).active()) == active, 20,
+    wait_until(lambda: len(ws.client.ledger.snapshot(run.id).active()) == active, 20,
                f"{active} active executions")
     running = ws.client.ledger.snapshot(run.id).active()
-    eventually(lambda: all((ws.root / "pids" / e.reference.execution).exists() for e in running),
-               10, "every worker to start")
+    for execution in running:
+        ws.pid(execution.reference.execution)  # waits for each worker to start
     controller = controller_pid(ws.client, run.id)
     observer = Observer(ws, run.id)
     observer.start()
@@ -88,14 +82,14 @@ def stop_while_active(ws: Workspace, run: Run, active: int) -> list[str]:
     first_refusal = terminal - len(refusals)
     assert not observer.seen & set(range(first_refusal, terminal)), sorted(observer.seen)
 
-    # Nothing after the terminal, even later; the controller and the workers are gone.
-    eventually(lambda: not alive(controller), 10, "the controller to exit")
-    time.sleep(0.5)
-    assert cursor_of(ws.client, run.id) == terminal
-    assert_single_terminal_last(run)
+    # The controller and the workers are gone; once every process that could still write
+    # has exited, nothing came after the terminal.
+    wait_until(lambda: not alive(controller), 10, "the controller to exit")
     for execution in running:
         pid = ws.pid(execution.reference.execution)
-        eventually(lambda pid=pid: not alive(pid), 5, f"worker {pid} to be killed")
+        wait_until(lambda pid=pid: not alive(pid), 5, f"worker {pid} to be killed")
+    assert cursor_of(ws.client, run.id) == terminal
+    assert_single_terminal_last(run)
     return sorted(e.reference.node_instance for e in running)
 
 
@@ -127,7 +121,7 @@ def test_stop_before_the_controller_starts(ws: Workspace) -> None:
     assert trace(run)[-2:] == ["stop_requested", "terminal failed/force_stopped"]
     assert not any(item.startswith("started") for item in trace(run))
     log = ws.root / ".zeroshot" / "controllers" / f"{run.id}.log"
-    eventually(lambda: "ended" in log.read_text() or "held by" in log.read_text(), 20,
+    wait_until(lambda: "ended" in log.read_text() or "held by" in log.read_text(), 20,
                "the controller to finish")
     assert "Traceback" not in log.read_text()
 
@@ -142,7 +136,7 @@ def test_stop_is_honoured_while_the_controller_is_dispatching(tmp_path: Path) ->
     runs = [ws.submit(g.spin_graph(rounds=50), {"value": 0}) for ws in workspaces]
     for index, (ws, run) in enumerate(zip(workspaces, runs, strict=True)):
         at = 120 + 10 * index
-        eventually(lambda ws=ws, run=run, at=at: cursor_of(ws.client, run.id) >= at, 30,
+        wait_until(lambda ws=ws, run=run, at=at: cursor_of(ws.client, run.id) >= at, 30,
                    "the loop to spin")
         assert run.stop() == "requested"
     for ws, run in zip(workspaces, runs, strict=True):
@@ -157,19 +151,17 @@ def test_workers_die_with_their_controller_and_stop_closes_the_orphaned_run(
 ) -> None:
     monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "1")
     run = ws.submit(g.single_step_graph("hang"), {"value": 1})
-    eventually(lambda: len(ws.client.ledger.snapshot(run.id).active()) == 1, 20, "the step")
+    wait_until(lambda: len(ws.client.ledger.snapshot(run.id).active()) == 1, 20, "the step")
     [execution] = ws.client.ledger.snapshot(run.id).active()
-    eventually(lambda: (ws.root / "pids" / execution.reference.execution).exists(), 10,
-               "the worker to start")
-    worker = ws.pid(execution.reference.execution)
+    worker = ws.pid(execution.reference.execution)  # once the worker has started
     kill(controller_pid(ws.client, run.id))
     # A worker must not outlive its controller: a resumed run would retry its execution
     # while the orphan still changes the workspace.
-    eventually(lambda: not alive(worker), 5, "the orphaned worker to exit")
+    wait_until(lambda: not alive(worker), 5, "the orphaned worker to exit")
 
     # While the dead controller's lease lasts, stop can only ask; once it lapsed, stop
     # closes the run itself as runtime_lost, its in-flight execution a crash.
-    eventually(lambda: run.stop() == "closed", 10, "the lease to lapse")
+    wait_until(lambda: run.stop() == "closed", 10, "the lease to lapse")
     assert wire(finish(run)) == {"status": "failed", "reason": "runtime_lost"}
     assert trace(run)[-3:] == ["stop_requested", "completed work#1 crash",
                                "terminal failed/runtime_lost"]

@@ -15,8 +15,9 @@ import yaml
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import CapturedIO, capture_output
 from nbclient import NotebookClient
+from support import wait_until
 from typer.testing import CliRunner
-from workbench_support import TASK, finished_run, research_workspace, wait_for
+from workbench_support import TASK, finished_run, research_workspace
 
 import zeroshot_kernel
 from zeroshot_kernel.admission.admit import verify_document
@@ -165,7 +166,7 @@ def test_unloading_stops_the_pollers_of_the_monitors_shown(
     monkeypatch.chdir(research_workspace(tmp_path))
     line(shell, f"research {TASK} --iterations 5")
     (monitor,) = ours(shell).shown
-    wait_for(lambda: monitor.polling or monitor.terminal is not None, what="polling")
+    wait_until(lambda: monitor.polling or monitor.terminal is not None, 60, "polling")
     zeroshot_kernel.unload_ipython_extension(shell)
     assert not monitor.polling
     monitor.stop_run()
@@ -207,7 +208,8 @@ def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     assert "already loaded" in texts[1]
     assert texts[2] == cli("template", "list")
     (shown,) = [o for o in outputs[3] if o.output_type == "display_data"]
-    assert WIDGET in shown.data
+    # a finished run's monitor is shown as its static snapshot (it outlives the kernel)
+    assert WIDGET not in shown.data and "zeroshot-snapshot" in shown.data["text/html"]
     assert texts[4].startswith("graph: verified (identity ")
     assert texts[5] == "UsageError: Line magic function `%zeroshot` not found.\n"
 

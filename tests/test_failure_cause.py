@@ -3,19 +3,11 @@ the worker's own last error lines, read from the ledger alone (real runs, real w
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import engine_graphs as g
-import pytest
-from engine_support import Workspace, finish, make_workspace
+from engine_support import Workspace, finish
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.failure import FailureCause, explain_failure
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path)
 
 
 def _cause(run: Run) -> FailureCause | None:

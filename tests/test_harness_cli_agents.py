@@ -11,17 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from engine_support import (
-    alive,
-    assert_trace,
-    controller_pid,
-    eventually,
-    finish,
-    kill,
-    make_workspace,
-    trace,
-    wire,
-)
+from engine_support import assert_trace, controller_pid, finish, kill, make_workspace, trace, wire
 from harness_support import (
     calls,
     controller_logs,
@@ -36,6 +26,7 @@ from harness_support import (
     refine_loop,
     script,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
@@ -154,9 +145,9 @@ def test_a_hang_is_killed_with_its_whole_process_group_at_the_timeout(
     pids, group = hung_pids(ws), hung_group(ws)
     assert len(pids) == 2
     assert group not in pids  # the guard leads the group the harness kills
-    eventually(lambda: not any(alive(pid) for pid in pids), timeout=5,
-               what="the agent and its child to be gone")
-    eventually(lambda: group_gone(group), timeout=5, what="the process group to be gone")
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=5,
+               message="the agent and its child to be gone")
+    wait_until(lambda: group_gone(group), timeout=5, message="the process group to be gone")
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -359,14 +350,14 @@ def test_an_agent_dies_with_its_controller(
     script(ws, work=[{"hang": True}])
     run = ws.submit(one_step(cli, timeout_ms=60_000), {"value": 7})
     pids_file = ws.root / ".standin" / "pids.json"
-    eventually(pids_file.exists, timeout=10, what="the agent to start hanging")
+    wait_until(pids_file.exists, timeout=10, message="the agent to start hanging")
     pids = hung_pids(ws)
     assert all(alive(pid) for pid in pids)
 
     kill(controller_pid(ws.client, run.id))
-    eventually(lambda: not any(alive(pid) for pid in pids), timeout=5,
-               what="the orphaned agent and its child to be killed")
-    eventually(lambda: group_gone(hung_group(ws)), timeout=5, what="the group to be gone")
+    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=5,
+               message="the orphaned agent and its child to be killed")
+    wait_until(lambda: group_gone(hung_group(ws)), timeout=5, message="the group to be gone")
 
 
 def test_codex_is_sent_one_continue_after_a_terminal_error(

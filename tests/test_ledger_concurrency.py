@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 
 import pytest
-from ledger_backends import ledger_url  # noqa: F401 (fixture)
 from ledger_events import ADMITTED, completed, log, ref, started, succeeded
 
 from zeroshot_kernel.ledger import Ledger, parse_cursor
@@ -84,7 +83,7 @@ def pool() -> Iterator[ProcessPoolExecutor]:
 
 def test_four_writers_and_two_tailing_readers_share_one_file(
     pool: ProcessPoolExecutor,
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
 ) -> None:
     with Ledger(ledger_url) as ledger:
         run_ids = [ledger.create_run(ADMITTED, title=f"run {n}") for n in range(WRITERS)]
@@ -111,7 +110,7 @@ def test_four_writers_and_two_tailing_readers_share_one_file(
 
 def test_writers_racing_on_one_run_are_serialised(
     pool: ProcessPoolExecutor,
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
 ) -> None:
     with Ledger(ledger_url) as ledger:
         run_id = ledger.create_run(ADMITTED, title="shared")
@@ -127,7 +126,7 @@ def test_writers_racing_on_one_run_are_serialised(
 
 def test_racing_creates_with_one_key_make_one_run(
     pool: ProcessPoolExecutor,
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
 ) -> None:
     Ledger(ledger_url).close()
     jobs = [pool.submit(create_with_key, ledger_url) for _ in range(4)]

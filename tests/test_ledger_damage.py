@@ -21,9 +21,9 @@ from pathlib import Path
 import engine_graphs as g
 import pytest
 from conftest import require
-from engine_support import Workspace, eventually, finish, make_workspace, wire
-from ledger_backends import postgres_url  # noqa: F401 (fixture)
+from engine_support import Workspace, finish, wire
 from sqlalchemy.engine import make_url
+from support import wait_until
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.engine.controller_main import STOPPED
@@ -37,19 +37,21 @@ COMMANDS = {
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    """A workspace whose ledger holds one finished run, checkpointed into its one file."""
-    workspace = make_workspace(tmp_path / "ws")
+def one_finished_run(ws: Workspace) -> None:
+    """The shared ``ws`` workspace, its ledger holding one finished run, checkpointed into
+    its one file: where every test in this module starts."""
     graph, plan = g.guarded_graph("inc")
-    (workspace.root / "graph.json").write_text(json.dumps(graph))
-    (workspace.root / "plan.json").write_text(json.dumps(plan))
-    run = workspace.submit((graph, plan), {"value": 1})
+    (ws.root / "graph.json").write_text(json.dumps(graph))
+    (ws.root / "plan.json").write_text(json.dumps(plan))
+    run = ws.submit((graph, plan), {"value": 1})
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
-    workspace.client.close()
+    ws.client.close()
     # Once the controller process has closed it too, the last connection folds the WAL
     # into the file and removes it.
-    eventually(lambda: _one_file(workspace.ledger_path), 30, "the ledger to be one file")
-    return workspace
+    wait_until(lambda: _one_file(ws.ledger_path), 30, "the ledger to be one file")
+
+
+pytestmark = pytest.mark.usefixtures("one_finished_run")
 
 
 def _one_file(ledger: Path) -> bool:
@@ -141,7 +143,7 @@ def test_a_controller_that_cannot_write_is_explained_by_status(ws: Workspace) ->
         assert shown.returncode == 0, shown.stderr
         return dict(json.loads(shown.stdout))
 
-    eventually(lambda: status()["controller"]["phase"] == "gone",  # type: ignore[index]
+    wait_until(lambda: status()["controller"]["phase"] == "gone",  # type: ignore[index]
                60, "status to see the controller gone")
     controller = status()["controller"]
     assert isinstance(controller, dict)
@@ -196,8 +198,12 @@ def test_a_ledger_locked_past_the_busy_timeout_is_named_in_one_line(ws: Workspac
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        each_command(ws, "locked by another process",
-                     ZEROSHOT_LEDGER_BUSY_TIMEOUT_S="0.5")
+        # Reading takes no write lock: listing goes on while a writer holds the ledger.
+        listed = zeroshot(ws, *COMMANDS["list"], "--ledger", str(ws.ledger_path))
+        assert listed.returncode == 0 and list(before) == [
+            line.split()[0] for line in listed.stdout.splitlines()], listed.stderr
+        one_line(zeroshot(ws, *COMMANDS["run"], "--ledger", str(ws.ledger_path),
+                          ZEROSHOT_LEDGER_BUSY_TIMEOUT_S="0.5"), "locked by another process")
     finally:
         holder.communicate("")
     assert history(ws) == before
@@ -210,7 +216,7 @@ def _closed_port() -> int:
 
 
 def test_an_unreachable_postgresql_ledger_is_named_without_its_password(
-    ws: Workspace, postgres_url: str  # noqa: F811
+    ws: Workspace, postgres_url: str
 ) -> None:
     url = make_url(postgres_url).set(port=_closed_port(), password="s3cr3t-pw")
     shown = url.render_as_string(hide_password=False)

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from ledger_backends import ledger_url  # noqa: F401 (fixture)
 from ledger_events import ADMITTED, log
 
 from zeroshot_kernel.ledger import InvalidArgument, LeaseNotHeld, Ledger
@@ -31,7 +30,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def ledger(ledger_url: str, clock: Clock) -> Iterator[Ledger]:  # noqa: F811
+def ledger(ledger_url: str, clock: Clock) -> Iterator[Ledger]:
     with Ledger(ledger_url, clock=clock) as opened:
         yield opened
 

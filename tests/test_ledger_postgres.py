@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 import pytest
 import sqlalchemy
-from ledger_backends import ledger_url, postgres_url  # noqa: F401 (fixtures)
 from ledger_events import (
     ADMITTED,
     completed,
@@ -54,7 +53,7 @@ def _all_at_once(count: int, work: Callable[[int], T]) -> list[T]:
 
 
 @pytest.fixture
-def admin(postgres_url: str) -> Iterator[sqlalchemy.Engine]:  # noqa: F811
+def admin(postgres_url: str) -> Iterator[sqlalchemy.Engine]:
     """A plain engine on the test database, for what the ledger API does not do."""
     engine = sqlalchemy.create_engine(postgres_url)
     yield engine
@@ -72,7 +71,7 @@ def _schema_version(engine: sqlalchemy.Engine) -> Any:
 
 
 def test_many_first_opens_of_an_empty_database_create_the_schema_once(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     admin: sqlalchemy.Engine,
 ) -> None:
     # Without the advisory lock, concurrent CREATE TABLEs of one name collide in the
@@ -93,7 +92,7 @@ def test_many_first_opens_of_an_empty_database_create_the_schema_once(
 
 @pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
 def test_racing_writers_queue_even_where_the_database_defaults_to_stricter_isolation(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     admin: sqlalchemy.Engine,
     isolation: str,
 ) -> None:
@@ -131,7 +130,7 @@ def test_racing_writers_queue_even_where_the_database_defaults_to_stricter_isola
 
 
 def test_a_ledger_from_a_newer_schema_is_refused_before_anything_is_touched(
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
 ) -> None:
     with Ledger(ledger_url) as ledger:
         run_id = ledger.create_run(ADMITTED, title="kept")
@@ -179,7 +178,7 @@ V1_SCHEMA = [
 
 
 def test_a_version_1_ledger_on_postgresql_is_migrated_in_place(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     admin: sqlalchemy.Engine,
 ) -> None:
     finished, stopping = "run-finished0000", "run-stopping0000"
@@ -224,7 +223,7 @@ def test_a_version_1_ledger_on_postgresql_is_migrated_in_place(
 
 @pytest.mark.parametrize("bad", ["nul\x00inside", "lone \ud800 surrogate"])
 def test_text_no_database_can_store_is_refused_alike_everywhere(
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
     bad: str,
 ) -> None:
     # PostgreSQL text cannot hold NUL; neither database can hold a lone surrogate.

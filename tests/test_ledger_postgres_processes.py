@@ -14,8 +14,8 @@ from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from ledger_backends import postgres_url  # noqa: F401 (fixture)
 from sqlalchemy.engine import make_url
+from support import wait_until
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.engine.launch import controller_log
@@ -38,7 +38,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def test_two_detached_controllers_and_a_reader_lose_no_event(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     workspace: Path,
 ) -> None:
     # Each run's first worker waits until both runs have a worker going, so the two
@@ -100,7 +100,7 @@ def _zeroshot(workspace: Path, *args: str, **env: str) -> subprocess.CompletedPr
 
 
 def test_a_password_in_the_ledger_url_is_never_shown(
-    postgres_url: str,  # noqa: F811
+    postgres_url: str,
     workspace: Path,
 ) -> None:
     # The test server trusts local connections, so any password is accepted.
@@ -115,10 +115,9 @@ def test_a_password_in_the_ledger_url_is_never_shown(
     finally:
         client.close()
     # The controller logs its last line after it recorded the terminal event: wait for it.
-    log_path, deadline = controller_log(workspace, run.id), time.monotonic() + DEADLINE_S
-    while f"run {run.id} ended" not in log_path.read_text():
-        assert time.monotonic() < deadline, "the controller never logged its end"
-        time.sleep(0.05)
+    log_path = controller_log(workspace, run.id)
+    wait_until(lambda: f"run {run.id} ended" in log_path.read_text(), DEADLINE_S,
+               "the controller to log its end")
     assert SECRET not in log_path.read_text()
 
     listed = _zeroshot(workspace, "list", "--ledger", url)

@@ -3,12 +3,10 @@ process that started it, whether that process stops it, exits, or is killed outr
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import postgres_server
 import psycopg
 import pytest
 from conftest import require
+from support import alive, wait_until
 
 STOP_WAIT_S = 15.0
 
@@ -31,23 +30,8 @@ def _postmaster_pid(data: Path) -> int:
     return int((data / "postmaster.pid").read_text().splitlines()[0])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A stopped child of this process lingers as a zombie until reaped elsewhere.
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
-
-
-def _gone(pid: int, root: Path) -> bool:
-    deadline = time.monotonic() + STOP_WAIT_S
-    while _alive(pid) or root.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+def _wait_gone(pid: int, root: Path, message: str) -> None:
+    wait_until(lambda: not alive(pid) and not root.exists(), STOP_WAIT_S, message)
 
 
 def test_a_stopped_server_leaves_no_process_and_no_files() -> None:
@@ -67,7 +51,7 @@ def test_a_stopped_server_leaves_no_process_and_no_files() -> None:
         assert socket_dir == (str(server.root),)
     server.stop()
     server.stop()  # idempotent
-    assert _gone(pid, server.root)
+    _wait_gone(pid, server.root, "the stopped server's process and files to be gone")
 
 
 KILLED_PROCESS = textwrap.dedent(
@@ -92,8 +76,8 @@ def test_a_killed_test_process_does_not_leave_its_server_running() -> None:
         root = Path(child.stdout.readline().strip())
         assert root.is_dir(), "the child did not start its server"
         pid = _postmaster_pid(root / "data")
-        assert _alive(pid)
+        assert alive(pid)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    assert _gone(pid, root), "the server outlived the process that started it"
+    _wait_gone(pid, root, "the server to go with the process that started it")

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ledger_backends import ledger_url  # noqa: F401 (fixture)
 from ledger_events import (
     ADMITTED,
     attached,
@@ -36,7 +35,7 @@ Ledgers = tuple[Ledger, Ledger, str]
 
 
 @pytest.fixture
-def ledgers(ledger_url: str) -> Iterator[Ledgers]:  # noqa: F811
+def ledgers(ledger_url: str) -> Iterator[Ledgers]:
     """Two ledger objects on one database (two processes, as far as caching goes), and
     its URL for more."""
     with Ledger(ledger_url) as writer, Ledger(ledger_url) as reader:

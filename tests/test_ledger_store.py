@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy
-from ledger_backends import ledger_url  # noqa: F401 (fixture)
 from ledger_events import (
     ADMITTED,
     attached,
@@ -43,7 +42,7 @@ from zeroshot_kernel.ledger.events import MAX_ADMITTED_BYTES, RunEvent, RunStart
 
 
 @pytest.fixture
-def ledger(ledger_url: str) -> Iterator[Ledger]:  # noqa: F811
+def ledger(ledger_url: str) -> Iterator[Ledger]:
     with Ledger(ledger_url) as opened:
         yield opened
 
@@ -97,7 +96,7 @@ def test_without_a_key_every_submission_is_a_new_run(ledger: Ledger) -> None:
     assert ledger.create_run(ADMITTED, title="a") != ledger.create_run(ADMITTED, title="a")
 
 
-def test_idempotency_holds_across_reopening(ledger_url: str) -> None:  # noqa: F811
+def test_idempotency_holds_across_reopening(ledger_url: str) -> None:
     with Ledger(ledger_url) as ledger:
         first = ledger.create_run(ADMITTED, title="primes", submission_key="key-1")
     with Ledger(ledger_url) as ledger:
@@ -247,7 +246,7 @@ def test_a_malformed_or_foreign_cursor_is_refused(ledger: Ledger, run_id: str) -
     assert ledger.snapshot_and_tail(run_id, "v2:2")[1] == []
 
 
-def test_resume_from_any_cursor_gives_exactly_the_later_events(ledger_url: str) -> None:  # noqa: F811
+def test_resume_from_any_cursor_gives_exactly_the_later_events(ledger_url: str) -> None:
     with Ledger(ledger_url) as ledger:
         run_id = ledger.create_run(ADMITTED, title="primes")
         batches: list[list[RunEvent]] = [
@@ -313,7 +312,7 @@ def _set_schema_version(url: str, value: str) -> None:
     [(str(SCHEMA_VERSION + 1), "upgrade zeroshot"), ("banana", "cannot read")],
 )
 def test_a_ledger_from_an_unknown_schema_is_refused(
-    ledger_url: str,  # noqa: F811
+    ledger_url: str,
     stored: str,
     message: str,
 ) -> None:

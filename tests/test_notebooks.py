@@ -19,13 +19,14 @@ from nbclient import NotebookClient
 from workbench_support import PNG_SIGNATURE, finished_run
 
 from zeroshot_kernel.admission.admit import verify_document
+from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import loads_document
 from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
-from zeroshot_kernel.research.views import load_research_view
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 RESEARCH_NOTEBOOK = PROJECT_ROOT / "research_templates" / "research.ipynb"
 
@@ -71,8 +72,10 @@ def html(notebook: nbformat.NotebookNode) -> str:
 
 
 def report_rows(notebook: nbformat.NotebookNode) -> int:
-    """Rows of the report's rounds table (one per round)."""
-    return html(notebook).count('<tr class="zeroshot-')
+    """Rows of the report's rounds table (one per round; not the monitor's snapshot)."""
+    return sum(o.get("data", {}).get("text/html", "").count('<tr class="zeroshot-')
+               for o in outputs(notebook)
+               if "zeroshot-snapshot" not in o.get("data", {}).get("text/html", ""))
 
 
 def has_parameters_cells(notebook: nbformat.NotebookNode) -> bool:
@@ -97,8 +100,14 @@ def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
     (chart,) = widget_models(notebook, "ImageModel")
     assert chart["state"]["format"] == "png" and chart.get("buffers"), "no chart image"
 
-    (report_chart,) = pngs(notebook)
-    assert report_chart.startswith(PNG_SIGNATURE)
+    # The monitor's output ends as its static snapshot (it needs no kernel, no widget
+    # manager); the report's chart follows.
+    (snapshot,) = [o for o in outputs(notebook) if "zeroshot-snapshot" in
+                   o.get("data", {}).get("text/html", "")]
+    assert WIDGET_VIEW not in snapshot["data"] and "image/png" in snapshot["data"]
+    assert ">succeeded</span>" in snapshot["data"]["text/html"]
+    snapshot_chart, report_chart = pngs(notebook)
+    assert snapshot_chart.startswith(PNG_SIGNATURE) and report_chart.startswith(PNG_SIGNATURE)
     view = load_research_view(Client(workspace=str(tmp_path)).ledger, run.run_id)
     assert len(view.rounds) == 2
     assert report_rows(notebook) == 2
@@ -207,6 +216,22 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
     assert html(report).count('<tr class="zeroshot-batch-succeeded"') == 2
     (chart,) = pngs(report)
     assert chart.startswith(PNG_SIGNATURE)
+
+
+def test_batch_report_without_a_batch_says_what_to_do(tmp_path: Path) -> None:
+    """On a ledger with no batch, or with an unknown batch id: a sentence, no traceback."""
+    report = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path)  # an empty workspace
+    printed = text(report)
+    assert "no batch in this workspace's ledger yet: run one first" in printed
+    assert "zeroshot batch research_templates/research.ipynb" in printed
+    assert not [o for o in outputs(report) if o["output_type"] == "error"]
+    assert not pngs(report)
+
+    unknown = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path / "unknown",
+                      batch_id="batch-nosuchbatchxx")
+    assert ("no batch 'batch-nosuchbatchxx' in this workspace's ledger; its batches, newest "
+            "first: none yet: run one first") in text(unknown)
+    assert not [o for o in outputs(unknown) if o["output_type"] == "error"]
 
 
 def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:

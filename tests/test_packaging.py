@@ -19,7 +19,7 @@ def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
         f"""
         import sys
         import zeroshot_kernel, zeroshot_kernel.cli, zeroshot_kernel.contract.parse
-        import zeroshot_kernel.batch, zeroshot_kernel.research
+        import zeroshot_kernel.batch, zeroshot_kernel.auto_research
         bad = sorted(m for m in sys.modules if m.split('.')[0] in {UI_PREFIXES!r})
         print(','.join(bad))
         """
@@ -89,10 +89,12 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
          str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"zeroshot_kernel/py.typed", "zeroshot_widgets/py.typed"} <= names  # typed package
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from zeroshot_kernel.research.task import BUNDLED_TASKS, bundled_tasks;"
+            "from zeroshot_kernel.auto_research.task import BUNDLED_TASKS, bundled_tasks;"
             "print(BUNDLED_TASKS); print(bundled_tasks());"
             "print((BUNDLED_TASKS / 'research.ipynb').is_file())")
     shown = subprocess.run([sys.executable, "-c", code, str(unpacked)], capture_output=True,

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, make_workspace, run_cli, wire
-from ledger_backends import ledger_url  # noqa: F401  (the sqlite/postgresql fixture)
+from engine_support import Workspace, finish, run_cli, wire
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.profiles import ProfileNotFound, TemplateSource
 from zeroshot_kernel.templates import TemplateOptions, expand_template, single_worker
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws")
 
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +33,7 @@ def write_scenario(ws: Workspace) -> None:
 
 
 def test_save_list_show_run_and_delete_a_profile_at_a_target(
-        ws: Workspace, ledger_url: str) -> None:  # noqa: F811
+        ws: Workspace, ledger_url: str) -> None:
     write_scenario(ws)
     ok(zeroshot(ws, "target", "add", "shared", "--ledger", ledger_url))
     saved = ok(zeroshot(ws, "profile", "save", "inc-double", "--graph", "graph.json",

@@ -39,9 +39,9 @@ from zeroshot_kernel.engine.decisions import (
     PromotedValue,
     TerminalDecision,
 )
-from zeroshot_kernel.engine.errors import NoChoiceRoute, PayloadTypeError, ReducerError
 from zeroshot_kernel.engine.identity import execution_id
 from zeroshot_kernel.engine.reducer import reduce
+from zeroshot_kernel.engine.reducer_errors import NoChoiceRoute, PayloadTypeError, ReducerError
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
 USUAL = {"value": 5, "items": [{"value": 1}]}

@@ -20,11 +20,11 @@ from reducer_sim import (
 from zeroshot_kernel.contract.graph import StepNode, VerifierNode
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, VerifierOutcome, WorkerOutcome, error
 from zeroshot_kernel.engine.decisions import Continue
-from zeroshot_kernel.engine.errors import HistoryMismatch
 from zeroshot_kernel.engine.history import Active, HistoryEntry, Settled, Voided
 from zeroshot_kernel.engine.identity import execution_id
 from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.reducer import reduce
+from zeroshot_kernel.engine.reducer_errors import HistoryMismatch
 from zeroshot_kernel.ledger.events import Occurrence
 
 USUAL = {"value": 5, "items": [{"value": 1}]}

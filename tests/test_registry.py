@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import conformance_dir, fixture_files, fixture_params, load_json
 
-from zeroshot_kernel.admission.registry import (
+from zeroshot_kernel.admission.worker_registry import (
     FileRegistry,
     InvalidWorkerDescriptor,
     MappingRegistry,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from research_driver import LINE_OBJECTIVE, STUDY, change, decide, line_task, measure_pass
 
-from zeroshot_kernel.research import (
+from zeroshot_kernel.auto_research import (
     ResearchRecords,
     content_sha256,
     restore_candidate,

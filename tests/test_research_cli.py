@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from zeroshot_kernel.auto_research import bundled_tasks
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.research import bundled_tasks
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,18 +20,18 @@ from typing import Any
 import pytest
 from research_driver import STUDY, TEMPLATES, change, decide, measure_pass, propose
 
-from zeroshot_kernel.client import Client
-from zeroshot_kernel.harness.python_call import call_worker
-from zeroshot_kernel.research import (
+from zeroshot_kernel.auto_research import (
     ResearchRecords,
     TaskError,
     load_task,
     local_agents,
     run_repeats,
 )
-from zeroshot_kernel.research.agents import NoSearchSpace, researcher, reviewer, scout
-from zeroshot_kernel.research.protocol import ResearcherInput, ReviewerInput, ScoutInput
-from zeroshot_kernel.research.seeds import experiment_seed
+from zeroshot_kernel.auto_research.agents import NoSearchSpace, researcher, reviewer, scout
+from zeroshot_kernel.auto_research.protocol import ResearcherInput, ReviewerInput, ScoutInput
+from zeroshot_kernel.auto_research.seeds import experiment_seed
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.harness.python_call import call_worker
 from zeroshot_kernel.workers import WorkerContext
 
 TASK = TEMPLATES / "quadrature"

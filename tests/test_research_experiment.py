@@ -8,24 +8,16 @@ from pathlib import Path
 
 import pytest
 from research_driver import STUDY, TEMPLATES, decide, line_task, measure_pass, propose
+from support import alive, read_pid_file, wait_until
 
-from zeroshot_kernel.research import ResearchRecords, load_task, run_experiment, run_repeats
-from zeroshot_kernel.research.agents import researcher, reviewer
-from zeroshot_kernel.research.protocol import ResearcherInput, ReviewerInput
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment, run_repeats
+from zeroshot_kernel.auto_research.agents import researcher, reviewer
+from zeroshot_kernel.auto_research.protocol import ResearcherInput, ReviewerInput
 
 
 def _set_x(task_root: Path, x: float) -> Path:
     (task_root / "candidate" / "params.json").write_text(json.dumps({"x": x}))
     return task_root / "candidate"
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting for its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 MODES = pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
@@ -79,11 +71,9 @@ def test_hanging_experiment_is_killed_with_its_whole_process_group(
     assert result.status == "timed_out" and result.metric is None
     assert 1.0 <= result.duration_seconds < 10
     assert "hanging" in result.output_tail
-    leader, child = map(int, pid_file.read_text().split())
-    deadline = time.monotonic() + 5
-    while (_alive(leader) or _alive(child)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(leader) and not _alive(child), "the whole process group is gone"
+    leader, child = map(int, read_pid_file(pid_file).split())
+    wait_until(lambda: not alive(leader) and not alive(child), 5,
+               "the whole process group to be gone")
 
 
 def test_repeats_run_in_parallel_and_keep_seed_order(tmp_path: Path) -> None:

@@ -65,10 +65,10 @@ def test_a_crashing_scout_is_named_in_the_monitor_and_the_report(tmp_path: Path)
     monitor = RunMonitor(research.client, research.run.id)
     try:
         monitor.refresh()
-        header = monitor.phase_html.value
+        phase, header = monitor.phase_html.value, monitor.header.value
     finally:
         monitor.close()
-    assert "failed: scouting_failed" in header and "node scout_synthesis: crash" in header
+    assert "failed: scouting_failed" in phase and "node scout_synthesis: crash" in header
     assert FAILURE in header
     page = report_html(research.client, research.run.id)
     assert "node scout_synthesis: crash" in page and FAILURE in page

@@ -20,11 +20,11 @@ from chat_server import chat_server
 from harness_support import install_standin
 from zeroshot_widgets.report import report_html
 
+from zeroshot_kernel.auto_research import ResearchRecords
+from zeroshot_kernel.auto_research.llm_roles import SCRATCH_DIR
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult, NodeCompleted, SucceededResult
 from zeroshot_kernel.ledger.failure import explain_failure
-from zeroshot_kernel.research import ResearchRecords
-from zeroshot_kernel.research.llm_roles import SCRATCH_DIR
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 KEY_ENV = "ZS_ROLES_LLM_KEY"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from research_driver import STUDY, decide, line_task, measure_pass, propose
 
-from zeroshot_kernel.research import ResearchRecords, reconsideration_due
-from zeroshot_kernel.research.agents import researcher
-from zeroshot_kernel.research.protocol import ResearcherInput
+from zeroshot_kernel.auto_research import ResearchRecords, reconsideration_due
+from zeroshot_kernel.auto_research.agents import researcher
+from zeroshot_kernel.auto_research.protocol import ResearcherInput
 
 
 def r(disposition: str = "reject", approach: str = "exploration:tpe", gain: float = 0.0,

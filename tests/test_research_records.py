@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from research_driver import STUDY, TEMPLATES, Run, change, decide, drive, measure_pass
 
-from zeroshot_kernel.research import (
+from zeroshot_kernel.auto_research import (
     ResearchRecords,
     content_sha256,
     load_task,
@@ -20,15 +20,15 @@ from zeroshot_kernel.research import (
     tree_hashes,
     verify_candidate,
 )
-from zeroshot_kernel.research.agents import researcher, scout
-from zeroshot_kernel.research.evidence import compare
-from zeroshot_kernel.research.protocol import (
+from zeroshot_kernel.auto_research.agents import researcher, scout
+from zeroshot_kernel.auto_research.noise_floor import compare
+from zeroshot_kernel.auto_research.protocol import (
     STRATEGIES,
     Evidence,
     ResearcherInput,
     ScoutInput,
 )
-from zeroshot_kernel.research.seeds import derive_seed
+from zeroshot_kernel.auto_research.seeds import derive_seed
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_the_row_is_recorded_before_any_restore(
     def broken(*_: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("zeroshot_kernel.research.measure.verify_candidate", broken)
+    monkeypatch.setattr("zeroshot_kernel.auto_research.measure.verify_candidate", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         _next_round(task_root, workspace, 6)
     record = ResearchRecords(workspace, STUDY).read_round(6)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from research_driver import STUDY, change, decide, line_task, measure_pass, propose
 
-from zeroshot_kernel.research import ResearchRecords
-from zeroshot_kernel.research.agents import researcher, reviewer
-from zeroshot_kernel.research.protocol import (
+from zeroshot_kernel.auto_research import ResearchRecords
+from zeroshot_kernel.auto_research.agents import researcher, reviewer
+from zeroshot_kernel.auto_research.protocol import (
     Change,
     Evidence,
     ResearcherInput,

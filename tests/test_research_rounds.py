@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from research_driver import BUNDLED, STUDY, TEMPLATES, drive
 
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, verify_candidate
+from zeroshot_kernel.auto_research import template as auto_research
+from zeroshot_kernel.auto_research.payloads import payload_types
 from zeroshot_kernel.contract.payload import RecordType, check_value
-from zeroshot_kernel.research import ResearchRecords, load_task, verify_candidate
-from zeroshot_kernel.research.payloads import payload_types
-from zeroshot_kernel.templates import auto_research
 
 ROUNDS = 10
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from research_driver import STUDY, TEMPLATES, change, decide, drive, line_task, measure_pass
 
-from zeroshot_kernel.research import REMEASURE, STRATEGIES, ResearchRecords, load_task
-from zeroshot_kernel.research.agents import researcher, reviewer, scout
-from zeroshot_kernel.research.agents.space import to_unit
-from zeroshot_kernel.research.evidence import ranked
-from zeroshot_kernel.research.protocol import (
+from zeroshot_kernel.auto_research import REMEASURE, STRATEGIES, ResearchRecords, load_task
+from zeroshot_kernel.auto_research.agents import researcher, reviewer, scout
+from zeroshot_kernel.auto_research.agents.space import to_unit
+from zeroshot_kernel.auto_research.noise_floor import ranked
+from zeroshot_kernel.auto_research.protocol import (
     ResearcherInput,
     ReviewerInput,
     ScoutInput,

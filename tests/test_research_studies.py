@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from zeroshot_widgets.charts import plateau_figure
 
+from zeroshot_kernel.auto_research import RestoreError, StudyError, restore_candidate_source
+from zeroshot_kernel.auto_research.records import RECORDS_DIR, CandidateManifest
+from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.research import RestoreError, StudyError, restore_candidate_source
-from zeroshot_kernel.research.records import RECORDS_DIR, CandidateManifest
-from zeroshot_kernel.research.views import load_research_view
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from research_driver import BUNDLED, TEMPLATES, line_task
 
+from zeroshot_kernel.auto_research import TaskError, load_task, parse_metric
+from zeroshot_kernel.auto_research.payloads import payload_types
+from zeroshot_kernel.auto_research.protocol import ReviewVerdict, ScoutInput, ScoutProposal
 from zeroshot_kernel.contract.payload import check_value
 from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
-from zeroshot_kernel.research import TaskError, load_task, parse_metric
-from zeroshot_kernel.research.payloads import payload_types
-from zeroshot_kernel.research.protocol import ReviewVerdict, ScoutInput, ScoutProposal
 
 
 @pytest.mark.parametrize("name", BUNDLED)

@@ -1,5 +1,5 @@
-"""``--profile auto``: a read-only classifier run proposes ratings, the rules choose the
-profile, and the classification reaches the change run, where it is a micro change's
+"""``--tier auto``: a read-only classifier run proposes ratings, the rules choose the
+review tier, and the classification reaches the change run, where it is a micro change's
 eligibility record. Real git repositories, real controllers; the classifier and the coding
 agents are scripted python workers standing in for the LLM agents."""
 
@@ -14,11 +14,11 @@ from software_change_support import CLASSIFIER_RUNTIME, repository, script, star
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.review.classify import ClassificationFailed, classify
-from zeroshot_kernel.templates.change_classifier import classifier_graph
+from zeroshot_kernel.software_change.classifier_graph import classifier_graph
+from zeroshot_kernel.software_change.review.classify import ClassificationFailed, classify
 
 
-@pytest.mark.parametrize(("scripted", "profile"), [
+@pytest.mark.parametrize(("scripted", "tier"), [
     ({}, "micro"),
     ({"ratings": {"novelty": "medium"}}, "standard"),
     ({"publicContract": True}, "standard"),
@@ -26,14 +26,14 @@ from zeroshot_kernel.templates.change_classifier import classifier_graph
     ({"ratings": {"concurrency": "high"}}, "high-risk"),
     ({"hardTriggers": ["auth_secrets_trust"]}, "high-risk"),
 ])
-def test_the_rules_choose_the_profile_from_the_classifiers_ratings(
-        tmp_path: Path, scripted: dict[str, Any], profile: str) -> None:
+def test_the_rules_choose_the_tier_from_the_classifiers_ratings(
+        tmp_path: Path, scripted: dict[str, Any], tier: str) -> None:
     repo, _ = repository(tmp_path)
     script(repo, {"classify": scripted})
     client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     found = classify(client, "Rename a local variable", runtime=CLASSIFIER_RUNTIME,
                      timeout_s=120)
-    assert found.profile == profile
+    assert found.tier == tier
     assert found.hard_triggers == scripted.get("hardTriggers", [])
     (summary,) = client.runs()
     assert summary.run_id == found.run_id
@@ -55,10 +55,10 @@ def test_a_failing_classifier_stops_before_any_change(tmp_path: Path) -> None:
 
 def test_an_auto_micro_change_carries_its_classification(tmp_path: Path) -> None:
     repo, _ = repository(tmp_path)
-    change = start_change(repo, delivery="none", profile="auto", checks=("true",))
+    change = start_change(repo, delivery="none", tier="auto", checks=("true",))
     assert isinstance(change.wait(), SucceededResult)
     review = change.client.ledger.admitted(change.run.id)["initialInput"]["review"]
-    assert review["profile"] == "micro"
+    assert review["tier"] == "micro" and "profile" not in review
     assert review["classification"]["ratings"] == dict.fromkeys(
         ("blast_radius", "boundary", "concurrency", "novelty", "observability",
          "security_data"), "low")
@@ -69,17 +69,24 @@ def test_an_auto_micro_change_carries_its_classification(tmp_path: Path) -> None
 def test_an_auto_change_with_a_medium_rating_runs_the_standard_review(tmp_path: Path) -> None:
     repo, _ = repository(tmp_path)
     script(repo, {"classify": {"ratings": {"blast_radius": "medium"}}})
-    change = start_change(repo, delivery="none", profile="auto")
+    change = start_change(repo, delivery="none", tier="auto")
     assert isinstance(change.wait(), SucceededResult)
     assert len(change.completions("code")) == 1  # the independent seam review ran
     assert change.client.ledger.admitted(change.run.id)["initialInput"]["review"][
-        "profile"] == "standard"
+        "tier"] == "standard"
 
 
 def test_change_show_prints_the_classifier_graph_for_auto(tmp_path: Path) -> None:
-    shown = zeroshot(tmp_path, "change", "show", "--profile", "auto")
+    shown = zeroshot(tmp_path, "change", "show", "--tier", "auto")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[:2] == ["seq classification",
                                              "  verifier classify  "
                                              "(builtin.agent.change-classifier@1)"]
+    assert shown.stderr == ""
+    # --profile, the tier's old name: hidden, still works, one deprecation line on stderr
+    old = zeroshot(tmp_path, "change", "show", "--profile", "auto")
+    assert old.returncode == 0, old.stderr
+    assert old.stdout == shown.stdout
+    assert old.stderr.strip().splitlines() == [
+        "note: `zeroshot change show --profile` is deprecated; use --tier"]
     assert classifier_graph()["root"]["name"] == "classification"

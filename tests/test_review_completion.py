@@ -6,23 +6,31 @@ checkout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import software_change_support as support
 from engine_support import run_cli
 from software_change_support import repository, script, start_change
 
-from zeroshot_kernel.review.completion import (
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.contract.outcome import VerifierOutcome
+from zeroshot_kernel.ledger.events import NodeCompleted
+from zeroshot_kernel.software_change.prepare import prepare, submit_change
+from zeroshot_kernel.software_change.review.classify import classify
+from zeroshot_kernel.software_change.review.completion import (
     CompletionFacts,
     MicroEligibility,
     Requirement,
     Review,
     decide,
 )
-from zeroshot_kernel.review.evidence import (
+from zeroshot_kernel.software_change.review.ledger import latest_decision
+from zeroshot_kernel.software_change.review.receipts import (
     EMPTY_SHA256,
     EvidenceReceipt,
     Invalidation,
@@ -32,7 +40,8 @@ from zeroshot_kernel.review.evidence import (
     run_check,
     staleness,
 )
-from zeroshot_kernel.review.profiles import resolve_profile
+from zeroshot_kernel.software_change.review.tiers import resolve_tier, review_tier
+from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 HEAD, TREE = "a" * 40, "b" * 40
 
@@ -54,7 +63,7 @@ REVIEW = Review(review_id="x1", reviewer_step_id="x1", verdict="approved", head=
 MICRO = MicroEligibility(head=HEAD, tree=TREE, ratings={d: "low" for d in "abcdef"},
                          coherent_slice=True, public_contract=False, hard_triggers=[],
                          proof_refs=["R1"])
-GOOD: dict[str, Any] = dict(profile="standard", candidate_head=HEAD, candidate_tree=TREE,
+GOOD: dict[str, Any] = dict(tier="standard", candidate_head=HEAD, candidate_tree=TREE,
                             owner_verified=True, requirements=[ROW], receipts=[receipt()],
                             lifecycle_state="REVIEW_LIFECYCLE_COMPLETE", review=REVIEW)
 
@@ -85,21 +94,21 @@ TABLE: list[tuple[str, dict[str, Any], str, str]] = [
         "unavailable_proof": ["hardware"]})]}, "BLOCKED_BY_MISSING_EVIDENCE", "unavailable"),
     ("unverified row", {"requirements": [ROW.model_copy(update={"status": "unverified"})]},
      "BLOCKED_BY_MISSING_EVIDENCE", "REQ-001: unverified"),
-    ("micro eligible", {"profile": "micro", "micro": MICRO, "review": None},
+    ("micro eligible", {"tier": "micro", "micro": MICRO, "review": None},
      "CANDIDATE_COMPLETE", "micro"),
-    ("micro without eligibility", {"profile": "micro", "review": None},
+    ("micro without eligibility", {"tier": "micro", "review": None},
      "PARTIALLY_VERIFIED", "no eligibility record"),
-    ("micro with a medium", {"profile": "micro", "micro": MICRO.model_copy(update={
+    ("micro with a medium", {"tier": "micro", "micro": MICRO.model_copy(update={
         "ratings": {**MICRO.ratings, "a": "medium"}})}, "PARTIALLY_VERIFIED", "six"),
     ("review unavailable", {"review_available": False},
      "OWNER_VERIFIED_REVIEW_UNAVAILABLE", "no independent review"),
     ("correction pending", {"correction_pending": True}, "REVIEW_PENDING", "correction"),
-    ("high risk without obligations", {"profile": "high-risk"}, "REVIEW_PENDING",
+    ("high risk without obligations", {"tier": "high-risk"}, "REVIEW_PENDING",
      "obligations"),
-    ("high risk needs integration scope", {"profile": "high-risk",
+    ("high risk needs integration scope", {"tier": "high-risk",
                                            "obligations_satisfied": True},
      "REVIEW_PENDING", "integration"),
-    ("high risk complete", {"profile": "high-risk", "obligations_satisfied": True,
+    ("high risk complete", {"tier": "high-risk", "obligations_satisfied": True,
                             "review": REVIEW.model_copy(update={"scope": "integration"})},
      "CANDIDATE_COMPLETE", "approved"),
     ("no review", {"review": None}, "REVIEW_PENDING", "no independent review"),
@@ -133,12 +142,12 @@ def test_completion_gate(changes: dict[str, Any], state: str, reason: str) -> No
     ({"novelty": "high"}, [], "high-risk"),
     ({}, ["auth_secrets_trust"], "high-risk"),
 ])
-def test_auto_profile_is_decided_by_the_rules(ratings: dict[str, str], triggers: list[str],
-                                              expected: str) -> None:
-    assert resolve_profile("auto", ratings, triggers) == expected
-    assert resolve_profile("micro", {"novelty": "high"}) == "micro"
+def test_auto_tier_is_decided_by_the_rules(ratings: dict[str, str], triggers: list[str],
+                                           expected: str) -> None:
+    assert resolve_tier("auto", ratings, triggers) == expected
+    assert resolve_tier("micro", {"novelty": "high"}) == "micro"
     with pytest.raises(ValueError):
-        resolve_profile("huge")
+        resolve_tier("huge")
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -185,7 +194,7 @@ def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
         "input_digest_changed: a.py"
 
 
-@pytest.mark.parametrize(("profile", "scripted", "checks", "decision"), [
+@pytest.mark.parametrize(("tier", "scripted", "checks", "decision"), [
     pytest.param("standard", {}, ("true",),
                  "CANDIDATE_COMPLETE (independent review approved the exact head)",
                  id="standard-approved"),
@@ -206,13 +215,95 @@ def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
                  id="final-reviewer-changed-the-checkout"),
 ])
 def test_the_decision_recorded_in_a_real_runs_ledger(
-        tmp_path: Path, profile: str, scripted: dict[str, Any], checks: tuple[str, ...],
+        tmp_path: Path, tier: str, scripted: dict[str, Any], checks: tuple[str, ...],
         decision: str) -> None:
     repo, _ = repository(tmp_path)
     script(repo, scripted)
-    change = start_change(repo, delivery="none", profile=profile, checks=checks)
+    change = start_change(repo, delivery="none", tier=tier, checks=checks)
     change.wait()
     shown = run_cli(repo, "status", change.run.id, "--ledger",
                     str(repo / ".zeroshot" / "ledger.db"))
     assert shown.returncode == 0, shown.stderr
     assert f"completion: {decision}" in shown.stdout, shown.stdout
+
+
+# --- runs recorded before "profile" was renamed "tier" -----------------------------------
+
+
+def test_the_review_record_names_its_tier_either_way() -> None:
+    assert review_tier({"tier": "micro", "seam": "main", "checks": []}) == "micro"
+    assert review_tier({"profile": "high-risk", "seam": "main", "checks": []}) == "high-risk"
+    assert review_tier({"tier": "standard", "profile": "micro"}) == "standard"  # tier first
+    for broken in ({"seam": "main"}, {"profile": "auto"}, {"tier": "huge"}):
+        with pytest.raises((KeyError, ValueError)):
+            review_tier(broken)
+
+
+def _before_the_rename(document: Any) -> Any:
+    """``document`` (a graph or run input) with the review record's ``tier`` named
+    ``profile``, as the template wrote both before the rename."""
+    if isinstance(document, dict):
+        return {("profile" if key == "tier" else key): _before_the_rename(value)
+                for key, value in document.items()}
+    if isinstance(document, list):
+        return [_before_the_rename(value) for value in document]
+    return document
+
+
+@pytest.mark.parametrize(("tier", "decision"), [
+    pytest.param("auto", "CANDIDATE_COMPLETE (micro: eligible, owner proof on the exact head)",
+                 id="micro-classified"),
+    pytest.param("micro", "PARTIALLY_VERIFIED (micro: no eligibility record)",
+                 id="micro-unclassified"),
+    pytest.param("high-risk", "CANDIDATE_COMPLETE (independent review approved the exact "
+                              "head)", id="high-risk-final-gate"),
+])
+def test_a_run_recorded_with_the_old_profile_key_is_judged_the_same(
+        tmp_path: Path, tier: str, decision: str) -> None:
+    """The graph and input of a run recorded before the rename carry ``review.profile``;
+    its gates (review and final) read the tier from it and record the same decision as
+    for ``review.tier``; ``status --json`` names it ``tier``."""
+    repo, _ = repository(tmp_path)
+    task = "Add a line to change.txt"
+    client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
+    classification = None
+    if tier == "auto":
+        found = classify(client, task, runtime=support.CLASSIFIER_RUNTIME,
+                         timeout_s=support.RUN_TIMEOUT_S)
+        tier, classification = found.tier, found.to_input()
+    prepared = asyncio.run(prepare(repo, "none"))
+    expansion = expand_template("software-change", TemplateOptions(
+        task=task, harness="claude", delivery="none", tier=tier, checks=("true",),
+        classification=classification))
+    graph, run_input = _before_the_rename(expansion.graph), _before_the_rename(expansion.input)
+    assert run_input["review"]["profile"] == tier and "tier" not in run_input["review"]
+    run = submit_change(client, prepared, graph=graph, input=run_input,
+                        runtime=support.test_nodes(expansion.runtime),
+                        title=f"software-change: {task}")
+    run.wait(support.RUN_TIMEOUT_S)
+    assert client.ledger.admitted(run.id)["initialInput"]["review"]["profile"] == tier
+    ledger = str(repo / ".zeroshot" / "ledger.db")
+    shown = run_cli(repo, "status", run.id, "--ledger", ledger)
+    assert shown.returncode == 0, shown.stderr
+    assert f"completion: {decision}" in shown.stdout, shown.stdout
+    review = json.loads(run_cli(repo, "status", run.id, "--json", "--ledger", ledger).stdout)[
+        "review"]
+    assert review["tier"] == tier and "profile" not in review
+    # a gate that recorded its record before the rename (``profile``) reads as ``tier``
+    events = [_record_before_the_rename(event) for _, event in run.events()]
+    old = latest_decision(client.ledger.admitted(run.id)["graph"], events)
+    assert old is not None and old["tier"] == tier and "profile" not in old
+
+
+def _record_before_the_rename(event: Any) -> Any:
+    if not isinstance(event, NodeCompleted) or \
+            not isinstance(event.completion.outcome, VerifierOutcome) or \
+            not isinstance(event.completion.outcome.diagnostic, dict) or \
+            "tier" not in event.completion.outcome.diagnostic.get("recordJson", ""):
+        return event
+    diagnostic = dict(event.completion.outcome.diagnostic)
+    record = json.loads(diagnostic["recordJson"])
+    diagnostic["recordJson"] = json.dumps(_before_the_rename(record))
+    outcome = event.completion.outcome.model_copy(update={"diagnostic": diagnostic})
+    return event.model_copy(update={"completion": event.completion.model_copy(
+        update={"outcome": outcome})})

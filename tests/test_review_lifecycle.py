@@ -19,8 +19,8 @@ from zeroshot_kernel.ledger.events import (
     NodeCompleted,
     NodeStarted,
 )
-from zeroshot_kernel.review.ledger import replay_run
-from zeroshot_kernel.review.lifecycle import (
+from zeroshot_kernel.software_change.review.ledger import replay_run
+from zeroshot_kernel.software_change.review.lifecycle import (
     Correction,
     Escalation,
     LifecycleEvent,

@@ -15,8 +15,6 @@ import pytest
 from software_change_support import git, repository, script, start_change
 
 from zeroshot_kernel.delivery import DeliveryRefused
-from zeroshot_kernel.delivery.change_delivery import unsettled
-from zeroshot_kernel.delivery.prepare import prepare
 from zeroshot_kernel.ledger.events import (
     ExecutionReference,
     FailedResult,
@@ -26,6 +24,8 @@ from zeroshot_kernel.ledger.events import (
     RunEvent,
     SucceededResult,
 )
+from zeroshot_kernel.software_change.delivery import unsettled
+from zeroshot_kernel.software_change.prepare import prepare
 
 
 def test_push_publishes_the_run_branch_from_its_own_worktree(tmp_path: Path) -> None:

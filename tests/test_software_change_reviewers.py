@@ -1,7 +1,7 @@
 """Software-change reviewers on the claude and codex harnesses see the change: real runs of
 the template with the agent CLI stand-ins, whose recorded prompts must carry the base
 revision, the diff of the writer's change and the check receipts recorded so far (the
-reviewers' brief, :mod:`zeroshot_kernel.review.briefs`); claude reviewers may run
+reviewers' brief, :mod:`zeroshot_kernel.software_change.review.briefs`); claude reviewers may run
 read-only git and the declared checks, claude writers may not commit or move branches;
 ``--harness codex`` runs without ``--model``. And the brief's parts on their own: the
 diff's budget, new files, ``.zeroshot/`` left out, the recorded base."""
@@ -19,13 +19,15 @@ import pytest
 from harness_support import install_standin
 from software_change_support import REVIEWERS, WRITERS, git, repository, start_change
 
-from zeroshot_kernel.harness.claude_harness import WRITER_DENIED_TOOLS
-from zeroshot_kernel.ledger.events import SucceededResult
-from zeroshot_kernel.review.briefs import (
+from zeroshot_kernel.harness.claude_harness import (
     GIT_READ_TOOLS,
+    WRITER_DENIED_TOOLS,
+    command_rules,
+)
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.software_change.review.briefs import (
     base_revision,
     change_diff,
-    check_tools,
     declared_checks,
 )
 from zeroshot_kernel.templates import TemplateOptions, expand_template
@@ -50,10 +52,10 @@ def recorded_calls(repo: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def agent_bindings(profile: str = "standard") -> dict[str, Any]:
+def agent_bindings(tier: str = "standard") -> dict[str, Any]:
     """The template's own agent bindings (the test support binds python test workers)."""
     runtime = expand_template("software-change", TemplateOptions(
-        task="t", harness="claude", delivery="none", profile=profile)).runtime
+        task="t", harness="claude", delivery="none", tier=tier)).runtime
     return {name: binding for name, binding in runtime["nodes"].items()
             if name in (*WRITERS, *REVIEWERS)}
 
@@ -134,7 +136,7 @@ def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews
     base = git(repo, "rev-parse", "HEAD")
     standin_script(repo, {**writer_script(), "early_correction": [{"json": None}],
                           **{name: [verdict("accepted")] for name in REVIEWERS}})
-    change = start_change(repo, delivery="none", profile="high-risk", checks=("true",),
+    change = start_change(repo, delivery="none", tier="high-risk", checks=("true",),
                           nodes=agent_bindings("high-risk"))
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -154,18 +156,22 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
 
 
+@pytest.mark.parametrize("tier_flag", ["--tier", "--profile"])  # --profile: deprecated
 def test_change_run_on_codex_needs_no_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tier_flag: str
 ) -> None:
     install_standin(tmp_path, "codex", monkeypatch)
     repo, _ = repository(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
     standin_script(repo, {**writer_script(), "acceptance": [verdict("accepted")]})
     done = zeroshot(repo, "change", "run", "Add src/feature.py", "--harness", "codex",
-                    "--delivery", "none", "--profile", "micro", "--check", "true",
+                    "--delivery", "none", tier_flag, "micro", "--check", "true",
                     "--ledger", str(repo / ".zeroshot" / "ledger.db"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "finished: succeeded" in done.stdout, done.stdout
+    assert ": tier micro, delivery none" in done.stdout, done.stdout
+    deprecated = "note: `zeroshot change run --profile` is deprecated; use --tier"
+    assert (deprecated in done.stderr.splitlines()) == (tier_flag == "--profile"), done.stderr
     made = recorded_calls(repo)
     assert [c["node"] for c in made] == ["worker", "acceptance"]
     for call in made:
@@ -228,4 +234,5 @@ def test_the_base_is_the_recorded_one_and_checks_become_rules() -> None:
     assert base_revision(None) is None
     run_input = {"review": {"checks": ["pytest -q", "  ", "sh -c 'a (b)'", "ruff check ."]}}
     assert declared_checks(run_input) == ["pytest -q", "sh -c 'a (b)'", "ruff check ."]
-    assert check_tools(run_input) == ["Bash(pytest -q:*)", "Bash(ruff check .:*)"]
+    assert command_rules(declared_checks(run_input)) == ["Bash(pytest -q:*)",
+                                                         "Bash(ruff check .:*)"]

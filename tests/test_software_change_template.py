@@ -1,6 +1,6 @@
 """The ``software-change`` template as users see it (``zeroshot template show``, ``zeroshot
 change show``): an ordinary graph our verifier admits for every delivery mode and
-profile, with the review limits as graph bounds, the coding agents on claude by default,
+review tier, with the review limits as graph bounds, the coding agents on claude by default,
 the trusted delivery and gate bound by the template; and runs of the micro and high-risk
 shapes, and ``zeroshot status`` showing the recorded completion decision."""
 
@@ -19,8 +19,8 @@ from software_change_support import git, repository, script, start_change
 from zeroshot_kernel.admission.admit import admit
 from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
+from zeroshot_kernel.software_change.template import DELIVERY_MODES, loop_bound
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
-from zeroshot_kernel.templates.software_change import DELIVERY_MODES, loop_bound
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -49,26 +49,28 @@ def test_template_show_prints_an_admissible_graph(tmp_path: Path) -> None:
     assert document["runtime"]["model"] == "claude-sonnet-5"
     listed = zeroshot(tmp_path, "template", "list")
     assert "software-change" in listed.stdout
-    outline = zeroshot(tmp_path, "change", "show", "--delivery", "ship", "--profile",
+    outline = zeroshot(tmp_path, "change", "show", "--delivery", "ship", "--tier",
                        "high-risk")
     assert outline.returncode == 0, outline.stderr
     assert "builtin.git-delivery.merge@1" in outline.stdout
     assert "loop final_reviews  (at most 2 iterations)" in outline.stdout
 
 
-@pytest.mark.parametrize("profile", ["micro", "standard", "high-risk"])
+@pytest.mark.parametrize("tier", ["micro", "standard", "high-risk"])
 @pytest.mark.parametrize("delivery", DELIVERY_MODES)
-def test_every_mode_and_profile_is_admitted(delivery: str, profile: str) -> None:
+def test_every_mode_and_tier_is_admitted(delivery: str, tier: str) -> None:
     expansion = expand_template("software-change", TemplateOptions(
-        task="t", harness="claude", delivery=delivery, profile=profile))
+        task="t", harness="claude", delivery=delivery, tier=tier))
     admission = admit(expansion.graph, initial_input=expansion.input,
                       runtime=expansion.runtime)
     assert admission.admitted is not None, admission.diagnostics
     named = by_name(expansion.graph)
-    assert named["change_loop"]["maxIterations"] == loop_bound(profile)
-    assert ("code" in named) == (profile != "micro")
-    assert ("integration_review" in named) == (profile == "high-risk")
-    if profile == "high-risk":
+    assert expansion.input["review"]["tier"] == tier and "profile" not in \
+        expansion.input["review"]
+    assert named["change_loop"]["maxIterations"] == loop_bound(tier)
+    assert ("code" in named) == (tier != "micro")
+    assert ("integration_review" in named) == (tier == "high-risk")
+    if tier == "high-risk":
         assert named["final_reviews"]["maxIterations"] == 2
     assert ("deliver" in named) == (delivery != "none")
     reasons = {n["reason"] for n in named.values() if n["kind"] == "fail"}
@@ -78,7 +80,7 @@ def test_every_mode_and_profile_is_admitted(delivery: str, profile: str) -> None
     assert ("approval_required" in reasons) == (delivery == "ship")
     gate = expansion.runtime["nodes"]["review_gate"]
     assert gate == {"kind": "agent", "harness": "python",
-                    "callable": "zeroshot_kernel.review.gate:review_gate"}
+                    "callable": "zeroshot_kernel.software_change.review.gate:review_gate"}
 
 
 def test_harness_and_model_are_overridable() -> None:
@@ -92,7 +94,7 @@ def test_harness_and_model_are_overridable() -> None:
 
 def test_a_micro_change_needs_only_owner_verification(tmp_path: Path) -> None:
     repo, _ = repository(tmp_path)
-    change = start_change(repo, delivery="none", profile="micro", checks=("true",))
+    change = start_change(repo, delivery="none", tier="micro", checks=("true",))
     result = change.wait()
     assert isinstance(result, SucceededResult), result
     assert change.completions("code") == []
@@ -102,7 +104,7 @@ def test_a_micro_change_needs_only_owner_verification(tmp_path: Path) -> None:
 def test_high_risk_runs_early_and_final_reviews(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
     script(repo, {"integration_review": ["rejected", "accepted"]})
-    change = start_change(repo, delivery="push", profile="high-risk")
+    change = start_change(repo, delivery="push", tier="high-risk")
     result = change.wait()
     assert isinstance(result, SucceededResult), result
     head = result.output["receipt"]["headRevision"]
@@ -134,7 +136,7 @@ def test_a_change_rejected_twice_then_accepted_is_delivered_after_the_restart(
 def test_two_failed_final_reviews_block_a_high_risk_run(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
     script(repo, {"integration_review": ["rejected", "rejected"]})
-    change = start_change(repo, delivery="push", profile="high-risk")
+    change = start_change(repo, delivery="push", tier="high-risk")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "blocked"
     assert len(change.completions("integration_review")) == 2
@@ -162,6 +164,7 @@ def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     as_json = zeroshot(repo, "status", change.run.id, "--json", "--ledger",
                        str(repo / ".zeroshot" / "ledger.db"))
     review = json.loads(as_json.stdout)["review"]
+    assert review["tier"] == "standard" and "profile" not in review
     assert review["decision"]["state"] == "CANDIDATE_COMPLETE"
     assert review["lifecycle"]["counters"]["strategyRestarts"] == 0
     assert [(r["command"], r["exitCode"]) for r in review["receipts"]] == [

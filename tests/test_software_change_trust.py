@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_support import alive, controller_pid, eventually, kill, resume_when_free
+from engine_support import controller_pid, kill, resume_when_free
 from software_change_support import RUN_TIMEOUT_S, Change, git, repository, script, start_change
+from support import alive, wait_until
 
-from zeroshot_kernel.cli.change_commands import _trust_note
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.ledger.events import (
@@ -26,6 +26,7 @@ from zeroshot_kernel.ledger.events import (
     SucceededResult,
     TerminalResult,
 )
+from zeroshot_kernel.software_change.commands import _trust_note
 
 
 def trust_message(change: Change) -> str:
@@ -181,7 +182,7 @@ def test_secret_looking_files_fail_the_run(tmp_path: Path, secret: str) -> None:
 
 HOOK = """#!/bin/sh
 cat > /dev/null
-echo $$ > "{started}"
+echo $$ > "{started}.tmp" && mv "{started}.tmp" "{started}"  # whole, or not at all
 while [ ! -e "{release}" ]; do sleep 0.05; done
 exit 0
 """
@@ -199,12 +200,12 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     path.write_text(HOOK.format(started=started, release=release))
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     change = start_change(repo, delivery="push")
-    eventually(started.exists, timeout=RUN_TIMEOUT_S, what="the push to reach the hook")
+    wait_until(started.exists, timeout=RUN_TIMEOUT_S, message="the push to reach the hook")
     pid = controller_pid(change.client, change.run.id)
     kill(pid)
     hook_pid = int(started.read_text().split()[0])
-    eventually(lambda: not alive(pid) and not alive(hook_pid), what="the push to die with "
-                                                                    "its controller")
+    wait_until(lambda: not alive(pid) and not alive(hook_pid),
+               message="the push to die with its controller")
     branch = f"zeroshot/{change.run.id}"
     pushed = git(remote, "branch", "--list", branch) != ""
     assert pushed == (hook == "post-receive")
@@ -226,10 +227,10 @@ def test_a_writer_killed_with_its_controller_is_retried_on_resume(tmp_path: Path
     script(repo, {"worker": {"hold": str(release)}})
     change = start_change(repo, delivery="push")
     started = repo / ".zeroshot" / "worker.started"
-    eventually(started.exists, timeout=RUN_TIMEOUT_S, what="the writer to start")
+    wait_until(started.exists, timeout=RUN_TIMEOUT_S, message="the writer to start")
     pid = controller_pid(change.client, change.run.id)
     kill(pid)
-    eventually(lambda: not alive(pid), what="the controller to die")
+    wait_until(lambda: not alive(pid), message="the controller to die")
     release.touch()
     result = resume_from_repository(repo, change)
     assert isinstance(result, SucceededResult), result

@@ -11,17 +11,11 @@ from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, make_workspace, run_cli
-from ledger_backends import postgres_password_url  # noqa: F401  (password-checked)
+from engine_support import Workspace, finish, run_cli
 from sqlalchemy.engine import make_url
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.targets import TargetError, Targets, resolve_ledger
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws")
 
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -29,7 +23,7 @@ def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProce
 
 
 def test_runs_go_to_the_named_target_and_its_password_is_never_printed(
-        ws: Workspace, postgres_password_url: str) -> None:  # noqa: F811
+        ws: Workspace, postgres_password_url: str) -> None:
     password = make_url(postgres_password_url).password
     assert password, "the test server's URL carries a password"
     added = zeroshot(ws, "target", "add", "shared", "--ledger", postgres_password_url)
@@ -72,7 +66,7 @@ def test_runs_go_to_the_named_target_and_its_password_is_never_printed(
 
 
 def test_a_password_can_stay_in_the_environment(ws: Workspace,
-                                                postgres_password_url: str) -> None:  # noqa: F811
+                                                postgres_password_url: str) -> None:
     url = make_url(postgres_password_url)
     assert url.password is not None
     stored = postgres_password_url.replace(f":{url.password}@", ":${ZS_TEST_PGPASSWORD}@")

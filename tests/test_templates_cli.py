@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from zeroshot_kernel.admission.admit import admit, verify_document
+from zeroshot_kernel.auto_research.template import MAX_ITERATIONS, REVIEW_PASSES
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates import TemplateOptions, expand_template
-from zeroshot_kernel.templates.auto_research import MAX_ITERATIONS, REVIEW_PASSES
 
 SCOUTS = ("scout_exploration", "scout_synthesis", "scout_challenge")
 FAIL_REASONS = {"scouting_failed", "research_failed", "measure_failed", "review_failed",

@@ -17,8 +17,8 @@ import pytest
 from conftest import fixture_params, load_json
 
 from zeroshot_kernel.admission.admit import verify_document
-from zeroshot_kernel.admission.registry import FileRegistry
 from zeroshot_kernel.admission.verifier import structural_diagnostics
+from zeroshot_kernel.admission.worker_registry import FileRegistry
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.parse import parse_graph

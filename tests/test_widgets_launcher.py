@@ -124,3 +124,49 @@ def test_a_target_switch_closes_only_the_clients_the_launcher_opened(
     monkeypatch.setattr(opened, "close", lambda: closed.append("opened"))
     launcher.target.value = "local"
     assert closed == ["opened"] and launcher.client.url == client.url
+
+
+def test_a_chosen_profile_fills_and_greys_out_the_fields_it_fixes(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, iterations=3, model="")
+    assert launcher.save_profile("rosen-3")
+    assert launcher.profile.value == "rosen-3"
+    assert all(field.disabled for field in launcher.form_fields)
+    assert "profile <code>rosen-3</code> fixes the fields" in launcher.profile_note.value
+
+    launcher.profile.value = ""  # the form again, editable, as it was
+    assert not any(field.disabled for field in launcher.form_fields)
+    assert launcher.profile_note.value == ""
+    launcher.iterations.value = 7
+    launcher.study.value = "elsewhere"
+    launcher.profile.value = "rosen-3"  # shows what will run: 3 iterations, not the 7 typed
+    assert (launcher.iterations.value, launcher.study.value, launcher.task.value) == (
+        3, "", TASK)
+    assert launcher.iterations.disabled and launcher.task.disabled
+    launcher.profile.value = ""
+    assert (launcher.iterations.value, launcher.study.value) == (7, "elsewhere")
+    assert not launcher.iterations.disabled
+
+    reopened = Launcher(client, profile="rosen-3")  # preselected: greyed out from the start
+    assert reopened.iterations.value == 3 and reopened.iterations.disabled
+    assert reopened.task.value == TASK
+
+
+def test_an_existing_profile_is_replaced_only_when_replace_is_ticked(client: Client) -> None:
+    launcher = Launcher(client, task=TASK, iterations=2)
+    assert launcher.save_profile("nightly")
+    launcher.profile.value = ""
+    launcher.iterations.value = 4
+    launcher.profile_name.value = "nightly"
+    launcher.save_button.click()
+    assert "already saved" in launcher.diagnostics.value
+    assert 'tick &quot;replace&quot;' in launcher.diagnostics.value
+    assert client.profiles.get("nightly").template.options["iterations"] == 2  # type: ignore[union-attr]
+
+    launcher.replace.value = True
+    launcher.save_button.click()
+    assert "replaced profile <code>nightly</code>" in launcher.diagnostics.value
+    saved = client.profiles.get("nightly")
+    assert saved.template is not None and saved.template.options["iterations"] == 4
+    assert [p.name for p in client.profiles.list()] == ["nightly"]
+    assert launcher.replace.value is False  # one replacement per tick
+    assert launcher.profile.value == "nightly" and launcher.iterations.value == 4

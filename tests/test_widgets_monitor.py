@@ -1,32 +1,77 @@
 """``RunMonitor`` and ``RunBrowser`` on real runs: followed live through the ledger, opened
-on a finished run, on a run the CLI started, stopped with the Stop button."""
+on a finished run, on a run the CLI started, stopped with the Stop button and continued with
+Continue, over 100 rounds, and displayed with its static snapshot."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import wait_until
 from workbench_support import (
     PNG_SIGNATURE,
-    TASK,
     ResearchRun,
     finished_run,
     research_workspace,
     start_research,
-    wait_for,
 )
 from zeroshot_widgets import RunBrowser, RunFeed, RunMonitor
+from zeroshot_widgets.report import build_report
 
-from zeroshot_kernel.batch.store import BatchOptions
+from zeroshot_kernel.auto_research.studies import study_of_run
+from zeroshot_kernel.auto_research.views import load_research_view
+from zeroshot_kernel.batch.storage import BatchOptions
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
-from zeroshot_kernel.research.views import load_research_view
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 ROUNDS = 2
+FAST_TASK = "tenms"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def fast_task(workspace: Path) -> Path:
+    """A task whose experiment takes about 10 ms (a round costs about 0.2 s), so a test
+    can afford a real run of 100 rounds."""
+    candidate = workspace / FAST_TASK / "candidate"
+    candidate.mkdir(parents=True)
+    (candidate / "objective.py").write_text(
+        "import json, os, random, time\n"
+        "time.sleep(0.01)\n"
+        "p = json.load(open('params.json'))\n"
+        "noise = random.Random(int(os.environ['ZEROSHOT_SEED'])).gauss(0.0, 0.01)\n"
+        "value = (p['x'] - 1.0) ** 2 + (p['y'] + 0.5) ** 2 + noise\n"
+        "print('ZEROSHOT_METRIC ' + json.dumps({'name': 'loss', 'value': value}))\n")
+    (candidate / "params.json").write_text(json.dumps({"x": -4.0, "y": 4.0}))
+    spec = {"name": FAST_TASK, "charter": "Minimise a noisy quadratic quickly.",
+            "metric": "loss", "direction": "minimize", "command": ["{python}", "objective.py"],
+            "budgetSeconds": 10, "repeats": 3, "preload": ["json", "random"],
+            "searchSpace": [{"name": "x", "type": "float", "low": -5.0, "high": 5.0},
+                            {"name": "y", "type": "float", "low": -5.0, "high": 5.0}]}
+    (workspace / FAST_TASK / "task.yaml").write_text(json.dumps(spec))  # JSON is YAML
+    (workspace / ".zeroshot").mkdir(exist_ok=True)
+    return workspace
+
+
+def start_fast(workspace: Path, iterations: int) -> ResearchRun:
+    client = Client(workspace=str(workspace))
+    expansion = expand_template("auto-research", TemplateOptions(task=FAST_TASK,
+                                                                  iterations=iterations))
+    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
+                        title=f"auto-research {FAST_TASK}")
+    return ResearchRun(workspace, client, run)
+
+
+@pytest.fixture(scope="module")
+def hundred(tmp_path_factory: pytest.TempPathFactory) -> ResearchRun:
+    """A real run of 100 rounds on the fast task, finished."""
+    started = start_fast(fast_task(tmp_path_factory.mktemp("hundred")), 100)
+    started.run.wait(timeout=600)
+    return started
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +86,7 @@ def test_the_monitor_follows_a_real_run_to_its_end(live: ResearchRun) -> None:
     seen: list[int] = []
     monitor.progress.observe(lambda change: seen.append(change["new"]), names="value")
 
-    wait_for(lambda: monitor.phase == "running", what="the controller to start")
+    wait_until(lambda: monitor.phase == "running", 60, "the controller to start")
     assert monitor.resume_run() is False  # a live controller holds the run
     assert "is held by controller" in monitor.message.value
 
@@ -93,9 +138,12 @@ def test_the_feed_reads_only_the_events_after_its_cursor() -> None:
     assert feed.snapshot is not None and feed.cursor == feed.snapshot.cursor
 
 
-def test_the_stop_button_stops_a_run_the_cli_started(tmp_path: Path) -> None:
-    workspace = research_workspace(tmp_path)
-    expansion = expand_template("auto-research", TemplateOptions(task=TASK, iterations=50))
+def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
+    tmp_path: Path,
+) -> None:
+    workspace = fast_task(tmp_path)
+    expansion = expand_template("auto-research", TemplateOptions(task=FAST_TASK,
+                                                                  iterations=12))
     (workspace / "graph.json").write_text(json.dumps(expansion.graph))
     (workspace / "input.json").write_text(json.dumps(expansion.input))
     (workspace / "plan.json").write_text(json.dumps(expansion.runtime))
@@ -105,19 +153,115 @@ def test_the_stop_button_stops_a_run_the_cli_started(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=workspace, timeout=60, check=True,
     )
     run_id = json.loads(started.stdout)["runId"]
-    monitor = RunMonitor(Client(workspace=str(workspace)), run_id, interval_s=0.1)
-    assert monitor.progress.max == 50 and monitor.header.value.count(run_id) == 1
-    wait_for(lambda: "started   scout" in monitor.log_tail.value, what="the first scouts")
+    client = Client(workspace=str(workspace))
+    monitor = RunMonitor(client, run_id, interval_s=0.1)
+    assert monitor.progress.max == 12 and monitor.header.value.count(run_id) == 1
+    assert monitor.continue_button.layout.display == "none"
+    wait_until(lambda: "started   scout" in monitor.log_tail.value, 60, "the first scouts")
+    assert "zeroshot-stale-note" in monitor.liveness.value  # the live view's heartbeat
 
     monitor.stop_button.click()
     assert "stop requested; the run&#x27;s controller is closing it" in monitor.message.value
     monitor.join(timeout=60)
     assert monitor.phase == "finished"
     assert monitor.terminal == FailedResult(status="failed", reason="force_stopped")
-    assert "failed: force_stopped" in monitor.phase_html.value
-    assert monitor.progress.bar_style == "danger"
-    assert monitor.stop_button.disabled
+    # a neutral "stopped": not a red failure, no cause, no lingering "stop requested"
+    assert ">stopped</span>" in monitor.phase_html.value
+    assert "failed" not in monitor.phase_html.value + monitor.header.value
+    assert "#d62728" not in monitor.phase_html.value
+    assert monitor.progress.bar_style == ""
+    assert "stop requested" not in monitor.message.value
+    assert monitor.liveness.value == ""  # no heartbeat: nothing live to grey out
+    assert monitor.stop_button.disabled and monitor.resume_button.disabled
     assert monitor.stop_run() == "already_finished"
+    assert monitor.continuable and monitor.continue_button.layout.display is None
+    done = len(monitor.view.rounds)
+
+    monitor.continue_button.click()  # a new run on the same study, followed here
+    assert monitor.run_id != run_id, monitor.message.value
+    assert f"as {monitor.run_id} (after {run_id}" in monitor.message.value
+    assert study_of_run(client, monitor.run_id) == study_of_run(client, run_id) == FAST_TASK
+    admitted, before = client.admitted(monitor.run_id), client.admitted(run_id)
+    assert admitted["initialInput"]["task"] == before["initialInput"]["task"]
+    assert admitted["runtime"]["harness"] == before["runtime"]["harness"]
+    assert monitor.progress.max == 12 - done and monitor.header.value.count(monitor.run_id)
+    assert not monitor.continuable and monitor.continue_button.layout.display == "none"
+    monitor.join(timeout=300)
+    assert isinstance(monitor.terminal, SucceededResult)
+    assert ">succeeded</span>" in monitor.phase_html.value
+    assert len(monitor.view.rounds) == 12 - done
+    # the study's rounds go on where the stopped run's ended
+    assert [row.round for row in monitor.table.rows] == list(range(done + 1, 13))
+    assert [r.run_id for r in client.runs()] == [run_id, monitor.run_id]
+    monitor.close()
+
+
+def test_a_failed_run_says_why_in_the_header(tmp_path: Path) -> None:
+    workspace = fast_task(tmp_path)
+    (workspace / FAST_TASK / "candidate" / "objective.py").write_text(
+        "raise SystemExit('the objective broke on purpose')\n")
+    started = start_fast(workspace, 2)
+    started.run.wait(timeout=180)
+    monitor = RunMonitor(started.client, started.run.id, autostart=False)
+    assert isinstance(monitor.terminal, FailedResult)
+    assert f"failed: {monitor.terminal.reason}" in monitor.phase_html.value
+    # explain_failure's lines, in the header: the node, its error, the worker's own words
+    assert "(node measure: crash" in monitor.header.value
+    assert "the objective broke on purpose" in monitor.header.value
+    assert not monitor.continuable and monitor.continue_button.layout.display == "none"
+    monitor.close()
+
+
+def test_a_hundred_rounds_scroll_one_line_each_newest_first_as_in_the_report(
+    hundred: ResearchRun,
+) -> None:
+    monitor = RunMonitor(hundred.client, hundred.run.id, autostart=False)
+    assert len(monitor.view.rounds) == 100
+    table = monitor.table.value
+    box = re.match(r'<div class="zeroshot-rounds-box" style="max-height:(\d+)px;overflow:auto',
+                   table)
+    assert box is not None and int(box.group(1)) <= 400, table[:200]
+    assert table.endswith("</div>") and table.count("zeroshot-rounds-box") == 1
+    assert table.count('<tr class="zeroshot-') == 100  # one row per round, in the box
+    assert table.count('<details class="zeroshot-round-details">') == 100  # on demand
+    assert table.count("<tr") == 101  # and the header: no cards, no extra rows
+    shown = [int(n) for n in re.findall(r'<tr class="zeroshot-\w+"[^>]*><td[^>]*>(\d+)<', table)]
+    assert shown == list(range(100, 0, -1))
+    report = build_report(hundred.client, hundred.run.id).table_html
+    assert [int(n) for n in re.findall(r'<tr class="zeroshot-\w+"[^>]*><td[^>]*>(\d+)<',
+                                       report)] == shown
+    assert "min-width:22em" in table  # the reason column is not squeezed
+    monitor.close()
+
+
+def test_a_displayed_monitor_leaves_a_static_snapshot_in_its_output(tmp_path: Path) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    live = start_research(research_workspace(tmp_path), 1)
+    monitor = RunMonitor(live.client, live.run.id, interval_s=0.1)
+    with capture_output() as captured:
+        display(monitor)
+        monitor.join(timeout=180)
+    first, *updates = captured.outputs
+    assert WIDGET_VIEW in first.data  # the live view, with its fallbacks
+    assert {"text/html", "image/png", "text/plain"} <= set(first.data)
+    assert "Re-run the cell" in first.data["text/html"]
+    (final,) = updates  # once, at the end: the snapshot takes the widget's place
+    assert final.update and final.transient == first.transient
+    assert WIDGET_VIEW not in final.data
+    snapshot = final.data["text/html"]
+    assert ">succeeded</span>" in snapshot and "1 / 1 rounds" in snapshot
+    assert 'src="data:image/png;base64,' in snapshot and "zeroshot-rounds-box" in snapshot
+    assert snapshot.count('<tr class="zeroshot-') == 1 and "Stop" not in snapshot
+    assert final.data["image/png"]
+    # a finished run's monitor displays as its snapshot straight away
+    with capture_output() as again:
+        display(RunMonitor(live.client, live.run.id))
+    (only,) = again.outputs
+    assert WIDGET_VIEW not in only.data and ">succeeded</span>" in only.data["text/html"]
 
 
 def test_the_browser_lists_runs_and_opens_a_monitor_on_selection() -> None:
@@ -182,3 +326,21 @@ def test_the_browser_lists_batches_and_shows_the_items_of_the_one_selected(
     assert "the kernel died while a cell ran" in browser.batch_html.value
     assert browser.batch_html.value.count("<tr class=\"zeroshot-batch-") == 2
     browser.close()
+
+
+def test_continue_keeps_the_harness_model_and_server_of_the_stopped_run() -> None:
+    from zeroshot_widgets.monitor import continuation_options
+
+    chosen = TemplateOptions(task="branin", iterations=9, study="branin-long", harness="openai",
+                             model="local", base_url="http://127.0.0.1:8080/v1",
+                             max_tokens=512)
+    expansion = expand_template("auto-research", chosen)
+    again = continuation_options({"initialInput": expansion.input,
+                                  "runtime": expansion.runtime}, iterations=4)
+    assert again == TemplateOptions(task="branin", iterations=4, study="branin-long",
+                                    harness="openai", model="local",
+                                    base_url="http://127.0.0.1:8080/v1", max_tokens=512)
+    same = expand_template("auto-research", again)
+    assert same.runtime == expansion.runtime and same.input["study"] == "branin-long"
+    with pytest.raises(ValueError, match="not an auto-research run"):
+        continuation_options({"initialInput": {"topic": "x"}, "runtime": {}})

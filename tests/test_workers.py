@@ -10,11 +10,11 @@ import pytest
 from conftest import fixture_params, load_json
 from pydantic import TypeAdapter, ValidationError
 
-from zeroshot_kernel.admission.registry import MappingRegistry, registry_diagnostics
+from zeroshot_kernel.admission.worker_registry import MappingRegistry, registry_diagnostics
 from zeroshot_kernel.contract.diagnostics import field, node
 from zeroshot_kernel.contract.outcome import ArtifactRef, WorkerOutcome
 from zeroshot_kernel.contract.parse import parse_graph, parse_model
-from zeroshot_kernel.contract.workers import (
+from zeroshot_kernel.contract.worker_descriptors import (
     LEGACY_WORKER,
     PINNED_BINDINGS,
     WorkerContractViolation,

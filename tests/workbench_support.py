@@ -11,8 +11,6 @@ import atexit
 import functools
 import shutil
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +57,3 @@ def finished_run() -> ResearchRun:
     return started
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 60.0,
-             what: str = "condition") -> None:
-    """Poll ``condition()`` until it is true."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)

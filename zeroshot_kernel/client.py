@@ -2,16 +2,19 @@
 
 Example::
 
-    from zeroshot_kernel.client import Client
+    from zeroshot_kernel import Client
 
-    client = Client()                       # the workspace's ledger
-    run = client.submit("graph.json", input={"task": "..."},
-                        runtime={"harness": "python",
-                                 "nodes": {"work": {"kind": "agent",
-                                                    "callable": "workers:work"}}})
-    for cursor, event in run.events(follow=True):
-        print(cursor, event.kind)
-    print(run.wait().status)
+    with Client() as client:                # the workspace's ledger, closed on exit
+        run = client.submit("graph.json", input={"task": "..."},
+                            runtime={"harness": "python",
+                                     "nodes": {"work": {"kind": "agent",
+                                                        "callable": "workers:work"}}})
+        for cursor, event in run.events(follow=True):
+            print(cursor, event.kind)
+        print(run.result().status, run.phase)
+
+Blocking methods have an ``a``-prefixed coroutine twin: ``events``/``aevents``,
+``result``/``aresult``, ``status``/``astatus``.
 
 Every read goes through the ledger, so a ``Run`` object made tomorrow, in another
 process or on another machine sharing the ledger, sees exactly the same run.
@@ -20,18 +23,19 @@ process or on another machine sharing the ledger, sees exactly the same run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field
 
 from zeroshot_kernel.admission.admit import Admission, admit
-from zeroshot_kernel.admission.registry import WorkerRegistry
+from zeroshot_kernel.admission.worker_registry import WorkerRegistry
 from zeroshot_kernel.contract.graph import GraphSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.reading import DocumentError, load_document
@@ -39,8 +43,10 @@ from zeroshot_kernel.engine.launch import run_workspace, start_detached, start_i
 from zeroshot_kernel.engine.liveness import ControllerState, controller_state
 from zeroshot_kernel.engine.owner import owner_gone
 from zeroshot_kernel.engine.stop import StopResult, stop_run
+from zeroshot_kernel.exceptions import InvalidInput, Refused
+from zeroshot_kernel.features import resolve, submit_guards
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
-from zeroshot_kernel.ledger import Ledger, RunSummary
+from zeroshot_kernel.ledger import Ledger, RunSnapshot, RunSummary
 from zeroshot_kernel.ledger.events import RunEvent, SafeLog, TerminalResult
 from zeroshot_kernel.profiles import Profile, ProfileStore, TemplateSource
 from zeroshot_kernel.targets import resolve_ledger
@@ -49,7 +55,7 @@ from zeroshot_kernel.workspace import display_url, find_workspace
 POLL_S = 0.2
 
 
-class AdmissionRejected(ValueError):
+class AdmissionRejected(InvalidInput):
     """The submission failed admission; ``diagnostics`` say what to change."""
 
     def __init__(self, admission: Admission) -> None:
@@ -58,7 +64,7 @@ class AdmissionRejected(ValueError):
         super().__init__("submission rejected:\n  " + "\n  ".join(lines))
 
 
-class RunHeld(RuntimeError):
+class RunHeld(Refused):
     """A live controller holds the run; resuming would race it."""
 
     def __init__(self, run_id: str, owner: str, until: str) -> None:
@@ -82,16 +88,43 @@ class Status(ContractModel):
 
 
 class RunStatus(ContractModel):
-    """``zeroshot status --json``: the run, the cursor it was read at, and its status."""
+    """``zeroshot status --json``: the run, the cursor it was read at, and its status.
+
+    ``phase``, ``active_executions`` and ``terminal`` read the nested ``status`` directly
+    (``run.status().phase``); the wire form keeps the nesting.
+    """
 
     run_id: str
     title: str
     at_cursor: str
     status: Status
 
+    @property
+    def phase(self) -> Literal["admitted", "running", "stopping", "finished"]:
+        return self.status.phase
+
+    @property
+    def active_executions(self) -> list[ActiveExecution]:
+        """What runs now (empty unless running or stopping)."""
+        return list(self.status.active_executions or [])
+
+    @property
+    def terminal(self) -> TerminalResult | None:
+        """How the run ended, or None while it has not."""
+        return self.status.terminal_result
+
 
 class Run:
-    """A handle on one run in a ledger; cheap to make, safe to share."""
+    """A handle on one run in a ledger; cheap to make, safe to share.
+
+    Example::
+
+        run = client.run("run-w7fepoimlxaa")
+        print(run.phase)                    # admitted, running, stopping or finished
+        result = run.result(timeout=60)     # or, in a coroutine: await run.aresult()
+        if isinstance(result, SucceededResult):
+            print(result.output)
+    """
 
     def __init__(self, client: Client, run_id: str) -> None:
         self.client = client
@@ -102,7 +135,30 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
 
+    @property
+    def phase(self) -> Literal["admitted", "running", "stopping", "finished"]:
+        """The run's phase, read now."""
+        return self.client.ledger.snapshot(self.id).phase
+
+    @property
+    def terminal(self) -> TerminalResult | None:
+        """How the run ended (``SucceededResult`` or ``FailedResult``), or None while it
+        runs; read now, without waiting."""
+        return self.client.ledger.snapshot(self.id).terminal
+
+    def admitted(self) -> dict[str, Any]:
+        """The admitted submission, exactly as recorded (``graph``, ``runtime``,
+        ``initialInput``, ...)."""
+        return self.client.ledger.admitted(self.id)
+
+    def graph(self) -> dict[str, Any]:
+        """The run's admitted graph document."""
+        graph: dict[str, Any] = self.admitted()["graph"]
+        return graph
+
     def status(self) -> RunStatus:
+        """The run, the cursor it was read at, its phase, active executions and result
+        (``zeroshot status --json`` is its ``to_wire()``)."""
         snapshot = self.client.ledger.snapshot(self.id)
         active = None
         if snapshot.phase in ("running", "stopping"):
@@ -120,6 +176,10 @@ class Run:
                 terminal_result=snapshot.terminal,
             ),
         )
+
+    async def astatus(self) -> RunStatus:
+        """Async form of :meth:`status`."""
+        return await asyncio.to_thread(self.status)
 
     def events(
         self,
@@ -165,8 +225,10 @@ class Run:
             if isinstance(event, SafeLog) and execution in (None, event.execution):
                 yield cursor, event
 
-    def wait(self, timeout: float | None = None, *, poll_s: float = POLL_S) -> TerminalResult:
-        """Block until the run ends; ``TimeoutError`` leaves it running."""
+    def result(self, timeout: float | None = None, *, poll_s: float = POLL_S
+               ) -> TerminalResult:
+        """Block until the run ends and return how (``SucceededResult`` or
+        ``FailedResult``); ``TimeoutError`` after ``timeout`` seconds leaves it running."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             terminal = self.client.ledger.snapshot(self.id).terminal
@@ -176,12 +238,19 @@ class Run:
                 raise TimeoutError(f"run {self.id} still running after {timeout} s")
             time.sleep(poll_s)
 
-    async def result(self, *, poll_s: float = POLL_S) -> TerminalResult:
-        """Await the terminal result; cancelling this await never stops the run."""
+    # The name notebooks and scripts used before ``result``; the same method.
+    wait = result
+
+    async def aresult(self, timeout: float | None = None, *, poll_s: float = POLL_S
+                      ) -> TerminalResult:
+        """Async form of :meth:`result`; cancelling this await never stops the run."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             snapshot = await asyncio.to_thread(self.client.ledger.snapshot, self.id)
             if snapshot.terminal is not None:
                 return snapshot.terminal
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {self.id} still running after {timeout} s")
             await asyncio.sleep(poll_s)
 
     def controller(self) -> ControllerState:
@@ -204,7 +273,24 @@ class Run:
 
 class Client:
     """Entry point to one ledger: ``ledger`` (a URL or SQLite path) or the named
-    ``target``, else ``ZEROSHOT_LEDGER`` or ``ZEROSHOT_TARGET``, else the workspace's."""
+    ``target``, else ``ZEROSHOT_LEDGER`` or ``ZEROSHOT_TARGET``, else the workspace's.
+
+    Making a client creates nothing: the ledger's tables are created by the first write
+    (``submit``, ``save_profile``), and reading a ledger that does not exist yet finds no
+    runs. Use it as a context manager (``with`` or ``async with``) to close its database
+    connections on exit, or call :meth:`close`.
+
+    Example::
+
+        from zeroshot_kernel import Client, LedgerError
+
+        try:
+            with Client() as client:
+                for summary in client.runs():
+                    print(summary.run_id, summary.phase)
+        except LedgerError as problem:      # damaged, locked, unreachable: one line
+            print(problem)
+    """
 
     def __init__(
         self,
@@ -224,9 +310,23 @@ class Client:
         return display_url(self.url)
 
     def close(self) -> None:
+        """Release the database connections; the client must not be used afterwards."""
         if self._profiles is not None:
             self._profiles.close()
+            self._profiles = None
         self.ledger.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await asyncio.to_thread(self.close)
 
     @property
     def profiles(self) -> ProfileStore:
@@ -313,10 +413,6 @@ class Client:
         The controller is a detached process unless ``in_process`` (automatic when a
         python worker lives in ``__main__``, as notebook-defined functions do).
         """
-        # The study guard belongs to auto-research; imported here so every way of
-        # submitting (CLI, magics, widgets, profiles, notebooks, this API) goes through it.
-        from zeroshot_kernel.research.studies import claimed
-
         source = _graph(graph)
         admission = admit(
             source, initial_input=input, runtime=runtime, title=title or _title(graph),
@@ -325,7 +421,11 @@ class Client:
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         admitted = admission.admitted
-        with claimed(self, input):
+        # Features guard every way of submitting (CLI, magics, widgets, profiles, notebooks,
+        # this API): auto-research refuses a second unfinished run of one study.
+        with contextlib.ExitStack() as guards:
+            for guard in submit_guards():
+                guards.enter_context(resolve(guard)(self, input))
             run_id = self.ledger.create_run(
                 admitted.to_wire(), title=admitted.title, submission_key=submission_key
             )
@@ -347,12 +447,47 @@ class Client:
             replacing = lease.owner
         return self._start(run_id, in_process=in_process, replacing=replacing)
 
+    def record(self, admission: Admission) -> Run:
+        """Record an admitted submission as a new run without starting a controller (a
+        feature that starts it its own way). Raises :class:`AdmissionRejected`."""
+        if admission.admitted is None:
+            raise AdmissionRejected(admission)
+        admitted = admission.admitted
+        return Run(self, self.ledger.create_run(admitted.to_wire(), title=admitted.title))
+
     def run(self, run_id: str) -> Run:
+        """A handle on an existing run; ``RunNotFound`` if the ledger has no such run."""
         self.ledger.snapshot(run_id)
         return Run(self, run_id)
 
     def runs(self) -> list[RunSummary]:
+        """Every run, oldest first (none when the ledger does not exist yet)."""
         return self.ledger.runs()
+
+    async def aruns(self) -> list[RunSummary]:
+        """Async form of :meth:`runs`."""
+        return await asyncio.to_thread(self.runs)
+
+    # Reading runs by id, as views, widgets and reports do (see ``ledger.reader``).
+
+    def snapshot(self, run_id: str) -> RunSnapshot:
+        """The run's current projection: phase, executions, result, cursor."""
+        return self.ledger.snapshot(run_id)
+
+    def snapshot_and_tail(
+        self,
+        run_id: str,
+        after: str | None = None,
+        *,
+        limit: int | None = None,
+        kinds: set[str] | None = None,
+    ) -> tuple[RunSnapshot, list[tuple[str, RunEvent]]]:
+        """The run's snapshot and its events after cursor ``after``, read together."""
+        return self.ledger.snapshot_and_tail(run_id, after, limit=limit, kinds=kinds)
+
+    def admitted(self, run_id: str) -> dict[str, Any]:
+        """The run's admitted submission, exactly as recorded."""
+        return self.ledger.admitted(run_id)
 
     def _start(self, run_id: str, *, in_process: bool, replacing: str | None = None) -> Run:
         run = Run(self, run_id)

@@ -26,9 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT / "demo-output")
     args = parser.parse_args(argv)
 
-    from zeroshot_kernel.cli.research_commands import round_line
+    from zeroshot_kernel.auto_research.commands import round_line
+    from zeroshot_kernel.auto_research.views import ResearchViewBuilder
     from zeroshot_kernel.client import Client
-    from zeroshot_kernel.research.views import ResearchViewBuilder
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
     workspace = args.out.resolve()
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
           f"ledger {client.display_url}")
     builder, shown, cursor = ResearchViewBuilder(), 0, None
     while True:
-        snapshot, tail = client.ledger.snapshot_and_tail(run.id, cursor)
+        snapshot, tail = client.snapshot_and_tail(run.id, cursor)
         cursor = snapshot.cursor
         view = builder.feed(event for _, event in tail).view()
         for round_view in view.rounds[shown:]:

@@ -24,14 +24,19 @@ import typer
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from zeroshot_kernel.cli import run_commands, template_commands
-from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
-from zeroshot_kernel.cli.output import (
+from zeroshot_kernel.cli.run_commands import RunArgument
+from zeroshot_kernel.console.options import (
+    BaseUrlOption,
+    LedgerOption,
+    MaxTokensOption,
+    TargetOption,
+    open_client,
+)
+from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     fail_usage,
     print_diagnostics,
 )
-from zeroshot_kernel.cli.run_commands import RunArgument
-from zeroshot_kernel.cli.template_commands import BaseUrlOption, MaxTokensOption
 
 LINE_PROG = "%zeroshot"
 CELL_PROG = "%%zeroshot_graph"
@@ -81,9 +86,9 @@ def research(
     On a local OpenAI-compatible server: %zeroshot research branin --harness openai
     --base-url http://127.0.0.1:8080/v1 --model local --max-tokens 2048
     """
+    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.research.studies import StudyError
-    from zeroshot_kernel.research.task import TaskError, resolve_task
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
     client = open_client(ledger, target)
@@ -128,12 +133,12 @@ def wait(
     Useful in a notebook run top to bottom: the cells below see the finished run.
     Example: %zeroshot wait --timeout 600
     """
-    from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.console.event_lines import describe_result
 
     magics = _invocation(ctx).magics
     handle = run_commands._run_handle(open_client(ledger, target), _chosen_run(magics, run_id))
     try:
-        result = handle.wait(timeout)
+        result = handle.result(timeout)
     except TimeoutError as problem:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(EXIT_REJECTED) from None

@@ -21,22 +21,22 @@ import time
 from typing import Any
 
 from pydantic import Field
-from sqlalchemy import Column, Float, String, Text
-from sqlalchemy.orm import registry
+from sqlalchemy import Text
 from sqlmodel import Field as ColumnField
-from sqlmodel import SQLModel, col, select
+from sqlmodel import col, select
 
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.ledger.side_tables import SideStore
+from zeroshot_kernel.exceptions import InvalidInput, NotFound
+from zeroshot_kernel.ledger.side_tables import SideStore, SideTable
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
 
-class ProfileNotFound(LookupError):
+class ProfileNotFound(NotFound):
     """No profile of that name at this target."""
 
 
-class ProfileExists(ValueError):
+class ProfileExists(InvalidInput):
     """A profile of that name is already saved (replace it explicitly)."""
 
 
@@ -65,22 +65,21 @@ class Profile(ContractModel):
         return self.input if given is None else given
 
 
-class _ProfileTable(SQLModel, registry=registry()):
-    """Base of the profile table: its own metadata, apart from the ledger's."""
-
-
-class ProfileRow(_ProfileTable, table=True):
+class ProfileRow(SideTable, table=True):
     __tablename__ = "zeroshot_profiles"
 
-    name: str = ColumnField(sa_column=Column(String(64), primary_key=True))
-    saved_at: float = ColumnField(sa_column=Column(Float, nullable=False))
-    document: str = ColumnField(sa_column=Column(Text, nullable=False))
+    name: str = ColumnField(max_length=64, primary_key=True)
+    saved_at: float
+    document: str = ColumnField(sa_type=Text)
 
 
 class ProfileStore(SideStore):
     """The profiles of one ledger database (a SQLAlchemy URL)."""
 
-    metadata = _ProfileTable.metadata
+    schema_name = "profiles"
+    tables = (ProfileRow,)
+    schema_version = 1
+    migrations = ()
 
     def save(self, profile: Profile, *, replace: bool = False) -> Profile:
         """Store ``profile``; ``ProfileExists`` when the name is taken unless ``replace``."""

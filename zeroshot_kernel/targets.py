@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import Field
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.workspace import LEDGER_ENV, display_url, find_workspace, ledger_url
 
 TARGET_ENV = "ZEROSHOT_TARGET"
@@ -33,7 +34,7 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class TargetError(ValueError):
+class TargetError(InvalidInput):
     """A target that is unknown, badly named, or whose URL cannot be completed."""
 
 

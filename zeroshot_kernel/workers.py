@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from zeroshot_kernel.exceptions import ZeroshotError
+
 RefusalReason = Literal["policy_denied", "interactive_input_required", "authentication_required"]
 
 
@@ -38,7 +40,7 @@ class Verdict:
     diagnostic: Any = None
 
 
-class Refusal(Exception):
+class Refusal(ZeroshotError):
     """Raise to refuse the work (recorded as a ``refusal`` outcome, never retried)."""
 
     def __init__(self, message: str = "", reason: RefusalReason = "policy_denied") -> None:

@@ -31,12 +31,10 @@ def ledger_url(explicit: str | None = None, workspace: Path | None = None, *,
     value = explicit or (os.environ.get(LEDGER_ENV) if use_env else None)
     if value is None:
         root = workspace or find_workspace()
-        path = root / ".zeroshot" / "ledger.db"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = root / ".zeroshot" / "ledger.db"  # its folder is made by the first write
         return URL.create("sqlite", database=str(path)).render_as_string()
     if "://" not in value:
         path = Path(value).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
         return URL.create("sqlite", database=str(path)).render_as_string()
     return value
 

@@ -146,7 +146,8 @@ def _record(call: dict[str, Any]) -> None:
 def hang() -> None:
     """Start a child in this process group, record both pids, and wait forever."""
     child = subprocess.Popen(["sleep", "300"])
-    (STATE / "pids.json").write_text(
-        json.dumps({"pids": [os.getpid(), child.pid], "group": os.getpgrp()}))
+    temporary = STATE / ".pids.json.tmp"
+    temporary.write_text(json.dumps({"pids": [os.getpid(), child.pid], "group": os.getpgrp()}))
+    os.replace(temporary, STATE / "pids.json")  # a reader sees all of it or no file
     while True:
         time.sleep(1)

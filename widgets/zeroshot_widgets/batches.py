@@ -16,7 +16,7 @@ import os
 from numbers import Real
 
 from zeroshot_kernel.batch import BatchStatus, batch_status
-from zeroshot_widgets.tables import _CELL_STYLE, _TABLE_STYLE
+from zeroshot_widgets.evidence_table import _CELL_STYLE, _TABLE_STYLE
 
 COLUMNS = ("item", "parameters", "status", "duration", "recorded", "error / output")
 _STATUS_STYLES = {"succeeded": "background:rgba(44,160,44,0.12)",

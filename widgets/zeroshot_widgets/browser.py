@@ -17,8 +17,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from zeroshot_kernel.batch import BatchStatus, BatchStore
-from zeroshot_kernel.cli.render import describe_result
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.console.event_lines import describe_result
 from zeroshot_kernel.ledger import RunSummary
 from zeroshot_widgets.batches import batch_table_html
 from zeroshot_widgets.monitor import RunMonitor

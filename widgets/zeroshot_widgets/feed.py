@@ -6,7 +6,7 @@ into a :class:`ResearchViewBuilder`, and keeps a bounded tail of the same lines
 
 Example::
 
-    feed = RunFeed(client.ledger, run_id)
+    feed = RunFeed(client, run_id)
     while feed.poll().terminal is None:
         time.sleep(1)
     print(feed.view.incumbent, feed.log_tail())
@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from zeroshot_kernel.cli.render import EventRenderer
-from zeroshot_kernel.ledger import Ledger, RunSnapshot
+from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
+from zeroshot_kernel.console.event_lines import EventRenderer
+from zeroshot_kernel.ledger import RunSnapshot
 from zeroshot_kernel.ledger.events import TerminalResult
-from zeroshot_kernel.research.views import ResearchView, ResearchViewBuilder
+from zeroshot_kernel.ledger.reader import RunReader
 
 TAIL_LINES = 200
 
@@ -39,7 +40,7 @@ class Poll:
 class RunFeed:
     """Follows one run in a ledger; not thread-safe (a monitor serialises its polls)."""
 
-    def __init__(self, ledger: Ledger, run_id: str, *, tail_lines: int = TAIL_LINES) -> None:
+    def __init__(self, ledger: RunReader, run_id: str, *, tail_lines: int = TAIL_LINES) -> None:
         self.ledger = ledger
         self.run_id = run_id
         self.cursor: str | None = None

@@ -7,7 +7,11 @@ With the ``openai`` harness the form also shows the server's base URL (default
 Validate runs every admission check (nothing is created) and, for auto-research, loads
 the task folder, showing each problem inline with its readable path. Launch submits the
 same expansion, or the chosen profile's stored graph and runtime, and shows a
-:class:`RunMonitor` below the form. Save stores the form's submission at the target.
+:class:`RunMonitor` below the form. Save stores the form's submission at the target; an
+existing name is replaced only with "replace" ticked.
+
+Choosing a saved profile shows its values in the form's fields and greys them out: the
+profile fixes them (choose "(the form below)" to edit the form again, as it was).
 
 Example::
 
@@ -26,18 +30,18 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import ipywidgets as widgets
 
+from zeroshot_kernel.auto_research.task import TASK_FILE, TaskError, resolve_task
+from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS, MAX_ITERATIONS
 from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.harness.plan import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, HarnessName
-from zeroshot_kernel.profiles import ProfileExists, TemplateSource
-from zeroshot_kernel.research.task import TASK_FILE, TaskError, resolve_task
+from zeroshot_kernel.harness.plan import CORE_AGENT_HARNESSES, DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS
+from zeroshot_kernel.profiles import Profile, ProfileExists, ProfileNotFound, TemplateSource
 from zeroshot_kernel.targets import TargetError, Targets
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
-from zeroshot_kernel.templates.auto_research import DEFAULT_ITERATIONS, MAX_ITERATIONS
 from zeroshot_widgets.monitor import RunMonitor
 
 RESEARCH = "auto-research"
@@ -82,7 +86,9 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.target = widgets.Dropdown(options=targets, value=current, description="target",
                                        style=style)
         self.profile = widgets.Dropdown(description="profile", style=style)
-        self._refresh_profiles(profile)
+        self.profile_note = widgets.HTML()
+        self._form: dict[str, Any] | None = None
+        """The form's own values while a profile is shown in it (restored after)."""
         self.target.observe(lambda change: self._choose_target(change["new"]), names="value")
         self.template = widgets.Dropdown(options=template_names(), value=template,
                                          description="template", style=style)
@@ -93,7 +99,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                                   description="study", style=style)
         self.iterations = widgets.BoundedIntText(value=iterations, min=1, max=MAX_ITERATIONS,
                                                  description="iterations", style=style)
-        self.harness = widgets.Dropdown(options=get_args(HarnessName), value=harness,
+        self.harness = widgets.Dropdown(options=CORE_AGENT_HARNESSES, value=harness,
                                         description="harness", style=style)
         self.provider = widgets.Text(value=provider, description="provider", style=style,
                                      placeholder="default")
@@ -114,6 +120,9 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.profile_name = widgets.Text(description="save as", style=style,
                                          placeholder="profile name")
         self.save_button = widgets.Button(description="Save profile", icon="save")
+        self.replace = widgets.Checkbox(value=False, description="replace", indent=False,
+                                        tooltip="Replace a saved profile of the same name",
+                                        layout=widgets.Layout(width="auto"))
         self.diagnostics = widgets.HTML()
         self.monitor_box = widgets.VBox()
         self.validate_button.on_click(lambda _: self.validate())
@@ -121,14 +130,18 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.save_button.on_click(lambda _: self.save_profile())
         super().__init__(children=[
             widgets.HBox([self.target, self.profile]),
+            self.profile_note,
             widgets.HBox([self.template, self.task, self.iterations, self.study]),
             widgets.HBox([self.harness, self.provider, self.model]),
             self.openai_box,
             widgets.HBox([self.validate_button, self.launch_button, self.profile_name,
-                          self.save_button]),
+                          self.replace, self.save_button]),
             self.diagnostics,
             self.monitor_box,
         ])
+        self.profile.observe(lambda change: self._show_profile(change["new"]), names="value")
+        self._refresh_profiles(profile)
+        self._show_profile(self.profile.value)
 
     def options(self) -> TemplateOptions:
         openai = self.harness.value == OPENAI
@@ -184,9 +197,18 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.monitor_box.children = (self.monitor,)
         return self.monitor
 
-    def save_profile(self, name: str | None = None, *, replace: bool = False) -> bool:
+    @property
+    def form_fields(self) -> tuple[widgets.Widget, ...]:
+        """The fields a chosen profile fixes."""
+        return (self.template, self.task, self.iterations, self.study, self.harness,
+                self.provider, self.model, self.base_url, self.max_tokens)
+
+    def save_profile(self, name: str | None = None, *, replace: bool | None = None) -> bool:
         """Store the form's submission at the target as profile ``name`` (default: the
-        "save as" field) and select it; shows what stopped it otherwise."""
+        "save as" field) and select it; an existing profile of that name is replaced only
+        when ``replace`` (default: the "replace" box) says so. Shows what stopped it
+        otherwise."""
+        replace = self.replace.value if replace is None else replace
         name = (name or self.profile_name.value).strip()
         if not name:
             self._show(["save as: give the profile a name"], [])
@@ -210,11 +232,17 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return False
-        except (ProfileExists, ValueError) as problem:
+        except ProfileExists:
+            self._show([f"profile {name!r} is already saved at {self.client.display_url}: "
+                        'tick "replace" and save again to replace it'], [])
+            return False
+        except ValueError as problem:
             self._show([str(problem)], [])
             return False
+        self.replace.value = False  # one replacement per tick
         self._refresh_profiles(saved.name)
-        self.diagnostics.value = (f"saved profile <code>{html.escape(saved.name)}</code> at "
+        verb = "replaced" if replace else "saved"
+        self.diagnostics.value = (f"{verb} profile <code>{html.escape(saved.name)}</code> at "
                                   f"{html.escape(self.client.display_url)}")
         return True
 
@@ -222,6 +250,52 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         if self.monitor is not None:
             self.monitor.close()
         super().close()
+
+    def _show_profile(self, name: str) -> None:
+        """A chosen profile fills the form with its values and greys it out; the form
+        (as it was) comes back when no profile is chosen."""
+        if name == NO_PROFILE:
+            if self._form is not None:
+                for field, value in zip(self.form_fields, self._form.values(), strict=True):
+                    field.value = value
+                self._form = None
+            for field in self.form_fields:
+                field.disabled = False
+            self.profile_note.value = ""
+            return
+        try:
+            profile = self.client.profiles.get(name)
+        except ProfileNotFound as missing:
+            self._show([str(missing)], [])
+            return
+        if self._form is None:
+            self._form = {f"{i}": field.value for i, field in enumerate(self.form_fields)}
+        self._fill(profile)
+        for field in self.form_fields:
+            field.disabled = True
+        self.profile_note.value = (
+            f'<span style="color:#7f7f7f">profile <code>{html.escape(name)}</code> fixes the '
+            "fields below (its stored graph, input and plan are what runs); choose "
+            "\"(the form below)\" to edit them</span>")
+
+    def _fill(self, profile: Profile) -> None:
+        """Show the profile's own values (its template's options) in the fields."""
+        if profile.template is None:
+            return  # a hand-written graph: nothing to show but its title
+        chosen = profile.template.options
+        if profile.template.name in self.template.options:
+            self.template.value = profile.template.name
+        self.task.value = str(chosen.get("task", ""))
+        self.iterations.value = int(chosen.get("iterations") or DEFAULT_ITERATIONS)
+        self.study.value = str(chosen.get("study") or "")
+        if chosen.get("harness") in self.harness.options:
+            self.harness.value = chosen["harness"]
+        self.provider.value = str(chosen.get("provider") or "")
+        self.model.value = str(chosen.get("model") or "")
+        if chosen.get("base_url"):
+            self.base_url.value = str(chosen["base_url"])
+        if chosen.get("max_tokens"):
+            self.max_tokens.value = int(chosen["max_tokens"])
 
     def _show_openai_fields(self) -> None:
         """The server and token budget matter only to the openai harness."""

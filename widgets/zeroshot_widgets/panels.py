@@ -7,7 +7,7 @@ when the view has changed in a way it shows.
 Example::
 
     chart, table = PlateauChart(), RoundsTable()
-    view = load_research_view(client.ledger, run_id)
+    view = load_research_view(client, run_id)
     chart.update(view); table.update(view)
     widgets.VBox([chart, table])
 """
@@ -18,9 +18,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from zeroshot_kernel.research.views import ResearchView
+from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_widgets.charts import plateau_png
-from zeroshot_widgets.tables import RoundRow, incumbent_card_html, row_html, table_html
+from zeroshot_widgets.evidence_table import (
+    RoundRow,
+    incumbent_card_html,
+    row_html,
+    scrolling_box,
+    table_html,
+)
 
 MAX_ROWS = 100
 
@@ -43,9 +49,15 @@ class PlateauChart(widgets.Image):  # type: ignore[misc]
         self._drawn = key
         return True
 
+    def reset(self, *, metric: str | None = None) -> None:
+        """Forget what was drawn (the next ``update`` redraws): for another run."""
+        self.metric = metric or self.metric
+        self._drawn = None
+
 
 class RoundsTable(widgets.HTML):  # type: ignore[misc]
-    """The evidence table, newest round first, capped at ``max_rows`` rows.
+    """The evidence table, newest round first, capped at ``max_rows`` rows, in a box of
+    fixed height that scrolls: one line per round, its details on a click.
 
     Rows are rendered once, when their round is reviewed; ``rows`` keeps every round.
     """
@@ -55,7 +67,8 @@ class RoundsTable(widgets.HTML):  # type: ignore[misc]
         self.max_rows = max_rows
         self.rows: list[RoundRow] = []
         self._html: list[str] = []
-        self.value = table_html([])
+        self.layout.width = "100%"
+        self.value = scrolling_box(table_html([]))
 
     def update(self, view: ResearchView) -> bool:
         """Render the rounds not rendered yet; returns whether any were added."""
@@ -67,8 +80,13 @@ class RoundsTable(widgets.HTML):  # type: ignore[misc]
         shown = self._html[-self.max_rows:]
         hidden = len(self._html) - len(shown)
         caption = f"newest {len(shown)} of {len(self._html)} rounds" if hidden else ""
-        self.value = table_html(reversed(shown), caption=caption)
+        self.value = scrolling_box(table_html(reversed(shown), caption=caption))
         return True
+
+    def reset(self) -> None:
+        """Forget every row: for another run."""
+        self.rows, self._html = [], []
+        self.value = scrolling_box(table_html([]))
 
 
 class IncumbentCard(widgets.HTML):  # type: ignore[misc]
@@ -85,3 +103,8 @@ class IncumbentCard(widgets.HTML):  # type: ignore[misc]
             return False
         self.value = self._shown = html
         return True
+
+    def reset(self, *, metric: str | None = None) -> None:
+        """Forget what was shown: for another run."""
+        self.metric = metric or self.metric
+        self._shown = ""

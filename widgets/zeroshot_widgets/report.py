@@ -18,14 +18,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from zeroshot_kernel.auto_research.views import ResearchView, load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.ledger.failure import explain_failure
-from zeroshot_kernel.research.views import ResearchView, load_research_view
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 from zeroshot_widgets.charts import plateau_png
+from zeroshot_widgets.evidence_table import incumbent_card_html, rounds_table, rounds_table_html
 from zeroshot_widgets.run_info import RunInfo
-from zeroshot_widgets.tables import incumbent_card_html, rounds_table, rounds_table_html
 
 Source = Client | Ledger | str | os.PathLike[str]
 """Where the run lives: a client, a ledger, or a ledger URL / SQLite path."""

@@ -4,7 +4,7 @@ same things as the notebook that launched it.
 
 Example::
 
-    info = RunInfo.load(client.ledger, run_id, client.workspace)
+    info = RunInfo.load(client, run_id, client.workspace)
     info.round_limit, info.metric
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.ledger import Ledger
-from zeroshot_kernel.research.task import TaskError, resolve_task
+from zeroshot_kernel.auto_research.task import TaskError, resolve_task
+from zeroshot_kernel.ledger.reader import RunReader
 
 ROUNDS_LOOP = "rounds"
 """The auto-research template's loop of reviewed rounds."""
@@ -34,7 +34,7 @@ class RunInfo:
     """A python worker lives in ``__main__``: the run depends on this kernel."""
 
     @classmethod
-    def load(cls, ledger: Ledger, run_id: str, workspace: Path) -> RunInfo:
+    def load(cls, ledger: RunReader, run_id: str, workspace: Path) -> RunInfo:
         """Read the admitted submission; task folders resolve inside ``workspace``."""
         admitted = ledger.admitted(run_id)
         initial = admitted.get("initialInput")

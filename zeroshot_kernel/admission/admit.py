@@ -18,12 +18,12 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from zeroshot_kernel.admission.bounds import compile_ir, structural_bounds
-from zeroshot_kernel.admission.registry import (
+from zeroshot_kernel.admission.runtime_checks import runtime_diagnostics
+from zeroshot_kernel.admission.verifier import structural_diagnostics
+from zeroshot_kernel.admission.worker_registry import (
     WorkerRegistry,
     registry_diagnostics,
 )
-from zeroshot_kernel.admission.runtime_checks import runtime_diagnostics
-from zeroshot_kernel.admission.verifier import structural_diagnostics
 from zeroshot_kernel.contract.canonical import graph_identity
 from zeroshot_kernel.contract.diagnostics import (
     FieldSegment,

@@ -26,7 +26,7 @@ from zeroshot_kernel.admission.correlations import (
     execution_consistent,
     join_consistent,
 )
-from zeroshot_kernel.admission.outcomes import (
+from zeroshot_kernel.admission.outcome_checks import (
     MAX_ASSIGNMENTS,
     combinations,
     execution_outcomes,

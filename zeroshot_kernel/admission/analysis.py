@@ -7,7 +7,7 @@ par, the body of a loop or map); each check lives in the module that owns it.
 
 from __future__ import annotations
 
-from zeroshot_kernel.admission.bindings import check_input_bindings, check_write_bindings
+from zeroshot_kernel.admission.binding_checks import check_input_bindings, check_write_bindings
 from zeroshot_kernel.admission.choices import Refinement, route_choice
 from zeroshot_kernel.admission.effects import Effects, merge_alternatives, merge_conditional
 from zeroshot_kernel.admission.facts import (
@@ -18,7 +18,7 @@ from zeroshot_kernel.admission.facts import (
     retain_definitions,
     unowned_writes,
 )
-from zeroshot_kernel.admission.index import Loc, at
+from zeroshot_kernel.admission.locations import Loc, at
 from zeroshot_kernel.admission.loops import check_loop_exit
 from zeroshot_kernel.admission.maps import (
     indexed_targets,
@@ -29,7 +29,7 @@ from zeroshot_kernel.admission.maps import (
 from zeroshot_kernel.admission.parallel import check_join, check_parallel_writes, merge_join
 from zeroshot_kernel.admission.predicates import ALWAYS, Predicate, conjoin
 from zeroshot_kernel.admission.promotions import Rule, restrict_promotions
-from zeroshot_kernel.admission.run import Run, Scope
+from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.typepaths import fits_with_definitions
 from zeroshot_kernel.contract.graph import (
     AllJoin,
@@ -47,7 +47,7 @@ from zeroshot_kernel.contract.graph import (
 
 
 class FlowWalk:
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: VerifierState) -> None:
         self.run = run
 
     def visit(self, node: GraphNode, scope: Scope) -> Effects:

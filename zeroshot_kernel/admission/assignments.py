@@ -25,8 +25,12 @@ from zeroshot_kernel.admission.controls import (
     selectors_of,
 )
 from zeroshot_kernel.admission.correlations import JoinCorrelation, MapExecution, join_consistent
-from zeroshot_kernel.admission.index import GraphIndex, MapScope
-from zeroshot_kernel.admission.outcomes import MAX_ASSIGNMENTS, combinations, scalar_dimensions
+from zeroshot_kernel.admission.locations import GraphIndex, MapScope
+from zeroshot_kernel.admission.outcome_checks import (
+    MAX_ASSIGNMENTS,
+    combinations,
+    scalar_dimensions,
+)
 from zeroshot_kernel.admission.predicates import guards_in
 from zeroshot_kernel.contract.graph import ControlSelector, Guard
 

@@ -21,8 +21,8 @@ from zeroshot_kernel.admission.controls import (
     guard_holds,
 )
 from zeroshot_kernel.admission.flow import Flow
-from zeroshot_kernel.admission.guards import check_guard
-from zeroshot_kernel.admission.index import Loc, at, item, within
+from zeroshot_kernel.admission.guard_checks import check_guard
+from zeroshot_kernel.admission.locations import Loc, at, item, within
 from zeroshot_kernel.admission.predicates import (
     ALWAYS,
     Holds,
@@ -30,7 +30,7 @@ from zeroshot_kernel.admission.predicates import (
     conjoin,
     negate,
 )
-from zeroshot_kernel.admission.run import Reach, Run
+from zeroshot_kernel.admission.run import Reach, VerifierState
 from zeroshot_kernel.contract.graph import ChoiceNode
 
 
@@ -93,7 +93,7 @@ def undecided(choice: ChoiceNode) -> Routes:
     )
 
 
-def route_choice(run: Run, choice: ChoiceNode, incoming: Flow, loc: Loc) -> Routes:
+def route_choice(run: VerifierState, choice: ChoiceNode, incoming: Flow, loc: Loc) -> Routes:
     legal = True
     for position, branch in enumerate(choice.branches):
         when_loc = at(item(loc, "branches", position), "when")

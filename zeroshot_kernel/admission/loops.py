@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from zeroshot_kernel.admission.controls import guard_holds, selectors_of
 from zeroshot_kernel.admission.effects import Effects
-from zeroshot_kernel.admission.guards import check_guard
-from zeroshot_kernel.admission.index import Loc, at
-from zeroshot_kernel.admission.run import Run
+from zeroshot_kernel.admission.guard_checks import check_guard
+from zeroshot_kernel.admission.locations import Loc, at
+from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.contract.graph import LoopNode
 
 
-def check_loop_exit(run: Run, loop: LoopNode, available: set[str], body: Effects, loc: Loc) -> None:
+def check_loop_exit(run: VerifierState, loop: LoopNode, available: set[str], body: Effects,
+                    loc: Loc) -> None:
     """``available`` is what has run before the loop; ``body`` the effects of one iteration."""
     if loop.until is None:
         return

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from zeroshot_kernel.admission.bindings import read_data
+from zeroshot_kernel.admission.binding_checks import read_data
 from zeroshot_kernel.admission.choices import branch_conditions, otherwise_condition
 from zeroshot_kernel.admission.correlations import MapExecution
 from zeroshot_kernel.admission.effects import Effects
 from zeroshot_kernel.admission.facts import WriteFact
 from zeroshot_kernel.admission.flow import Flow
-from zeroshot_kernel.admission.index import Loc, at, item
+from zeroshot_kernel.admission.locations import Loc, at, item
 from zeroshot_kernel.admission.parallel import required_completions
 from zeroshot_kernel.admission.predicates import ALWAYS, NEVER, Predicate, conjoin
-from zeroshot_kernel.admission.run import Run, Scope
+from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.typepaths import FieldPath, guaranteed_paths, path_type
 from zeroshot_kernel.contract.graph import (
     ChoiceNode,
@@ -36,7 +36,8 @@ Indexed = dict[FieldPath, PayloadType]
 """Element types of promoted map arrays, by promoted path."""
 
 
-def indexed_targets(run: Run, group: MapNode, scope: Scope, loc: Loc) -> tuple[Indexed, Indexed]:
+def indexed_targets(run: VerifierState, group: MapNode, scope: Scope, loc: Loc
+                    ) -> tuple[Indexed, Indexed]:
     """Element types for the body (inherited from enclosing maps plus this map's own) and
     this map's own, reporting promoted paths that are not arrays."""
     inherited: Indexed = dict(scope.indexed or {})
@@ -62,7 +63,7 @@ def indexed_targets(run: Run, group: MapNode, scope: Scope, loc: Loc) -> tuple[I
     return inherited, own
 
 
-def item_type(run: Run, group: MapNode, scope: Scope, loc: Loc) -> PayloadType | None:
+def item_type(run: VerifierState, group: MapNode, scope: Scope, loc: Loc) -> PayloadType | None:
     """The element type of ``over`` (read in the map's own state), when it is an array."""
     own_state = dataclasses.replace(scope, state=group.state)
     selected = read_data(run, group.over, own_state, at(loc, "over"))
@@ -78,11 +79,11 @@ def item_type(run: Run, group: MapNode, scope: Scope, loc: Loc) -> PayloadType |
     return None
 
 
-def record_executions(run: Run, group: MapNode) -> None:
+def record_executions(run: VerifierState, group: MapNode) -> None:
     _record(run, group.body, group.name, ALWAYS)
 
 
-def _record(run: Run, node: GraphNode, owner: str, presence: Predicate) -> None:
+def _record(run: VerifierState, node: GraphNode, owner: str, presence: Predicate) -> None:
     executions = run.controls.executions
     if isinstance(node, StepNode | VerifierNode):
         executions[node.name] = MapExecution(owner, presence)

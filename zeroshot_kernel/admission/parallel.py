@@ -16,8 +16,8 @@ from zeroshot_kernel.admission.controls import selector_uses
 from zeroshot_kernel.admission.correlations import JoinedCorrelation, RacedCorrelation
 from zeroshot_kernel.admission.effects import Effects, Scenario, merge_scenarios
 from zeroshot_kernel.admission.flow import Flow
-from zeroshot_kernel.admission.guards import check_guard
-from zeroshot_kernel.admission.index import Loc, at, item
+from zeroshot_kernel.admission.guard_checks import check_guard
+from zeroshot_kernel.admission.locations import Loc, at, item
 from zeroshot_kernel.admission.predicates import (
     ALWAYS,
     NEVER,
@@ -30,7 +30,7 @@ from zeroshot_kernel.admission.predicates import (
     holds,
     negate,
 )
-from zeroshot_kernel.admission.run import Run
+from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.admission.shape import check_quorum
 from zeroshot_kernel.admission.typepaths import comparable, overlaps
 from zeroshot_kernel.contract.graph import (
@@ -57,7 +57,7 @@ def required_completions(join: Join, branches: int) -> int:
     return 1
 
 
-def check_join(run: Run, par: ParNode, incoming: Flow, loc: Loc) -> None:
+def check_join(run: VerifierState, par: ParNode, incoming: Flow, loc: Loc) -> None:
     """A first join's ``when`` may read the par's own branches; a quorum must be reachable."""
     if isinstance(par.join, FirstJoin):
         inside = {node.name for branch in par.branches for node in branch.walk()}
@@ -69,7 +69,7 @@ def check_join(run: Run, par: ParNode, incoming: Flow, loc: Loc) -> None:
 
 
 def check_parallel_writes(
-    run: Run, par: ParNode, branches: Sequence[Effects], loc: Loc
+    run: VerifierState, par: ParNode, branches: Sequence[Effects], loc: Loc
 ) -> None:
     for position, raw in enumerate(par.promoted_state_paths):
         path = tuple(raw)
@@ -101,7 +101,7 @@ def check_parallel_writes(
 
 
 def merge_join(
-    run: Run, par: ParNode, branches: Sequence[Effects], incoming: Flow, loc: Loc
+    run: VerifierState, par: ParNode, branches: Sequence[Effects], incoming: Flow, loc: Loc
 ) -> Effects:
     """The par's effects after it joined (before its own promotion)."""
     if isinstance(par.join, FirstJoin):
@@ -130,7 +130,7 @@ def merge_join(
 
 
 def _merge_first(
-    run: Run,
+    run: VerifierState,
     par: ParNode,
     branches: Sequence[Effects],
     incoming: Flow,
@@ -159,7 +159,7 @@ def _merge_first(
 
 
 def _when_on_branch(
-    run: Run, par: ParNode, position: int, branch: Effects, incoming: Flow
+    run: VerifierState, par: ParNode, position: int, branch: Effects, incoming: Flow
 ) -> Predicate:
     """When ``when`` holds on branch ``position``, as the reducer evaluates it: on that
     branch's own controls, where every control of another racer is unset and so matches

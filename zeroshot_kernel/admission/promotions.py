@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 
 from zeroshot_kernel.admission.effects import Effects
-from zeroshot_kernel.admission.index import Loc, item
-from zeroshot_kernel.admission.run import Run
+from zeroshot_kernel.admission.locations import Loc, item
+from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.admission.typepaths import FieldPath, is_required_path, path_type
 from zeroshot_kernel.contract.payload import ArrayType, PayloadType, is_subtype
 
@@ -43,7 +43,7 @@ _UNDEFINED = {
 
 
 def restrict_promotions(
-    run: Run,
+    run: VerifierState,
     effects: Effects,
     *,
     group_state: PayloadType,

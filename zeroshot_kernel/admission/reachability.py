@@ -7,8 +7,8 @@ completing branches are dead, or a par that can never join, does not complete ei
 
 from __future__ import annotations
 
-from zeroshot_kernel.admission.index import ROOT
-from zeroshot_kernel.admission.run import Run
+from zeroshot_kernel.admission.locations import ROOT
+from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.contract.graph import (
     ChoiceNode,
     GraphNode,
@@ -19,7 +19,7 @@ from zeroshot_kernel.contract.graph import (
 )
 
 
-def check_terminal_coverage(run: Run) -> None:
+def check_terminal_coverage(run: VerifierState) -> None:
     root = run.graph.root
     _visit(run, root)
     if run.may_fall_through(root):
@@ -32,7 +32,7 @@ def check_terminal_coverage(run: Run) -> None:
         )
 
 
-def _visit(run: Run, node: GraphNode) -> None:
+def _visit(run: VerifierState, node: GraphNode) -> None:
     if isinstance(node, SeqNode):
         reachable = True
         for child in node.children:

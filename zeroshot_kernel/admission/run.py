@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from zeroshot_kernel.admission.assignments import ControlSpace
 from zeroshot_kernel.admission.controls import Assignment
 from zeroshot_kernel.admission.flow import Flow
-from zeroshot_kernel.admission.index import GraphIndex, Loc, segments
-from zeroshot_kernel.admission.outcomes import MAX_ASSIGNMENTS
+from zeroshot_kernel.admission.locations import GraphIndex, Loc, segments
+from zeroshot_kernel.admission.outcome_checks import MAX_ASSIGNMENTS
 from zeroshot_kernel.admission.predicates import (
     Always,
     Conjunction,
@@ -50,7 +50,10 @@ class Reach:
 
 
 @dataclass
-class Run:
+class VerifierState:
+    """The verifier's working state for one graph: its index, control space and what the
+    checks found so far (diagnostics, completions, reachable routes)."""
+
     graph: GraphSpec
     index: GraphIndex
     controls: ControlSpace
@@ -65,7 +68,7 @@ class Run:
     )
 
     @classmethod
-    def of(cls, graph: GraphSpec) -> Run:
+    def of(cls, graph: GraphSpec) -> VerifierState:
         index = GraphIndex.of(graph)
         return cls(graph, index, ControlSpace(index))
 

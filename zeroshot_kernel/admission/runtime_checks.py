@@ -19,7 +19,8 @@ from zeroshot_kernel.harness.plan import (
     RuntimePlan,
     TrustedBinding,
 )
-from zeroshot_kernel.harness.trusted_harness import TRUSTED_CODE, TRUSTED_WORKERS
+from zeroshot_kernel.harness.registry import agent_harnesses
+from zeroshot_kernel.harness.trusted_harness import trusted_code, trusted_workers
 
 
 def runtime_diagnostics(
@@ -28,6 +29,7 @@ def runtime_diagnostics(
     """Every way ``plan`` fails to run ``graph`` exactly as written."""
     nodes = {node.name: node for node in executables(graph.root)}
     return [
+        *_uninstalled(plan.harness, "harness"),
         *_unknown_nodes(plan, nodes),
         *_bindings(graph, plan, nodes, importable=importable),
         *_connections(plan),
@@ -45,6 +47,14 @@ def _problem(message: str, *names: str, related: list[str] | None = None) -> Gra
         path=list(_at(*names)),
         related_nodes=related or [],
     )
+
+
+def _uninstalled(harness: str, *names: str, related: list[str] | None = None
+                 ) -> Iterator[GraphDiagnostic]:
+    installed = agent_harnesses()
+    if harness not in installed:
+        yield _problem(f'the harness "{harness}" is not installed here; installed: '
+                       f"{', '.join(sorted(installed))}", *names, related=related)
 
 
 def _unknown_nodes(
@@ -80,10 +90,10 @@ def _bindings(
             yield from _delivery(graph, node, deliveries)
         elif isinstance(binding, TrustedBinding):
             yield from _trusted(node, binding)
-        elif node.worker in TRUSTED_WORKERS:
+        elif node.worker in trusted_workers():
             yield _problem(
                 f"node '{name}' ({node.worker}) is trusted engine code, never an agent: bind "
-                f"it as {{\"kind\": \"trusted\", \"code\": \"{TRUSTED_WORKERS[node.worker]}\"}}",
+                f"it as {{\"kind\": \"trusted\", \"code\": \"{trusted_workers()[node.worker]}\"}}",
                 "nodes", name, related=[name],
             )
         else:
@@ -92,10 +102,11 @@ def _bindings(
 
 def _trusted(node: StepNode | VerifierNode, binding: TrustedBinding) -> Iterator[GraphDiagnostic]:
     where = ("nodes", node.name)
-    entry = TRUSTED_CODE.get(binding.code)
+    known = trusted_code()
+    entry = known.get(binding.code)
     if entry is None:
         yield _problem(f"unknown trusted code '{binding.code}'; known: "
-                       f"{', '.join(sorted(TRUSTED_CODE))}", *where, "code", related=[node.name])
+                       f"{', '.join(sorted(known))}", *where, "code", related=[node.name])
     elif entry.worker != node.worker:
         yield _problem(f"trusted code '{binding.code}' runs only nodes of worker "
                        f"{entry.worker}, not {node.worker}", *where, "code",
@@ -114,6 +125,10 @@ def _agent(
 ) -> Iterator[GraphDiagnostic]:
     harness = binding.harness or plan.harness
     where = ("nodes", node.name)
+    if harness not in agent_harnesses():  # the plan's own harness is reported once, above
+        if binding.harness is not None:
+            yield from _uninstalled(harness, *where, "harness", related=[node.name])
+        return
     if harness == "python":
         if binding.callable is None:
             yield _problem(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from zeroshot_kernel.admission.index import Loc, at
-from zeroshot_kernel.admission.run import Run
+from zeroshot_kernel.admission.locations import Loc, at
+from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.contract.graph import FULL_PROFILE, ParNode, QuorumJoin
 
 
-def check_profile(run: Run) -> None:
+def check_profile(run: VerifierState) -> None:
     if run.graph.profile != FULL_PROFILE:
         run.emit(
             "invalid_graph_shape",
@@ -16,7 +16,7 @@ def check_profile(run: Run) -> None:
         )
 
 
-def check_unique_names(run: Run) -> None:
+def check_unique_names(run: VerifierState) -> None:
     """Selectors and bindings name nodes, so a name must mean one node."""
     seen: set[str] = set()
     for node, loc in run.index.located:
@@ -31,7 +31,7 @@ def check_unique_names(run: Run) -> None:
         seen.add(node.name)
 
 
-def check_quorum(run: Run, par: ParNode, loc: Loc) -> None:
+def check_quorum(run: VerifierState, par: ParNode, loc: Loc) -> None:
     if isinstance(par.join, QuorumJoin) and par.join.count > len(par.branches):
         run.emit(
             "invalid_graph_shape",

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from zeroshot_kernel.admission.analysis import FlowWalk
 from zeroshot_kernel.admission.flow import Flow
 from zeroshot_kernel.admission.reachability import check_terminal_coverage
-from zeroshot_kernel.admission.run import Run, Scope
+from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.shape import check_profile, check_unique_names
 from zeroshot_kernel.admission.typepaths import required_descendants
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic, sorted_diagnostics
@@ -31,7 +31,7 @@ def structural_diagnostics(graph: GraphSpec) -> list[GraphDiagnostic]:
     control space exceeds 65,536 assignments is reported as ``ceiling_exceeded`` at the
     guard (or join, or group) that asked it.
     """
-    run = Run.of(graph)
+    run = VerifierState.of(graph)
     check_profile(run)
     check_unique_names(run)
     start = Flow(defined=required_descendants(graph.initial_input))

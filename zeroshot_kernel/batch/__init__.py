@@ -18,7 +18,7 @@ from zeroshot_kernel.batch.runner import (
     resume_batch,
     run_batch,
 )
-from zeroshot_kernel.batch.store import BatchItem, BatchNotFound, BatchStatus, BatchStore
+from zeroshot_kernel.batch.storage import BatchItem, BatchNotFound, BatchStatus, BatchStore
 
 __all__ = [
     "RESULT_MIME",

@@ -2,18 +2,17 @@
 local batch, ``python -m zeroshot_kernel.batch.execute``, or a dask worker), returning a
 plain, picklable outcome.
 
-A kernel that fails to start is retried with backoff: under load, kernel starts race (the
-"Kernel didn't respond" of many parallel papermills). A failure after the first cell started
-is the notebook's own and is not retried: a cell error, a notebook past its timeout, a
-kernel that died or was killed. It fails only its item, with the reason in
-words.
+A kernel that fails to start is retried with backoff (:mod:`zeroshot_kernel.retry`'s
+policy): under load, kernel starts race (the "Kernel didn't respond" of many parallel
+papermills). A failure after the first cell started is the notebook's own and is not
+retried: a cell error, a notebook past its timeout, a kernel that died or was killed. It
+fails only its item, with the reason in words.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import subprocess
 import sys
 import time
@@ -22,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.batch.results import read_results
+from zeroshot_kernel.processes import PIPE, spawn
+from zeroshot_kernel.retry import RetriesExhausted, RetryPolicy, retry_sync
 
 START_TIMEOUT_S = 120.0
 BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -46,24 +48,33 @@ def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
     import papermill
 
     started = time.monotonic()
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            papermill.execute_notebook(
-                notebook, output, parameters=parameters, kernel_name=kernel_name,
-                start_timeout=START_TIMEOUT_S, progress_bar=False,
-                log_output=False, cwd=cwd,
-            )
-        except Exception as problem:
-            if not _any_cell_started(output) and attempt < start_retries:
-                time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (1 + random.random()))
-                continue
-            return ItemOutcome("failed", time.monotonic() - started, output,
-                               _reason(problem, started=_any_cell_started(output)),
-                               _results(output), attempt)
-        return ItemOutcome("succeeded", time.monotonic() - started, output, None,
-                           _results(output), attempt)
+    attempts = 0
+
+    def attempt() -> None:
+        nonlocal attempts
+        attempts += 1
+        papermill.execute_notebook(
+            notebook, output, parameters=parameters, kernel_name=kernel_name,
+            start_timeout=START_TIMEOUT_S, progress_bar=False, log_output=False, cwd=cwd,
+        )
+
+    def kernel_did_not_start(problem: BaseException) -> bool:
+        return isinstance(problem, Exception) and not _any_cell_started(output)
+
+    # The budget only bounds the retries: each start has its own timeout, and the whole
+    # notebook the caller's.
+    policy = RetryPolicy(attempts=start_retries, first_delay_s=BACKOFF_S,
+                         max_delay_s=MAX_BACKOFF_S, budget_s=start_retries * START_TIMEOUT_S)
+    try:
+        retry_sync(attempt, policy, transient_error=kernel_did_not_start)
+    except Exception as failure:
+        problem = failure.error if isinstance(failure, RetriesExhausted) else failure
+        assert isinstance(problem, Exception)
+        return ItemOutcome("failed", time.monotonic() - started, output,
+                           _reason(problem, started=_any_cell_started(output)),
+                           _results(output), attempts)
+    return ItemOutcome("succeeded", time.monotonic() - started, output, None,
+                       _results(output), attempts)
 
 
 def _any_cell_started(output: str) -> bool:
@@ -106,14 +117,14 @@ def execute_in_child(notebook: str, output: str, parameters: dict[str, Any],
     request = json.dumps({"notebook": notebook, "output": output, "parameters": parameters,
                           "options": options})
     started = time.monotonic()
-    child = subprocess.Popen([sys.executable, "-m", "zeroshot_kernel.batch.execute"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    # Not a session of its own: a Ctrl-C of a local batch reaches it as before.
+    child = spawn([sys.executable, "-m", "zeroshot_kernel.batch.execute"], stdin=PIPE,
+                  stdout=PIPE, stderr=PIPE, text=True, own_group=False)
     try:
-        stdout, stderr = child.communicate(request, timeout=timeout_s)
+        stdout, stderr = child.popen.communicate(request, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
+        child.terminate()
+        child.popen.communicate()
         return ItemOutcome("failed", time.monotonic() - started, output,
                            f"the notebook ran past its {timeout_s:g} s timeout; its process "
                            "and kernel were stopped", _results(output))

@@ -30,12 +30,13 @@ from typing import Any, TypeGuard
 import yaml
 
 from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text, shorten
+from zeroshot_kernel.exceptions import InvalidInput
 
 Parameters = dict[str, Any]
 MAX_SETS = 10_000
 
 
-class ParameterError(ValueError):
+class ParameterError(InvalidInput):
     """A parameter source that cannot be used, saying which and why."""
 
 

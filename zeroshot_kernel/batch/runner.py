@@ -23,7 +23,8 @@ from typing import Any
 
 from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child
 from zeroshot_kernel.batch.parameters import check_sets
-from zeroshot_kernel.batch.store import BatchItem, BatchOptions, BatchStatus, BatchStore
+from zeroshot_kernel.batch.storage import BatchItem, BatchOptions, BatchStatus, BatchStore
+from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 
 STAGGER_S = 0.25
@@ -32,7 +33,7 @@ STAGGER_S = 0.25
 Progress = Callable[[int], Any]
 
 
-class OutputOutsideWorkspace(ValueError):
+class OutputOutsideWorkspace(InvalidInput):
     """The output directory lies outside the workspace and that was not asked for."""
 
     def __init__(self, output: Path, workspace: Path) -> None:

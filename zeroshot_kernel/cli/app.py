@@ -13,16 +13,15 @@ import typer
 
 from zeroshot_kernel.cli import (
     batch_commands,
-    change_commands,
     graph_commands,
     profile_commands,
     provider_commands,
-    research_commands,
     run_commands,
     target_commands,
     template_commands,
     validate_command,
 )
+from zeroshot_kernel.features import contributions, resolve
 
 app = typer.Typer(
     name="zeroshot",
@@ -43,8 +42,8 @@ app = typer.Typer(
 validate_command.register(app)
 run_commands.register(app)
 provider_commands.register(app)
-app.add_typer(research_commands.research_app, name="research")
-app.add_typer(change_commands.change_app, name="change")
+for _name, _reference in contributions("commands").items():  # the features' sub-apps
+    app.add_typer(resolve(_reference), name=_name)
 app.add_typer(template_commands.template_app, name="template")
 app.add_typer(batch_commands.batch_app, name="batch")
 app.add_typer(profile_commands.profile_app, name="profile")

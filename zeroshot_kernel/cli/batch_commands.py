@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from zeroshot_kernel.cli.options import LedgerOption, TargetOption, chosen_ledger
-from zeroshot_kernel.cli.output import fail_usage, print_json
+from zeroshot_kernel.console.options import LedgerOption, TargetOption, chosen_ledger
+from zeroshot_kernel.console.output import fail_usage, print_json
 
 if TYPE_CHECKING:
     from zeroshot_kernel.batch import BatchStatus

@@ -8,7 +8,12 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel
 
-from zeroshot_kernel.cli.output import EXIT_REJECTED, print_diagnostics, print_json, read_document
+from zeroshot_kernel.console.output import (
+    EXIT_REJECTED,
+    print_diagnostics,
+    print_json,
+    read_document,
+)
 from zeroshot_kernel.contract.canonical import graph_identity
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec

@@ -8,8 +8,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
-from zeroshot_kernel.cli.output import (
+from zeroshot_kernel.console.options import (
+    BaseUrlOption,
+    HarnessOption,
+    IterationsOption,
+    LedgerOption,
+    MaxTokensOption,
+    PushOption,
+    TargetOption,
+    TaskOption,
+    open_client,
+)
+from zeroshot_kernel.console.outline import outline
+from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     fail_usage,
     print_diagnostics,
@@ -17,15 +28,6 @@ from zeroshot_kernel.cli.output import (
     read_document,
     read_input,
     read_runtime,
-)
-from zeroshot_kernel.cli.template_commands import (
-    BaseUrlOption,
-    HarnessOption,
-    IterationsOption,
-    MaxTokensOption,
-    PushOption,
-    TaskOption,
-    outline,
 )
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from zeroshot_kernel.cli.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_json
-from zeroshot_kernel.cli.output import read_inline_or_file as read_plan
+from zeroshot_kernel.console.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_json
+from zeroshot_kernel.console.output import read_inline_or_file as read_plan
 
 
 def providers(

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from zeroshot_kernel.cli.options import LedgerOption, TargetOption, open_client
-from zeroshot_kernel.cli.output import (
+from zeroshot_kernel.console.options import LedgerOption, TargetOption, open_client
+from zeroshot_kernel.console.output import (
     EXIT_OK,
     EXIT_REJECTED,
     camel_keys,
@@ -72,9 +72,9 @@ def run(
       zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
       zeroshot run --profile nightly --target shared --validate-only
     """
+    from zeroshot_kernel.auto_research.studies import StudyError
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.profiles import ProfileNotFound
-    from zeroshot_kernel.research.studies import StudyError
 
     if (graph is None) == (profile is None):
         fail_usage("give a graph file or --profile NAME (one of them)")
@@ -124,8 +124,8 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoRetu
 def _follow(run_handle: Run, cursor: str | None) -> None:
     """Print the run's events until it ends; exit 0 when it succeeded, 1 when it failed,
     3 when its controller died and the run is left unfinished."""
-    from zeroshot_kernel.cli.follow import ControllerWatch, print_failure_cause
-    from zeroshot_kernel.cli.render import EventRenderer
+    from zeroshot_kernel.console.event_lines import EventRenderer
+    from zeroshot_kernel.console.follow import ControllerWatch, print_failure_cause
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
 
     renderer = EventRenderer()
@@ -167,7 +167,7 @@ def list_runs(
     target: TargetOption = None,
 ) -> None:
     """List the runs in the ledger, newest first."""
-    from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.console.event_lines import describe_result
 
     client = open_client(ledger, target)
     runs = sorted(client.runs(), key=lambda r: r.created_at, reverse=True)
@@ -190,12 +190,12 @@ def status(
 ) -> None:
     """Show a run's phase, active executions, result, the tokens and cost each execution
     reported, and a software change's review state."""
-    from zeroshot_kernel.cli.render import describe_result
+    from zeroshot_kernel.console.event_lines import describe_result
     from zeroshot_kernel.engine.launch import last_log_line
     from zeroshot_kernel.harness.usage import describe_usage, execution_usage, run_usage
     from zeroshot_kernel.ledger.events import NodeCompleted
     from zeroshot_kernel.ledger.failure import explain_failure
-    from zeroshot_kernel.review.ledger import latest_decision, review_lines
+    from zeroshot_kernel.software_change.review.ledger import latest_decision, review_lines
 
     handle = _run_handle(open_client(ledger, target), run_id)
     current = handle.status()
@@ -206,7 +206,7 @@ def status(
     controller = handle.controller()
     last_words = (last_log_line(handle.client.workspace, handle.id)
                   if controller.phase == "gone" else None)
-    graph = handle.client.ledger.admitted(handle.id)["graph"]
+    graph = handle.graph()
     review = latest_decision(graph, events)
     if as_json:
         document = current.to_wire()
@@ -265,7 +265,7 @@ def logs(
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     if not as_json:
-        from zeroshot_kernel.cli.follow import print_failure_cause
+        from zeroshot_kernel.console.follow import print_failure_cause
 
         print_failure_cause(handle)
 
@@ -304,7 +304,7 @@ def resume(
 
     client = open_client(ledger, target)
     handle = _run_handle(client, run_id)
-    if handle.status().status.terminal_result is not None:
+    if handle.terminal is not None:
         typer.echo(f"{run_id} has already finished")
         raise typer.Exit(EXIT_OK)
     try:

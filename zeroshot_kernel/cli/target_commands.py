@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zeroshot_kernel.cli.output import fail_usage, print_json
+from zeroshot_kernel.console.output import fail_usage, print_json
 
 target_app = typer.Typer(
     help="Named ledgers (the workspace's SQLite file, a shared PostgreSQL) for --target.\n\n"
@@ -49,7 +49,7 @@ def add(
 
 def _open(target: Target) -> None:
     """Open the ledger once so that a typo or an unreachable server is caught now."""
-    from zeroshot_kernel.cli.options import ledger_problem
+    from zeroshot_kernel.console.options import ledger_problem
     from zeroshot_kernel.ledger import Ledger
     from zeroshot_kernel.targets import TargetError
 

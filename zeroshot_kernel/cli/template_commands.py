@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zeroshot_kernel.cli.output import fail_usage, print_json
-from zeroshot_kernel.contract.documents import child_documents
-
-TaskOption = Annotated[str, typer.Option(help="Template: task text or research task folder.")]
-IterationsOption = Annotated[
-    int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
-]
-PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
-HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
-BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
-BaseUrlOption = Annotated[str | None, typer.Option(
-    "--base-url", envvar=BASE_URL_ENV, show_default=False,
-    help="openai harness: the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
-         f"(default: ${BASE_URL_ENV}, else $OPENAI_BASE_URL, else the hosted API). Its key "
-         "is read from OPENAI_API_KEY when set; a local server needs none.")]
-MaxTokensOption = Annotated[int | None, typer.Option(
-    "--max-tokens", min=1, max=1_000_000, show_default=False,
-    help="openai harness: the most tokens one reply may take (default 4096).")]
+from zeroshot_kernel.console.options import (
+    BaseUrlOption,
+    HarnessOption,
+    IterationsOption,
+    MaxTokensOption,
+    PushOption,
+    TaskOption,
+)
+from zeroshot_kernel.console.outline import show_expansion
+from zeroshot_kernel.console.output import fail_usage
 
 if TYPE_CHECKING:
-    from zeroshot_kernel.templates import Expansion
+    pass
 
 template_app = typer.Typer(help="Built-in templates and the graphs they expand to.",
                            no_args_is_help=True)
@@ -34,10 +26,10 @@ template_app = typer.Typer(help="Built-in templates and the graphs they expand t
 
 @template_app.command("list")
 def list_templates() -> None:
-    """List the built-in templates."""
-    from zeroshot_kernel.templates import TEMPLATES
+    """List the templates: the core's and the installed features'."""
+    from zeroshot_kernel.templates import templates
 
-    for template in TEMPLATES.values():
+    for template in templates().values():
         typer.echo(f"{template.name:<15} {template.summary}")
 
 
@@ -68,36 +60,3 @@ def show(
     except (KeyError, ValueError) as unknown:
         fail_usage(str(unknown.args[0]))
     show_expansion(expansion, as_json)
-
-
-def show_expansion(expansion: Expansion, as_json: bool) -> None:
-    """``{graph, input, runtime}`` as JSON, or the graph's outline."""
-    if as_json:
-        print_json({"graph": expansion.graph, "input": expansion.input,
-                    "runtime": expansion.runtime})
-        return
-    for line in outline(expansion.graph["root"]):
-        typer.echo(line)
-
-
-def outline(node: dict[str, Any], depth: int = 0) -> list[str]:
-    """One line per node, indented by nesting, with what routes it."""
-    pad = "  " * depth
-    kind = node["kind"]
-    lines = [f"{pad}{kind} {node['name']}" + _detail(node)]
-    for child in child_documents(node):
-        lines += outline(child, depth + 1)
-    return lines
-
-
-def _detail(node: dict[str, Any]) -> str:
-    kind = node["kind"]
-    if kind in ("step", "verifier"):
-        return f"  ({node['worker']})"
-    if kind == "loop":
-        return f"  (at most {node['maxIterations']} iterations)"
-    if kind == "par":
-        return f"  (join {node['join']['kind']})"
-    if kind == "fail":
-        return f"  (reason {node['reason']})"
-    return ""

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
 from zeroshot_kernel.admission.admit import admit, verify_document
-from zeroshot_kernel.admission.registry import FileRegistry, RegistryFileError
-from zeroshot_kernel.cli.output import (
+from zeroshot_kernel.admission.worker_registry import FileRegistry, RegistryFileError
+from zeroshot_kernel.console.output import (
     EXIT_OK,
     EXIT_REJECTED,
     fail_usage,
+    graph_document,
     print_diagnostics,
     print_json,
-    read_document,
     read_input,
     read_runtime,
 )
+from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+from zeroshot_kernel.contract.reading import DocumentError, DocumentUnreadable, load_document
 from zeroshot_kernel.workspace import find_workspace
 
 
@@ -44,12 +46,29 @@ def validate(
     """Run every admission check on a graph; create nothing, contact nothing.
 
     Without --input/--runtime only the graph is verified. Exit status: 0 admitted,
-    1 rejected, 2 unreadable input or bad usage.
+    1 rejected (a graph over the reading limits too: too large, too deep, an alias bomb),
+    2 a file that cannot be read, an unreadable --input/--runtime, or bad usage.
 
     Example: zeroshot validate graph.json --input '{"task": "x"}' --runtime @plan.json --json
     """
-    report_validation(read_document(graph), str(graph), input=input, runtime=runtime,
-                      registry=registry, as_json=as_json)
+    try:
+        document = load_document(graph)
+    except DocumentUnreadable as unreadable:
+        fail_usage(str(unreadable))
+    except DocumentError as refused:  # over a limit, or no JSON/YAML: the graph is rejected
+        _reject(refused, as_json)
+    report_validation(graph_document(document, graph), str(graph), input=input,
+                      runtime=runtime, registry=registry, as_json=as_json)
+
+
+def _reject(refused: DocumentError, as_json: bool) -> NoReturn:
+    diagnostic = GraphDiagnostic(code="invalid_graph_shape", path=[],
+                                 message=f"the graph document was refused: {refused}")
+    if as_json:
+        print_json({"status": "rejected", "diagnostics": [diagnostic.to_wire()]})
+    else:
+        print_diagnostics([diagnostic])
+    raise typer.Exit(EXIT_REJECTED)
 
 
 def report_validation(

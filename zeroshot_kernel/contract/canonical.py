@@ -12,9 +12,10 @@ import json
 from typing import Any
 
 from zeroshot_kernel.contract.graph import CompiledGraphIr
+from zeroshot_kernel.exceptions import InvalidInput
 
 
-class CanonicalError(ValueError):
+class CanonicalError(InvalidInput):
     """The graph cannot be written canonically (it carries a floating-point value)."""
 
 

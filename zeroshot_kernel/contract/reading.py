@@ -21,11 +21,14 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from itertools import accumulate
 from typing import Any
 
 import yaml
+
+from zeroshot_kernel.exceptions import ZeroshotError
 
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 """The largest document read, from a file or inline (the ledger stores at most 2 MiB of
@@ -51,8 +54,13 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = str.maketrans({"[": "1", "{": "1", "]": "2", "}": "2"})
 
 
-class DocumentError(Exception):
+class DocumentError(ZeroshotError):
     """The input could not be read as a JSON or YAML document within the limits."""
+
+
+class DocumentUnreadable(DocumentError):
+    """The file itself cannot be read: missing, not a regular file, not permitted. (Its
+    content, when it has one, was never looked at.)"""
 
 
 def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
@@ -72,12 +80,12 @@ def read_text(path: str | os.PathLike[str], limit: int = MAX_DOCUMENT_BYTES) -> 
         # Non-blocking, so opening a FIFO returns at once instead of waiting for a writer.
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise DocumentError(f"{shown}: not a regular file")
+                raise DocumentUnreadable(f"{shown}: not a regular file")
             data = handle.read(limit + 1)
     except OSError as error:
-        raise DocumentError(f"{shown}: {error.strerror or error}") from None
+        raise DocumentUnreadable(f"{shown}: {error.strerror or error}") from None
     except ValueError:  # a NUL byte in the name
-        raise DocumentError(f"{shown!r}: not a usable file name") from None
+        raise DocumentUnreadable(f"{shown!r}: not a usable file name") from None
     if len(data) > limit:
         raise DocumentError(f"{shown}: larger than the {limit:,}-byte limit")
     try:
@@ -90,8 +98,8 @@ def load_document(path: str | os.PathLike[str]) -> Any:
     """Read a JSON or YAML file within the limits; ``DocumentError`` otherwise."""
     try:
         text = read_text(path)
-    except DocumentError as error:
-        raise DocumentError(f"cannot read {error}") from None
+    except DocumentError as error:  # keeps its kind: unreadable file or refused content
+        raise type(error)(f"cannot read {error}") from None
     try:
         return loads_document(text, from_file=True)
     except DocumentError as error:
@@ -119,9 +127,18 @@ def loads_document(text: str, *, yaml_allowed: bool = True, from_file: bool = Fa
                 f"column {json_error.colno})") from None
         value = _load_yaml(text, from_file=from_file)
     except ValueError as error:
-        raise DocumentError(shorten(str(error))) from None
+        raise DocumentError(_value_problem(error)) from None
     _check_values(value)
     return value
+
+
+def _value_problem(error: ValueError) -> str:
+    """The one-line reason a parser refused a value (Python's own words for an integer
+    past its conversion limit name a setting the user cannot reach)."""
+    if "integer string conversion" in str(error):
+        return (f"the document contains an integer of more than "
+                f"{sys.get_int_max_str_digits():,} digits")
+    return shorten(str(error))
 
 
 def _check_json_nesting(text: str) -> None:
@@ -141,6 +158,8 @@ def _load_yaml(text: str, *, from_file: bool) -> Any:
         value = yaml.load(text, Loader=_Loader)  # a safe loader (C when available)
     except yaml.YAMLError as error:
         raise DocumentError(f"neither JSON nor YAML: {_yaml_problem(error)}") from None
+    except ValueError as error:  # a scalar its constructor cannot convert (a huge integer)
+        raise DocumentError(_value_problem(error)) from None
     if from_file and not isinstance(value, dict | list):
         raise DocumentError("not a JSON or YAML document (an object or a list)")
     return value

@@ -10,13 +10,14 @@ controller dies, so that no push outlives its controller unobserved.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from zeroshot_kernel.exceptions import OperationFailed
+from zeroshot_kernel.processes import spawn_async
 
 LOCAL_TIMEOUT_S = 60.0
 NETWORK_TIMEOUT_S = 300.0
@@ -28,7 +29,7 @@ QUIET_ENV = {
 }
 
 
-class GitError(RuntimeError):
+class GitError(OperationFailed):
     """A git command failed; ``stderr`` says why."""
 
     def __init__(self, args: tuple[str, ...], code: int | None, stderr: str) -> None:
@@ -53,28 +54,17 @@ class Git:
         ``guarded``: git dies with the controller (see the module doc)."""
         env = {**os.environ, **QUIET_ENV, **(self.env or {})}
         program = [sys.executable, "-I", str(GUARD), "git"] if guarded else ["git"]
-        process = await asyncio.create_subprocess_exec(
-            *program, *args, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        child = await spawn_async([*program, *args], cwd=self.cwd, env=env)
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+            stdout, stderr = await asyncio.wait_for(child.process.communicate(), timeout)
         except TimeoutError:
-            await _kill(process)
+            await child.terminate()
             raise GitError(args, None, f"no answer within {timeout:g} s") from None
         except BaseException:
-            await asyncio.shield(_kill(process))
+            await asyncio.shield(child.terminate())
             raise
-        if process.returncode != 0:
+        if child.returncode != 0:
             if not check:
                 return ""
-            raise GitError(args, process.returncode, stderr.decode(errors="replace"))
+            raise GitError(args, child.returncode, stderr.decode(errors="replace"))
         return stdout.decode(errors="replace").strip()
-
-
-async def _kill(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    await process.wait()

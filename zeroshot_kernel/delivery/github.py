@@ -10,13 +10,15 @@ from typing import Any
 
 import httpx
 
+from zeroshot_kernel.exceptions import OperationFailed
+
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 MERGE_METHODS = ("squash", "merge", "rebase")
 """Preference order among the methods a repository allows."""
 
 
-class GitHubError(RuntimeError):
+class GitHubError(OperationFailed):
     def __init__(self, status: int, message: str) -> None:
         self.status = status
         super().__init__(f"GitHub answered {status}: {message}")

@@ -1,141 +1,48 @@
 """The ``git_delivery`` harness: trusted code (never an agent) behind a delivery node.
 
-It answers as the verifier ``zeroshot.git-delivery.push@1`` (auto-research): signal
-``delivery`` is ``published``, ``skipped`` or ``repair_requested``; and as the
-software-change deliveries ``builtin.git-delivery.{push,pr,merge}@1`` (see
-:mod:`zeroshot_kernel.delivery.change_delivery`). A workspace that cannot deliver (not a
-repository, no remote, remote unreachable) is a refusal with the reason, which the graph
-turns into ``delivery_failed``; an unexpected git failure is a crash (retried if the node
-has attempts left: a retried delivery never commits twice).
-
-A software-change delivery checks the run's trust baseline again first (a resumed run too)
-and delivers only after the ``trust_check`` node let it (trusted, or unproven but allowed:
-then its receipt says ``unproven`` and why).
+Features register the delivery each worker id gets (``Feature.deliveries``): auto-research
+publishes a reviewed round (``zeroshot.git-delivery.push@1``), a software change pushes,
+opens a pull request or ships (``builtin.git-delivery.{push,pr,merge}@1``). Each answers
+with the signal ``delivery``; a workspace that cannot deliver (not a repository, no remote,
+remote unreachable) is a refusal with the reason, which the graph turns into
+``delivery_failed``; an unexpected git failure is a crash (retried if the node has attempts
+left: a retried delivery never commits twice).
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from zeroshot_kernel.contract.graph import VerifierNode
-from zeroshot_kernel.contract.outcome import VerifierOutcome, error
-from zeroshot_kernel.delivery import trust
-from zeroshot_kernel.delivery.change_delivery import deliver_change, receipt, unsettled
-from zeroshot_kernel.delivery.git import Git, GitError
-from zeroshot_kernel.delivery.push_delivery import deliver
-from zeroshot_kernel.delivery.worktree import (
-    DeliveryRefused,
-    Remote,
-    RunWorktree,
-    open_repository,
-)
+from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.delivery.git import GitError
+from zeroshot_kernel.delivery.worktree import DeliveryRefused
+from zeroshot_kernel.features import contributions, resolve
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
-from zeroshot_kernel.ledger.events import NodeCompleted
-from zeroshot_kernel.research.studies import study_of
 
 SIGNAL = "delivery"
-CHANGE_DELIVERY_PREFIX = "builtin.git-delivery."
+"""The signal every delivery node answers with."""
+
+Delivery = Callable[[ExecutionRequest], Awaitable[HarnessResult]]
 
 
 class GitDeliveryHarness:
     """Runs delivery in the controller's process: it only drives git subprocesses."""
 
+    def __init__(self, *, in_process: bool = False) -> None:
+        """``in_process`` is accepted like every harness's; delivery always runs here."""
+
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
-        if isinstance(request.node, VerifierNode) and \
-                request.node.worker.startswith(CHANGE_DELIVERY_PREFIX):
-            return await _change(request)
-        task = (request.run_input or {}).get("task") if isinstance(request.run_input, dict) \
-            else None
-        if not isinstance(request.node, VerifierNode) or not isinstance(task, str):
-            return HarnessResult(error("refusal"), "git delivery serves the deliver verifier "
-                                                   "of an auto-research run (input task)")
+        reference = contributions("deliveries").get(request.node.worker)
+        if reference is None:
+            return HarnessResult(error("refusal"), f"no git delivery serves worker "
+                                                   f"{request.node.worker}")
+        delivery: Delivery = resolve(reference)
         try:
-            delivered = await deliver(
-                workspace=request.workspace.resolve(), run_id=request.run_id, task=task,
-                study=study_of(request.run_input),
-                payload=request.input, log=lambda line: request.log("output", line),
-            )
+            return await delivery(request)
         except DeliveryRefused as refused:
             return HarnessResult(error("refusal"), str(refused))
         except GitError as failed:
             return HarnessResult(error("crash"), f"{failed}\n{failed.stderr}".strip())
-        outcome = VerifierOutcome(status="verifier", output=None,
-                                  signals={SIGNAL: delivered.signal}, diagnostic=None)
-        return HarnessResult(outcome, delivered.detail)
 
     async def close(self) -> None:
         """Nothing is pooled: every git process ends with its call."""
-
-
-async def _change(request: ExecutionRequest) -> HarnessResult:
-    """A software-change delivery, from the run's own worktree (the workspace)."""
-    payload = request.input if isinstance(request.input, dict) else {}
-    delivery, task = payload.get("delivery"), payload.get("task", "")
-    if not isinstance(delivery, dict):
-        return HarnessResult(error("refusal"), "software-change delivery needs its input "
-                                               "{task, delivery}")
-    late = unsettled(request.events(), request.execution)
-    if late:
-        message = (f"delivery started while {', '.join(late)} had not settled; its receipt "
-                   "cannot certify the delivered state")
-        return HarnessResult(VerifierOutcome(
-            status="verifier", output={"receipt": receipt(delivery, "", "", 0, delivery["mode"],
-                                                          "unconfirmed")},
-            signals={SIGNAL: "unconfirmed"}, diagnostic={"message": message}), message)
-    events = list(request.events())
-    allowed, completion, unproven = _trust_verdict(events)
-    if not allowed:
-        return HarnessResult(error("refusal"), "delivery runs only after a passed trust check")
-    baseline = request.run_input.get("trust") if isinstance(request.run_input, dict) else None
-    try:
-        problems = await asyncio.to_thread(
-            trust.verify, request.workspace.resolve(), request.run_id, baseline or {},
-            delivered=trust.delivered_heads(events), retried=True)
-    except trust.TrustError as failure:
-        problems = [str(failure)]
-    if problems:
-        return HarnessResult(error("refusal"), "untrusted change: " + "; ".join(problems))
-    try:
-        repository = await open_repository(request.workspace.resolve())
-        git = Git(repository.root, repository.git.env)
-        branch = await git("symbolic-ref", "-q", "--short", "HEAD", check=False)
-        url = await git("remote", "get-url", delivery["remote"], check=False)
-        if not branch or not url:
-            raise DeliveryRefused(f"the run's worktree {repository.root} has no branch or no "
-                                  f"remote {delivery['remote']!r}")
-        delivered = await deliver_change(
-            worktree=RunWorktree(repository.root, branch, git),
-            remote=Remote(delivery["remote"], url), run_id=request.run_id, task=str(task),
-            delivery=delivery, token=request.env.get("GH_TOKEN", ""),
-            log=lambda line: request.log("output", line))
-    except DeliveryRefused as refused:
-        return HarnessResult(error("refusal"), str(refused))
-    except GitError as failed:
-        return HarnessResult(error("crash"), f"{failed}\n{failed.stderr}".strip())
-    stamped = {**delivered.receipt, "completion": completion}
-    if unproven:
-        stamped["unproven"] = unproven
-        request.log("output", f"UNPROVEN delivery (--allow-unproven): {unproven}")
-    outcome = VerifierOutcome(status="verifier", output={"receipt": stamped},
-                              signals={SIGNAL: delivered.signal},
-                              diagnostic={"message": delivered.message})
-    request.log("output", f"delivery {delivered.signal}: {stamped}")
-    return HarnessResult(outcome, delivered.message or None)
-
-
-def _trust_verdict(events: list[Any]) -> tuple[bool, str, str]:
-    """Whether the last trust check let delivery go, the completion decision it saw, and
-    why the delivery is unproven (``""`` when it is proven)."""
-    for event in reversed(events):
-        if isinstance(event, NodeCompleted) and \
-                event.completion.reference.node == "trust_check":
-            outcome = event.completion.outcome
-            if not isinstance(outcome, VerifierOutcome):
-                return False, "", ""
-            signal = outcome.signals.get("trust")
-            diagnostic = outcome.diagnostic if isinstance(outcome.diagnostic, dict) else {}
-            completion = str(diagnostic.get("completion", ""))
-            return signal in ("trusted", "unproven_allowed"), completion, \
-                completion if signal == "unproven_allowed" else ""
-    return False, "", ""

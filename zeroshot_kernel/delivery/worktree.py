@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from zeroshot_kernel.delivery.git import Git, GitError
+from zeroshot_kernel.delivery.git import NETWORK_TIMEOUT_S, Git, GitError
 from zeroshot_kernel.engine.launch import RUN_WORKTREES
+from zeroshot_kernel.exceptions import Refused
 
 BRANCH_PREFIX = "zeroshot/"
 WORKTREES = RUN_WORKTREES
@@ -25,7 +26,7 @@ FALLBACK_IDENTITY = {
 """Who commits when the repository configures nobody (a commit needs a name)."""
 
 
-class DeliveryRefused(RuntimeError):
+class DeliveryRefused(Refused):
     """The workspace cannot take a delivery: not a repository, no commit, no usable remote."""
 
 
@@ -159,3 +160,28 @@ async def verify_target(repository: Repository) -> Target:
         raise DeliveryRefused(f"{TARGET_UNVERIFIED}: the remote {remote.name} "
                               f"({remote.display}) has no branch {branch}")
     return Target(remote, branch, revision)
+
+
+REJECTED_PUSH = ("[rejected]", "non-fast-forward", "fetch first")
+"""How git says the remote branch moved on: a repair, not an unreachable remote."""
+
+
+async def push_branch(worktree: RunWorktree, remote: Remote, *,
+                      force_with_lease: bool = False, guarded: bool = False) -> str:
+    """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
+    lets a repaired branch replace what this run pushed before, and nothing else.
+    ``guarded``: the push dies with the controller (software-change delivery, which
+    reconciles with the remote when resumed)."""
+    lease = ["--force-with-lease"] if force_with_lease else []
+    try:
+        await worktree.git("push", "-q", *lease, remote.name,
+                           f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S,
+                           guarded=guarded)
+    except GitError as failure:
+        refusals = [line.strip() for line in failure.stderr.splitlines()
+                    if any(marker in line for marker in REJECTED_PUSH)]
+        if refusals:
+            return refusals[0]
+        raise DeliveryRefused(f"the remote {remote.name} ({remote.display}) cannot be "
+                              f"reached: {failure.stderr or failure}") from None
+    return ""

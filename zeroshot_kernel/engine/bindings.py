@@ -16,10 +16,10 @@ from zeroshot_kernel.contract.graph import (
     ItemSelector,
     NodeOutputSelector,
 )
-from zeroshot_kernel.engine.context import Channels, Context, Path
 from zeroshot_kernel.engine.decisions import PromotedValue
-from zeroshot_kernel.engine.errors import ReducerError
+from zeroshot_kernel.engine.reducer_errors import ReducerError
 from zeroshot_kernel.engine.traversal import MapItem
+from zeroshot_kernel.engine.walk_context import Channels, Context, Path
 
 _ABSENT = object()
 """What :func:`_lookup` returns for an undefined path (``None`` is a value: JSON null)."""

@@ -27,6 +27,7 @@ from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.owner import new_owner_id
 from zeroshot_kernel.engine.redaction import Redactor
 from zeroshot_kernel.engine.reducer import reduce
+from zeroshot_kernel.exceptions import Unavailable
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 from zeroshot_kernel.harness.plan import (
     KNOWN_CONNECTIONS,
@@ -61,15 +62,19 @@ HEARTBEAT_S = 3.0
 STOP_POLL_S = 0.1
 
 
-class LeaseUnavailable(RuntimeError):
+class LeaseUnavailable(Unavailable):
     """Another live controller holds the run's lease."""
 
 
+# Not a ZeroshotError on purpose: internal control flow that unwinds the controller's
+# loop when a signal arrives; it never leaves the controller, so no caller handles it.
+# Not a ZeroshotError on purpose: internal control flow that unwinds the controller's
+# loop when a signal arrives; it never leaves the controller, so no caller handles it.
 class Interrupted(Exception):
     """The controller was asked to stop (a signal); the run stays unfinished."""
 
 
-class LeaseLost(RuntimeError):
+class LeaseLost(Unavailable):
     """This controller's lease expired and may have been taken over: it must stop writing."""
 
 

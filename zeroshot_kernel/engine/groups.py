@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from zeroshot_kernel.contract.graph import ChoiceNode, GraphNode, LoopNode, SeqNode
 from zeroshot_kernel.engine.bindings import promote
-from zeroshot_kernel.engine.context import Context
-from zeroshot_kernel.engine.errors import NoChoiceRoute
 from zeroshot_kernel.engine.guards import holds
 from zeroshot_kernel.engine.memo import NO_TRACK, Point, Track
+from zeroshot_kernel.engine.reducer_errors import NoChoiceRoute
 from zeroshot_kernel.engine.traversal import Done, Ended, Status, Traversal
+from zeroshot_kernel.engine.walk_context import Context
 
 if TYPE_CHECKING:
     from zeroshot_kernel.engine.walker import Walker

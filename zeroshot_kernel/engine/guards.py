@@ -18,8 +18,8 @@ from zeroshot_kernel.contract.graph import (
     KOfNGuard,
     NotGuard,
 )
-from zeroshot_kernel.engine.context import ControlKey
-from zeroshot_kernel.engine.index import GraphIndex
+from zeroshot_kernel.engine.graph_facts import GraphIndex
+from zeroshot_kernel.engine.walk_context import ControlKey
 
 
 def holds(

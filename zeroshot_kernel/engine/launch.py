@@ -1,6 +1,6 @@
 """Starting controllers: detached processes by default, or a thread in this process.
 
-A detached controller is its own session (``start_new_session``), so closing the
+A detached controller is its own session (``processes.spawn``), so closing the
 terminal, restarting the kernel or cancelling an ``await`` leaves the run going. Its
 output goes to ``.zeroshot/controllers/<run>.log`` in the workspace.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from zeroshot_kernel.engine.controller import Controller
 from zeroshot_kernel.ledger import Ledger
+from zeroshot_kernel.processes import DEVNULL, STDOUT, spawn
 from zeroshot_kernel.workspace import LEDGER_ENV
 
 RUN_WORKTREES = Path(".zeroshot") / "worktrees"
@@ -62,13 +63,12 @@ def start_detached(url: str, run_id: str, workspace: Path, *, replacing: str | N
     python_path = [str(workspace), *filter(None, [env.get("PYTHONPATH")])]
     env["PYTHONPATH"] = os.pathsep.join(python_path)
     with log_path.open("ab") as output:
-        return subprocess.Popen(
+        return spawn(
             [sys.executable, "-m", "zeroshot_kernel.engine.controller_main", run_id,
              "--workspace", str(workspace),
              *(["--replacing", replacing] if replacing else [])],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-            cwd=workspace, env=env, start_new_session=True, close_fds=True,
-        )
+            stdin=DEVNULL, stdout=output, stderr=STDOUT, cwd=workspace, env=env,
+        ).popen
 
 
 def start_in_thread(ledger: Ledger, run_id: str, workspace: Path, *,

@@ -21,10 +21,10 @@ from zeroshot_kernel.engine.bindings import (
     without_path,
     written_under,
 )
-from zeroshot_kernel.engine.context import Context
-from zeroshot_kernel.engine.errors import ReducerError
 from zeroshot_kernel.engine.groups import finish
+from zeroshot_kernel.engine.reducer_errors import ReducerError
 from zeroshot_kernel.engine.traversal import PENDING, Done, Ended, MapItem, Status, Traversal
+from zeroshot_kernel.engine.walk_context import Context
 
 if TYPE_CHECKING:
     from zeroshot_kernel.engine.walker import Walked, Walker

@@ -23,10 +23,10 @@ from typing import Any
 
 from zeroshot_kernel.contract.canonical import dump_canonical
 from zeroshot_kernel.contract.graph import GraphNode
-from zeroshot_kernel.engine.cache import IdentityCache
-from zeroshot_kernel.engine.context import Context
 from zeroshot_kernel.engine.decisions import Progress
+from zeroshot_kernel.engine.graph_cache import IdentityCache
 from zeroshot_kernel.engine.history import Active, History, HistoryEntry, Settled, Voided
+from zeroshot_kernel.engine.walk_context import Context
 from zeroshot_kernel.ledger.events import VoidReason
 
 Reads = dict[tuple[str, int], HistoryEntry | None]

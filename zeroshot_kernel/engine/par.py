@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from zeroshot_kernel.contract.graph import FirstJoin, Join, ParNode, QuorumJoin
 from zeroshot_kernel.engine.bindings import select, with_path, written_under
-from zeroshot_kernel.engine.context import Context, Path
 from zeroshot_kernel.engine.decisions import PromotedValue
 from zeroshot_kernel.engine.guards import holds
 from zeroshot_kernel.engine.traversal import PENDING, Done, Ended, Pending, Status, Traversal
+from zeroshot_kernel.engine.walk_context import Context, Path
 
 if TYPE_CHECKING:
     from zeroshot_kernel.engine.walker import Walked, Walker

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from zeroshot_kernel.contract.graph import FULL_PROFILE, CompiledGraphIr
-from zeroshot_kernel.engine.context import Context
 from zeroshot_kernel.engine.decisions import Decisions, TerminalDecision, VoidLoser
-from zeroshot_kernel.engine.errors import HistoryMismatch, ReducerError
+from zeroshot_kernel.engine.graph_facts import index_of
 from zeroshot_kernel.engine.history import Active, History, HistoryEntry, Settled, Voided
-from zeroshot_kernel.engine.index import index_of
 from zeroshot_kernel.engine.memo import recall, remember
+from zeroshot_kernel.engine.reducer_errors import HistoryMismatch, ReducerError
 from zeroshot_kernel.engine.traversal import Done, Ended, Traversal
+from zeroshot_kernel.engine.walk_context import Context
 from zeroshot_kernel.engine.walker import Walker, require_fits
 
 

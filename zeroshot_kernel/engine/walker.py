@@ -36,7 +36,6 @@ from zeroshot_kernel.contract.outcome import (
 )
 from zeroshot_kernel.contract.payload import PayloadType, check_value
 from zeroshot_kernel.engine.bindings import build_payload, channel_value, with_path
-from zeroshot_kernel.engine.context import Channels, Context
 from zeroshot_kernel.engine.decisions import (
     Continue,
     Dispatch,
@@ -44,16 +43,17 @@ from zeroshot_kernel.engine.decisions import (
     Promote,
     PromotedValue,
 )
-from zeroshot_kernel.engine.errors import HistoryMismatch, PayloadTypeError, ReducerError
+from zeroshot_kernel.engine.graph_facts import GraphIndex
 from zeroshot_kernel.engine.groups import eval_choice, eval_loop, eval_seq
 from zeroshot_kernel.engine.history import History, HistoryEntry, Settled
 from zeroshot_kernel.engine.identity import execution_id, node_instance_id
-from zeroshot_kernel.engine.index import GraphIndex
 from zeroshot_kernel.engine.map import eval_map
 from zeroshot_kernel.engine.memo import FORGOTTEN, Point, Reads, Recalled, Track, same_json
 from zeroshot_kernel.engine.outcomes import is_retryable
 from zeroshot_kernel.engine.par import eval_par
+from zeroshot_kernel.engine.reducer_errors import HistoryMismatch, PayloadTypeError, ReducerError
 from zeroshot_kernel.engine.traversal import PENDING, Done, Ended, Status, Traversal
+from zeroshot_kernel.engine.walk_context import Channels, Context
 from zeroshot_kernel.ledger.events import FailedResult, Occurrence, SucceededResult, VoidReason
 
 

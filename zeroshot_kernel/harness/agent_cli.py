@@ -19,22 +19,21 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.exceptions import ZeroshotError
 from zeroshot_kernel.harness.agent_guard import CANNOT_START, CANNOT_START_MARK
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
 from zeroshot_kernel.harness.plan import AgentBinding
+from zeroshot_kernel.processes import PIPE, STDOUT, allowed_env, read_lines, spawn_async
 
 GUARD = Path(__file__).with_name("agent_guard.py")
-_LINE_LIMIT = 64 * 1024 * 1024
 _STDERR_TAIL = 20
 _DRAIN_S = 2.0
-_EXIT_POLL_S = 0.05
 _VERSION_TIMEOUT_S = 10.0
 
 BASE_ENV_NAMES = (
@@ -54,7 +53,7 @@ _AUTH_PROBLEM = re.compile(
 )
 
 
-class CliMissing(FileNotFoundError):
+class CliMissing(ZeroshotError, FileNotFoundError):
     """The agent CLI binary is not installed where it was looked for."""
 
 
@@ -92,19 +91,15 @@ class AgentCli:
         if binary is None:
             return None
         try:
-            process = await asyncio.create_subprocess_exec(
-                binary, "--version", stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
+            child = await spawn_async([binary, "--version"], stderr=STDOUT)
         except OSError:
             return None
         try:
-            output, _ = await asyncio.wait_for(process.communicate(), _VERSION_TIMEOUT_S)
+            output, _ = await asyncio.wait_for(child.process.communicate(), _VERSION_TIMEOUT_S)
         except TimeoutError:
-            await kill_group(process)
+            await child.terminate()
             return None
-        if process.returncode != 0:
+        if child.returncode != 0:
             return None
         text = output.decode(errors="replace").strip()
         return text.splitlines()[0] if text else "unknown version"
@@ -135,10 +130,7 @@ def agent_env(
 
 def child_env(cli: AgentCli, values: Mapping[str, str]) -> dict[str, str]:
     """The allow-listed variables of this process, the CLI's own, then ``values``."""
-    names = (*BASE_ENV_NAMES, *cli.config_env_names)
-    env = {name: os.environ[name] for name in names if name in os.environ}
-    env.update(values)
-    return env
+    return allowed_env((*BASE_ENV_NAMES, *cli.config_env_names), values)
 
 
 async def run_cli(
@@ -154,14 +146,11 @@ async def run_cli(
     The CLI runs under :mod:`agent_guard` (the group's leader), which kills the group if
     this process dies. Raises :class:`CliMissing` when the binary cannot be started."""
     try:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", str(GUARD), *argv,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=cwd, env=dict(env), start_new_session=True,
-            limit=_LINE_LIMIT,
-        )
+        child = await spawn_async([sys.executable, "-I", str(GUARD), *argv], stdin=PIPE,
+                                  cwd=cwd, env=env)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
         raise CliMissing(str(missing)) from missing
+    process = child.process
     result = CliRun(returncode=0)
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -170,10 +159,10 @@ async def run_cli(
             asyncio.create_task(_read_stderr(process, result, log)),
             asyncio.create_task(_feed(process, stdin)),
         ]
-        result.returncode = await _leader_exit(process)
+        result.returncode = await child.exited()
         # The leader is gone; anything it left in its group goes with it, so that pipes
         # held open by stragglers cannot keep the readers waiting.
-        await kill_group(process)
+        await child.terminate()
         done, pending = await asyncio.wait(tasks, timeout=_DRAIN_S)
         for task in pending:
             task.cancel()
@@ -182,26 +171,13 @@ async def run_cli(
     except BaseException:
         for task in tasks:
             task.cancel()
-        await asyncio.shield(kill_group(process))
+        await asyncio.shield(child.terminate())
         raise
     if result.returncode == CANNOT_START and any(
         line.startswith(CANNOT_START_MARK) for line in result.stderr_tail
     ):
         raise CliMissing(result.stderr_text())
     return result
-
-
-async def _leader_exit(process: asyncio.subprocess.Process) -> int:
-    """The leader's exit code as soon as it exits (``Process.wait`` also waits for every
-    pipe to close, which a straggler holding stdout could put off indefinitely)."""
-    waiter = asyncio.ensure_future(process.wait())
-    try:
-        while process.returncode is None and not waiter.done():
-            await asyncio.wait({waiter}, timeout=_EXIT_POLL_S)
-    finally:
-        waiter.cancel()
-    assert process.returncode is not None
-    return process.returncode
 
 
 async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
@@ -214,27 +190,16 @@ async def _feed(process: asyncio.subprocess.Process, text: str) -> None:
 
 
 async def _read_stdout(process: asyncio.subprocess.Process, result: CliRun) -> None:
-    assert process.stdout is not None
-    while line := await process.stdout.readline():
-        result.stdout.append(line.decode(errors="replace").rstrip("\r\n"))
+    await read_lines(process.stdout, result.stdout.append)
 
 
 async def _read_stderr(process: asyncio.subprocess.Process, result: CliRun, log: LogSink) -> None:
-    assert process.stderr is not None
-    while line := await process.stderr.readline():
-        text = line.decode(errors="replace").rstrip("\r\n")
+    def keep(text: str) -> None:
         result.stderr_tail = [*result.stderr_tail[-(_STDERR_TAIL - 1):], text]
         if text:
             log("error", text)
 
-
-async def kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the process's whole group (its own, from ``start_new_session``) and wait
-    for the leader to be reaped."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    if process.returncode is None:
-        await _leader_exit(process)
+    await read_lines(process.stderr, keep)
 
 
 def looks_like_auth_problem(*texts: str | None) -> bool:

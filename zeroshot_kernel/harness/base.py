@@ -49,6 +49,9 @@ class ExecutionRequest:
     brief: str = ""
     """Context trusted code adds to an LLM agent's prompt after its input (see
     :mod:`zeroshot_kernel.harness.roles`); empty for most nodes."""
+    granted_commands: tuple[str, ...] = ()
+    """Commands the turn's role lets a read-only agent run besides inspecting files and git
+    (a software-change reviewer: the run's declared checks)."""
 
     @property
     def harness(self) -> str:

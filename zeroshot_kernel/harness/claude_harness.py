@@ -18,6 +18,7 @@ Provider ``anthropic`` (the default) uses whatever the CLI is logged in with, or
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from zeroshot_kernel.contract.graph import VerifierNode
@@ -40,7 +41,6 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.conversation import Turn, converse
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
-from zeroshot_kernel.review.briefs import inspection_tools
 
 CLAUDE = AgentCli(
     name="claude",
@@ -48,6 +48,9 @@ CLAUDE = AgentCli(
     config_env_names=("CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL"),
 )
 READ_ONLY_TOOLS = "Read,Grep,Glob"
+GIT_READ_TOOLS = ("Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)",
+                  "Bash(git status:*)")
+"""What a claude verifier may run besides reading files: git commands that change nothing."""
 WRITER_TOOLS = "Read,Grep,Glob,Edit,Write,Bash"
 WRITER_DENIED_TOOLS = ",".join(f"Bash(git {command}:*)" for command in (
     "commit", "push", "reset", "checkout", "branch", "tag", "remote", "config", "rebase",
@@ -114,8 +117,16 @@ def claude_arguments(request: ExecutionRequest, session: str | None) -> list[str
 
 
 def verifier_tools(request: ExecutionRequest) -> str:
-    """A verifier's tools: read files, read-only git, and the run's declared checks."""
-    return ",".join([READ_ONLY_TOOLS, *inspection_tools(request)])
+    """A verifier's tools: read files, read-only git, and the commands its role grants
+    (a software-change reviewer's declared checks), each as a ``Bash(command:*)`` rule."""
+    return ",".join([READ_ONLY_TOOLS, *GIT_READ_TOOLS, *command_rules(request.granted_commands)])
+
+
+def command_rules(commands: Sequence[str]) -> list[str]:
+    """``Bash(<command>:*)`` for each command a permission rule can name (one line, no
+    parentheses or commas, which the rule list itself uses)."""
+    return [f"Bash({command}:*)" for command in commands
+            if not any(c in command for c in "(),\n\r")]
 
 
 def _provider_env(request: ExecutionRequest) -> tuple[dict[str, str], HarnessResult | None]:

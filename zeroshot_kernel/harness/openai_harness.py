@@ -16,13 +16,14 @@ for a shorter reply, and ends as ``malformed`` when the corrections run out.
 Each turn asks for structured output (``response_format: json_schema``) with the schema
 generated from the node's declared types, so a server that enforces schemas answers in
 shape the first time; the reply is still checked, and corrected, like any agent's.
-Rate limits (429) and server errors (5xx) are retried with bounded exponential backoff;
-a storm of them ends in ``crash``. Token usage is summed over the execution's requests.
+Rate limits (429), server errors (500, 502, 503, 504), connection errors and timeouts are
+retried under :mod:`zeroshot_kernel.retry`'s policy (bounded attempts and time, exponential
+backoff with jitter, the server's ``Retry-After`` honoured); a storm of them ends in
+``crash``. Token usage is summed over the execution's requests.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,6 +43,15 @@ from zeroshot_kernel.harness.plan import (
 from zeroshot_kernel.harness.prompt import is_strict_schema, response_schema
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
+from zeroshot_kernel.retry import (
+    RetriesExhausted,
+    RetryNotice,
+    RetryPolicy,
+    retry_after_s,
+    retry_async,
+    transient_http_error,
+    transient_response,
+)
 
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -53,6 +63,8 @@ BACKOFF_ENV = "ZEROSHOT_HTTP_BACKOFF_S"
 MAX_REQUEST_ATTEMPTS = 5
 DEFAULT_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
+REQUEST_BUDGET_S = 900.0
+"""No retry of one completion starts later than this after its first request."""
 SYSTEM_PROMPT = (
     "You are one step of an automated workflow. Follow the task and answer exactly as the "
     "response contract says."
@@ -121,6 +133,12 @@ def backoff_s() -> float:
         return max(0.0, float(os.environ.get(BACKOFF_ENV, DEFAULT_BACKOFF_S)))
     except ValueError:
         return DEFAULT_BACKOFF_S
+
+
+def request_policy() -> RetryPolicy:
+    """How one completion request is retried (the first delay from ``$ZEROSHOT_HTTP_BACKOFF_S``)."""
+    return RetryPolicy(attempts=MAX_REQUEST_ATTEMPTS, first_delay_s=backoff_s(),
+                       max_delay_s=MAX_BACKOFF_S, budget_s=REQUEST_BUDGET_S)
 
 
 class OpenAIHarness:
@@ -206,37 +224,43 @@ def _request_body(request: ExecutionRequest, model: str) -> dict[str, Any]:
 async def post_completion(
     client: httpx.AsyncClient, endpoint: Endpoint, body: dict[str, Any], log: LogSink
 ) -> Turn[Messages]:
-    """One chat completion, retried on 429, 5xx and transport errors (bounded)."""
+    """One chat completion, retried on transient failures (see :func:`request_policy`)."""
     url = f"{endpoint.base_url}/chat/completions"
-    delay = backoff_s()
-    last = ""
-    for attempt in range(1, MAX_REQUEST_ATTEMPTS + 1):
-        try:
-            response = await client.post(url, json=body, headers=endpoint.headers())
-        except httpx.TransportError as failure:
-            last = f"{type(failure).__name__}: {failure}"
-            retry_after = None
-        else:
-            if response.status_code < 400:
-                return read_completion(response, body.get("max_tokens"))
-            if response.status_code in (401, 403):
-                return Turn(failure=auth_refusal(_refused(endpoint, response)))
-            if response.status_code != 429 and response.status_code < 500:
-                return Turn(failure=crash(
-                    f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
-                    f"{_error_text(response)}"
-                ))
-            last = f"HTTP {response.status_code}: {_error_text(response)}"
-            retry_after = _retry_after(response)
-        if attempt == MAX_REQUEST_ATTEMPTS:
-            break
-        wait = min(MAX_BACKOFF_S, retry_after if retry_after is not None else delay)
-        log("system", f"{endpoint.name}: {last[:200]}; retry {attempt} in {wait:.2f} s")
-        await asyncio.sleep(wait)
-        delay = min(MAX_BACKOFF_S, delay * 2)
+
+    def announce(retry: RetryNotice) -> None:
+        log("system", f"{endpoint.name}: {_failure_text(retry.error, retry.result)[:200]}; "
+                      f"retry {retry.attempt} in {retry.delay_s:.2f} s")
+
+    try:
+        response = await retry_async(
+            lambda: client.post(url, json=body, headers=endpoint.headers()), request_policy(),
+            transient_error=transient_http_error, transient_result=transient_response,
+            retry_after=retry_after_s, on_retry=announce,
+        )
+    except RetriesExhausted as exhausted:
+        return Turn(failure=crash(
+            f"{endpoint.name} kept failing after {exhausted.attempts} requests; last: "
+            f"{_failure_text(exhausted.error, exhausted.result)}"
+        ))
+    except httpx.HTTPError as failure:  # not worth another attempt (a bad URL, a proxy)
+        return Turn(failure=crash(
+            f"{endpoint.name} could not be asked: {type(failure).__name__}: {failure}"))
+    if response.status_code < 400:
+        return read_completion(response, body.get("max_tokens"))
+    if response.status_code in (401, 403):
+        return Turn(failure=auth_refusal(_refused(endpoint, response)))
     return Turn(failure=crash(
-        f"{endpoint.name} kept failing after {MAX_REQUEST_ATTEMPTS} requests; last: {last}"
+        f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
+        f"{_error_text(response)}"
     ))
+
+
+def _failure_text(failure: BaseException | None, response: httpx.Response | None) -> str:
+    if failure is not None:
+        return f"{type(failure).__name__}: {failure}"
+    if response is not None:
+        return f"HTTP {response.status_code}: {_error_text(response)}"
+    return "no reply"
 
 
 def _refused(endpoint: Endpoint, response: httpx.Response) -> str:
@@ -290,16 +314,6 @@ def _usage(reported: Any) -> Usage | None:
         cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
         else None,
     )
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
 
 
 def _error_text(response: httpx.Response) -> str:

@@ -13,7 +13,10 @@ from pydantic import Field, model_validator
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.values import NodeName
 
-HarnessName = Literal["local", "python", "claude", "codex", "openai"]
+CORE_AGENT_HARNESSES = ("local", "python", "claude", "codex", "openai")
+"""The agent harnesses every installation has; a feature may register more (admission checks
+a plan's names against what is installed, see ``harness.registry``)."""
+HarnessName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*$", max_length=64)]
 LLM_HARNESSES: frozenset[str] = frozenset({"claude", "codex", "openai"})
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 SessionScope = Literal["execution", "node_instance"]
@@ -86,7 +89,7 @@ class GitDeliveryBinding(ContractModel):
 
 class TrustedBinding(ContractModel):
     """A node run by trusted code of the engine, never an agent: ``code`` names it (see
-    :data:`zeroshot_kernel.harness.trusted_harness.TRUSTED_CODE`). It gets no secrets."""
+    :func:`zeroshot_kernel.harness.trusted_harness.trusted_code`). It gets no secrets."""
 
     kind: Literal["trusted"]
     code: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_.-]*$", max_length=64)]

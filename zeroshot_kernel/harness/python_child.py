@@ -13,17 +13,14 @@ import contextlib
 import io
 import json
 import os
-import signal
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import IO, Any
 
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
+from zeroshot_kernel.processes import die_with_parent
 from zeroshot_kernel.workers import WorkerContext
 
-PARENT_POLL_S = 0.2
 END_OF_CALL = "\x00zeroshot:end-of-call"
 """Written to stderr after each call, before its reply, so the parent knows it has read
 all of that call's stderr (the two pipes are read independently)."""
@@ -61,22 +58,10 @@ class _LogLines(io.TextIOBase):
             self._pending = ""
 
 
-def _die_with_parent() -> None:
-    """A controller killed with SIGKILL cannot kill its workers, and a resumed run retries
-    their executions: an orphan must not keep working on the workspace alongside the
-    retry. Orphans are re-parented, so watch the parent pid and kill this process group."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def main() -> None:
-    _die_with_parent()
+    # A controller killed with SIGKILL cannot kill its workers, and a resumed run retries
+    # their executions: an orphan must not keep working on the workspace beside the retry.
+    die_with_parent()
     protocol = _Protocol(os.fdopen(os.dup(1), "w", encoding="utf-8"))
     os.dup2(2, 1)  # native writes to stdout land on stderr, which the parent logs
     stdout = _LogLines(protocol)

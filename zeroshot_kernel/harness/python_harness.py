@@ -9,10 +9,7 @@ workers are cancelled, but a sync worker thread cannot be killed, only abandoned
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
 import sys
 from typing import Any
 
@@ -29,27 +26,26 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
 from zeroshot_kernel.harness.python_child import END_OF_CALL
+from zeroshot_kernel.processes import PIPE, AsyncChild, spawn_async
 from zeroshot_kernel.workers import WorkerContext
 
-_LINE_LIMIT = 64 * 1024 * 1024  # one reply line carries a whole output
 _STDERR_GRACE_S = 2.0
 
 
 class WorkerProcess:
     """One warm worker process (its own process group) answering one call at a time."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
+    def __init__(self, child: AsyncChild) -> None:
+        self.child = child
+        self.process = child.process
 
     @classmethod
     async def start(cls, workspace: str) -> WorkerProcess:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "zeroshot_kernel.harness.python_child",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=workspace, start_new_session=True,
-            limit=_LINE_LIMIT,
-        )
-        return cls(process)
+        # Pipe lines may be long: one reply line carries a whole output.
+        return cls(await spawn_async(
+            [sys.executable, "-m", "zeroshot_kernel.harness.python_child"],
+            stdin=PIPE, cwd=workspace,
+        ))
 
     async def call(self, message: dict[str, Any], request: ExecutionRequest) -> Reply:
         assert self.process.stdin and self.process.stdout and self.process.stderr
@@ -68,7 +64,7 @@ class WorkerProcess:
                     # only matters if a worker took the mark's way out (closed its stderr).
                     await asyncio.wait({errors}, timeout=_STDERR_GRACE_S)
                     return (status, payload, detail)
-            code = await self.process.wait()
+            code = await self.child.exited()
             return ("crash", None, f"worker process died (exit code {code})")
         finally:
             errors.cancel()
@@ -88,11 +84,8 @@ class WorkerProcess:
         return self.process.returncode is None
 
     async def kill(self) -> None:
-        """Kill the whole process group (timeouts and stops)."""
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
+        """Kill the whole process group (timeouts and stops) and reap the worker."""
+        await self.child.terminate()
 
 
 class PythonHarness:

@@ -1,47 +1,49 @@
-"""Which harness implementation serves which harness name."""
+"""Which harness implementation serves which harness name.
+
+The core's own harnesses are listed here; features add theirs (``git_delivery``, a third
+party's) through :class:`zeroshot_kernel.features.Feature`. Every entry is imported only when
+a controller first needs it, so a run that never delivers never imports git delivery, and
+one on the local harness never imports httpx.
+"""
 
 from __future__ import annotations
 
+from zeroshot_kernel.exceptions import NotFound
+from zeroshot_kernel.features import contributions, resolve
 from zeroshot_kernel.harness.base import Harness
-from zeroshot_kernel.harness.local_harness import LocalHarness
-from zeroshot_kernel.harness.python_harness import PythonHarness
-from zeroshot_kernel.harness.roles import RoleHarness
 
-AVAILABLE_HARNESSES = frozenset(
-    {"python", "local", "git_delivery", "trusted", "claude", "codex", "openai"}
-)
+_HARNESS = "zeroshot_kernel.harness"
+CORE_HARNESSES: dict[str, str] = {
+    "python": f"{_HARNESS}.python_harness:PythonHarness",
+    "local": f"{_HARNESS}.local_harness:LocalHarness",
+    "trusted": f"{_HARNESS}.trusted_harness:TrustedHarness",
+    # LLM agents run through the role of their worker (see harness.roles): briefed by
+    # trusted code, and settled by it where the role says so.
+    "claude": f"{_HARNESS}.roles:claude_harness",
+    "codex": f"{_HARNESS}.roles:codex_harness",
+    "openai": f"{_HARNESS}.roles:openai_harness",
+}
 
 
-class HarnessUnavailable(LookupError):
+class HarnessUnavailable(NotFound):
     """The runtime plan names a harness this installation cannot run."""
+
+
+def available_harnesses() -> dict[str, str]:
+    """Harness name -> its factory (``module:attribute``), the core's and the features'."""
+    return {**contributions("harnesses"), **CORE_HARNESSES}
+
+
+def agent_harnesses() -> set[str]:
+    """The harnesses an agent binding may name (``trusted`` and ``git_delivery`` are
+    binding kinds of their own, never an agent's harness)."""
+    return set(available_harnesses()) - {"trusted", "git_delivery"}
 
 
 def harness_for(name: str, *, in_process: bool = False) -> Harness:
     """A fresh harness for one controller (harnesses pool processes and sessions)."""
-    if name == "python":
-        return PythonHarness(in_process=in_process)
-    if name == "local":
-        return LocalHarness(in_process=in_process)
-    if name == "trusted":
-        from zeroshot_kernel.harness.trusted_harness import TrustedHarness
-
-        return TrustedHarness(in_process=in_process)
-    if name == "git_delivery":
-        from zeroshot_kernel.delivery import GitDeliveryHarness  # loaded by --push runs only
-
-        return GitDeliveryHarness()
-    # LLM agents run through the role of their worker (see harness.roles): briefed by
-    # trusted code, and settled by it where the role says so.
-    if name == "claude":
-        from zeroshot_kernel.harness.claude_harness import ClaudeHarness
-
-        return RoleHarness(ClaudeHarness(), tools=True)
-    if name == "codex":
-        from zeroshot_kernel.harness.codex_harness import CodexHarness
-
-        return RoleHarness(CodexHarness(), tools=True)
-    if name == "openai":
-        from zeroshot_kernel.harness.openai_harness import OpenAIHarness  # imports httpx
-
-        return RoleHarness(OpenAIHarness(), tools=False)
-    raise HarnessUnavailable(f"the {name} harness is not available in this installation")
+    factory = available_harnesses().get(name)
+    if factory is None:
+        raise HarnessUnavailable(f"the {name} harness is not available in this installation")
+    harness: Harness = resolve(factory)(in_process=in_process)
+    return harness

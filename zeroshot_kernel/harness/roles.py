@@ -12,31 +12,17 @@ looked up by worker id, like trusted code, so any graph using those workers gets
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.features import contributions, resolve
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 
-_RESEARCH = "zeroshot_kernel.research.llm_roles"
-_CHANGE = "zeroshot_kernel.review.briefs"
-ROLE_WORKERS: dict[str, str] = {
-    "zeroshot.research.scout-exploration@1": f"{_RESEARCH}:SCOUT",
-    "zeroshot.research.scout-synthesis@1": f"{_RESEARCH}:SCOUT",
-    "zeroshot.research.scout-challenge@1": f"{_RESEARCH}:SCOUT",
-    "zeroshot.research.researcher@1": f"{_RESEARCH}:RESEARCHER",
-    "zeroshot.research.reviewer@1": f"{_RESEARCH}:REVIEWER",
-    "builtin.agent.acceptance-verifier@1": f"{_CHANGE}:REVIEWER",
-    "builtin.agent.code-verifier@1": f"{_CHANGE}:REVIEWER",
-    "builtin.agent.seam-verifier@1": f"{_CHANGE}:REVIEWER",
-    "builtin.agent.integration-verifier@1": f"{_CHANGE}:REVIEWER",
-}
-"""Worker id -> the role object (``module:attribute``, imported on first use)."""
 
-
-class RoleError(Exception):
+class RoleError(ZeroshotError):
     """The role cannot prepare this turn (damaged records, a parent that does not verify):
     the execution ends as a crash with this message, and no agent runs."""
 
@@ -48,6 +34,8 @@ class Preparation:
     """The agent's working directory instead of the workspace (``None``: the workspace)."""
     state: Any = None
     """What the role needs after the turn (fingerprints taken before it)."""
+    granted_commands: tuple[str, ...] = ()
+    """Commands a read-only agent may run (see ``ExecutionRequest.granted_commands``)."""
 
 
 class Role(Protocol):
@@ -62,11 +50,11 @@ class Role(Protocol):
 
 
 def role_for(worker: str) -> Role | None:
-    target = ROLE_WORKERS.get(worker)
+    """The role the features register for ``worker`` (imported on first use), if any."""
+    target = contributions("roles").get(worker)
     if target is None:
         return None
-    module, _, attribute = target.partition(":")
-    role: Role = getattr(importlib.import_module(module), attribute)
+    role: Role = resolve(target)
     return role
 
 
@@ -87,9 +75,32 @@ class RoleHarness:
             return HarnessResult(error("crash"), f"the engine could not prepare the "
                                                  f"{request.node.name} turn: {failed}")
         turn = replace(request, brief=preparation.brief,
-                       workspace=preparation.checkout or request.workspace)
+                       workspace=preparation.checkout or request.workspace,
+                       granted_commands=preparation.granted_commands)
         result = await self._inner.execute(turn)
         return role.finish(request, preparation, result)
 
     async def close(self) -> None:
         await self._inner.close()
+
+
+def claude_harness(*, in_process: bool = False) -> RoleHarness:
+    """The claude CLI harness, its turns run through their roles (agents edit files)."""
+    from zeroshot_kernel.harness.claude_harness import ClaudeHarness
+
+    return RoleHarness(ClaudeHarness(), tools=True)
+
+
+def codex_harness(*, in_process: bool = False) -> RoleHarness:
+    """The codex CLI harness, its turns run through their roles (agents edit files)."""
+    from zeroshot_kernel.harness.codex_harness import CodexHarness
+
+    return RoleHarness(CodexHarness(), tools=True)
+
+
+def openai_harness(*, in_process: bool = False) -> RoleHarness:
+    """The OpenAI-compatible harness (imports httpx), its turns run through their roles
+    (the model answers in text: no file tools)."""
+    from zeroshot_kernel.harness.openai_harness import OpenAIHarness
+
+    return RoleHarness(OpenAIHarness(), tools=False)

@@ -19,7 +19,6 @@ from zeroshot_kernel.ledger.errors import (
     PayloadRejected,
     RunNotFound,
 )
-from zeroshot_kernel.ledger.records import Lease, RunSummary
 from zeroshot_kernel.ledger.state import (
     EVENT_KINDS,
     Active,
@@ -33,6 +32,7 @@ from zeroshot_kernel.ledger.state import (
     replay,
 )
 from zeroshot_kernel.ledger.store import Ledger
+from zeroshot_kernel.ledger.summaries import Lease, RunSummary
 from zeroshot_kernel.ledger.tables import SCHEMA_VERSION
 
 __all__ = [

@@ -9,8 +9,10 @@ lock for schema setup.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, exc, text
@@ -40,7 +42,24 @@ class Engines:
 
 
 def open_engines(url: str | URL) -> Engines:
-    """Engines for ``url`` with the database's concurrency settings applied."""
+    """Engines for ``url`` with the database's concurrency settings applied; a URL that
+    does not parse or names a database without an installed driver is a
+    :class:`LedgerUnavailable`."""
+    try:
+        return _open_engines(url)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as problem:
+        shown = url if isinstance(url, str) and "://" not in url else _shown(url)
+        raise LedgerUnavailable(shown, "unreachable", f"cannot be opened: {problem}") from None
+
+
+def _shown(url: str | URL) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return "(a URL that does not parse)"
+
+
+def _open_engines(url: str | URL) -> Engines:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         # READ COMMITTED whatever the server's default: a row locked FOR UPDATE and changed
@@ -55,19 +74,31 @@ def open_engines(url: str | URL) -> Engines:
     else:
         engine = create_engine(parsed)
         _configure_sqlite(engine)
+        _create_folder_on_connect(engine, Path(parsed.database))
     _translate_errors(engine, parsed)
     return Engines(read=engine, write=engine.execution_options(**{_WRITE_OPTION: True}))
 
 
+def sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite ``url`` (None for other databases and in-memory SQLite)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    if url.database.startswith("file:"):
+        return None  # a URI filename: let SQLite interpret it
+    return Path(url.database)
+
+
 def _translate_errors(engine: Engine, url: URL) -> None:
-    """Every failure of the database itself (damaged, full, read-only, locked too long,
-    unreachable) leaves the ledger as one :class:`LedgerUnavailable` naming the ledger, in
-    whichever store or command it happens; constraint errors stay the store's to handle."""
+    """Every failure of the database (damaged, full, read-only, locked too long,
+    unreachable, or a statement it refused) leaves the ledger as one
+    :class:`LedgerUnavailable` naming the ledger, in whichever store or command it happens:
+    SQLAlchemy's own exceptions never reach callers. Integrity errors (a duplicate key) stay
+    the store's to handle."""
 
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> None:
         failure = context.sqlalchemy_exception
-        if isinstance(failure, exc.IntegrityError | exc.ProgrammingError | exc.DataError):
+        if isinstance(failure, exc.IntegrityError):
             return
         if isinstance(failure, exc.DBAPIError):
             raise ledger_failure(url, context.original_exception) from (
@@ -94,6 +125,17 @@ def begin_raw(cursor: Any, dialect: str, *, write: bool) -> None:
     implicitly and locks rows with ``FOR UPDATE``."""
     if dialect == "sqlite":
         cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _create_folder_on_connect(engine: Engine, database: Path) -> None:
+    """SQLite creates a missing database file but not its folder: make the folder when a
+    connection is first opened (a ledger opens one only to write, or to read a file that
+    exists), so that merely naming a ledger creates nothing."""
+
+    @event.listens_for(engine, "do_connect")
+    def _on_do_connect(*_: Any) -> None:
+        with contextlib.suppress(OSError):  # SQLite then says why it cannot open the file
+            database.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _busy_timeout_ms() -> int:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from zeroshot_kernel.exceptions import ZeroshotError
 
-class LedgerError(Exception):
+
+class LedgerError(ZeroshotError):
     """Base of every error the ledger raises on purpose."""
 
 

@@ -1,13 +1,17 @@
 """Creating the ledger's tables, migrating older ledgers, refusing newer ones.
 
-A ledger file outlives the code that wrote it. Opening one written by a newer schema
-fails loudly before anything is touched: this code neither migrates down nor guesses.
-One written by an older schema is migrated forward in the opening transaction.
+Tables are created by the first write, never by opening or reading: reading a database
+that holds no ledger yet finds no runs. A ledger file outlives the code that wrote it.
+Opening one written by a newer schema fails loudly before anything is touched: this code
+neither migrates down nor guesses. One written by an older schema is migrated forward, in
+one transaction, before it is first read or written.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from typing import Literal
+
+from sqlalchemy import inspect, text
 from sqlmodel import Session
 
 from zeroshot_kernel.ledger.cursor import parse_cursor
@@ -40,6 +44,18 @@ def ensure_schema(session: Session) -> None:
     metadata.create_all(connection)
     if stored is None:
         session.add(MetaRow(key=VERSION_KEY, value=str(SCHEMA_VERSION)))
+
+
+def schema_state(session: Session) -> Literal["absent", "current", "outdated"]:
+    """What a read finds, without writing: no ledger yet (``absent``), this code's schema
+    (``current``) or one :func:`ensure_schema` must migrate first (``outdated``). A schema
+    newer than this code raises :class:`LedgerVersionError`, as opening it always has."""
+    if not inspect(session.connection()).has_table(MetaRow.__tablename__):
+        return "absent"
+    stored = session.get(MetaRow, VERSION_KEY)
+    if stored is None or _check_version(stored.value) != SCHEMA_VERSION:
+        return "outdated"
+    return "current"
 
 
 def _check_version(value: str) -> int:

@@ -97,8 +97,8 @@ def raw_transaction(engine: Engine, *, write: bool) -> Iterator[Cursor]:
 
 
 def _is_database_failure(engine: Engine, failure: BaseException) -> bool:
-    """Operational and database errors of the driver; its integrity errors (a duplicate
-    key the store expects and handles) are not failures of the database."""
+    """Every error of the driver but its integrity errors (a duplicate key the store
+    expects and handles)."""
     dbapi = engine.dialect.loaded_dbapi
     return isinstance(failure, dbapi.DatabaseError) and not isinstance(
-        failure, dbapi.IntegrityError | dbapi.ProgrammingError | dbapi.DataError)
+        failure, dbapi.IntegrityError)

@@ -31,9 +31,8 @@ from sqlmodel import Session, col, select
 
 from zeroshot_kernel.contract.canonical import dump_canonical
 from zeroshot_kernel.ledger import leases
-from zeroshot_kernel.ledger.cache import SnapshotCache
 from zeroshot_kernel.ledger.cursor import format_cursor, parse_cursor
-from zeroshot_kernel.ledger.dialects import open_engines
+from zeroshot_kernel.ledger.dialects import ledger_failure, open_engines, sqlite_file
 from zeroshot_kernel.ledger.errors import (
     CursorAhead,
     IdempotencyConflict,
@@ -57,8 +56,8 @@ from zeroshot_kernel.ledger.projection import (
     read_snapshot,
     referenced,
 )
-from zeroshot_kernel.ledger.records import Lease, RunSummary, utc
-from zeroshot_kernel.ledger.schema import ensure_schema
+from zeroshot_kernel.ledger.schema import ensure_schema, schema_state
+from zeroshot_kernel.ledger.snapshot_cache import SnapshotCache
 from zeroshot_kernel.ledger.state import (
     EVENT_KINDS,
     Active,
@@ -67,6 +66,7 @@ from zeroshot_kernel.ledger.state import (
     fold_batch,
 )
 from zeroshot_kernel.ledger.statements import Cursor, Row, raw_transaction
+from zeroshot_kernel.ledger.summaries import Lease, RunSummary, utc
 from zeroshot_kernel.ledger.tables import AdmittedRow, LeaseRow, RunRow
 
 WORKSPACE_LEDGER = Path(".zeroshot") / "ledger.db"
@@ -81,7 +81,8 @@ class Ledger:
     """One ledger database, shared safely by any number of threads and processes."""
 
     def __init__(self, url: str | URL, *, clock: Callable[[], float] = time.time) -> None:
-        """Open (creating if needed) the ledger at a SQLAlchemy ``url``.
+        """Open the ledger at a SQLAlchemy ``url``. Nothing is created until the first
+        write (:meth:`create_run`): until then reads find no runs and take no write lock.
 
         ``clock`` returns UNIX seconds; every timestamp and lease expiry comes from it, so
         machines sharing a database agree as far as their clocks do.
@@ -89,10 +90,13 @@ class Ledger:
         self._engines = open_engines(url)
         self._clock = clock
         self._cache = SnapshotCache()
+        self._file = sqlite_file(self._engines.read.url)
+        self._ready = False
+        self._statements = Statements(self._engines.read)
         try:
-            with self._writing() as session:
-                ensure_schema(session)
-            self._statements = Statements(self._engines.read)
+            # An existing database is checked now (damaged, unreachable, a newer schema:
+            # refused at once; an older one migrated); a missing one stays missing.
+            self._exists()
         except BaseException:
             self._engines.dispose()
             raise
@@ -103,7 +107,6 @@ class Ledger:
     ) -> Self:
         """The workspace's own ledger, a SQLite file at ``<workspace>/.zeroshot/ledger.db``."""
         path = Path(workspace).resolve() / WORKSPACE_LEDGER
-        path.parent.mkdir(parents=True, exist_ok=True)
         return cls(URL.create("sqlite", database=str(path)), clock=clock)
 
     @property
@@ -145,12 +148,16 @@ class Ledger:
             raise PayloadRejected("the admitted submission must be a JSON object")
         document = _json_text(admitted, "the admitted submission", MAX_ADMITTED_BYTES)
         digest = hashlib.sha256(dump_canonical(admitted, allow_floats=True)).hexdigest()
+        self._create_schema()
         try:
             return self._create_once(document, digest, title, submission_key)
         except IntegrityError:
             # Another process committed the same key (or, vanishingly, the same id) first;
             # the retry sees its row.
-            return self._create_once(document, digest, title, submission_key)
+            try:
+                return self._create_once(document, digest, title, submission_key)
+            except IntegrityError as again:
+                raise ledger_failure(self._engines.read.url, again.orig or again) from None
 
     def _create_once(
         self, document: str, digest: str, title: str, submission_key: str | None
@@ -188,11 +195,14 @@ class Ledger:
         return run_id
 
     def run_exists(self, run_id: str) -> bool:
+        if not self._exists():
+            return False
         with self._reading() as session:
             return _run_id(session, run_id) is not None
 
     def admitted(self, run_id: str) -> dict[str, Any]:
         """The admitted submission, exactly as it was recorded."""
+        self._require(run_id)
         with self._reading() as session:
             stored = session.get(AdmittedRow, run_id)
         if stored is None:
@@ -202,6 +212,8 @@ class Ledger:
 
     def runs(self) -> list[RunSummary]:
         """Every run, oldest first, without reading snapshots or events."""
+        if not self._exists():
+            return []
         query = select(RunRow).order_by(col(RunRow.created_at), col(RunRow.run_id))
         with self._reading() as session:
             rows = session.exec(query).all()
@@ -223,6 +235,7 @@ class Ledger:
         if not events:
             raise InvalidArgument("a batch must hold at least one event")
         documents = _documents(events)
+        self._require(run_id)
         with self._raw(write=True) as cursor:
             header = self._header(cursor, run_id, lock=True)
             if owner is not None:
@@ -237,6 +250,7 @@ class Ledger:
         finished, changes nothing. Returns the run's cursor."""
         events = [ForceStopRequested()]
         documents = _documents(events)
+        self._require(run_id)
         with self._raw(write=True) as cursor:
             header = self._header(cursor, run_id, lock=True)
             if header.force_stop_requested or header.terminal_json is not None:
@@ -248,6 +262,7 @@ class Ledger:
         """The run's current projection (its ``cursor`` is the last event's).
 
         Snapshots are immutable and may be shared between callers."""
+        self._require(run_id)
         with self._raw(write=False) as cursor:
             snapshot = self._snapshot(cursor, self._header(cursor, run_id, lock=False))
         self._cache.put(snapshot)
@@ -272,6 +287,7 @@ class Ledger:
             raise InvalidArgument(f"limit must be at least 1, not {limit}")
         if kinds is not None and not kinds <= EVENT_KINDS:
             raise InvalidArgument(f"unknown event kinds: {', '.join(sorted(kinds - EVENT_KINDS))}")
+        self._require(run_id)
         with self._raw(write=False) as cursor:
             header = self._header(cursor, run_id, lock=False)
             if start > header.sequence:
@@ -298,6 +314,7 @@ class Ledger:
         """Become the run's controller for ``ttl_s`` seconds, unless another live one is;
         ``replacing`` names a holder known to be dead, whose live lease is taken over."""
         _check_lease_args(owner, ttl_s)
+        self._require(run_id)
         with self._writing() as session:
             _lock_run(session, run_id)
             return leases.acquire(session, run_id, owner, self._clock(), ttl_s,
@@ -306,18 +323,21 @@ class Ledger:
     def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Heartbeat: extend ``owner``'s live lease; False means it was lost."""
         _check_lease_args(owner, ttl_s)
+        self._require(run_id)
         with self._writing() as session:
             _lock_run(session, run_id)
             return leases.renew(session, run_id, owner, self._clock(), ttl_s)
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease up (a controller that finished or is shutting down cleanly)."""
+        self._require(run_id)
         with self._writing() as session:
             _lock_run(session, run_id)
             leases.release(session, run_id, owner)
 
     def lease(self, run_id: str) -> Lease | None:
         """The run's lease as last written (possibly lapsed), or None if nobody holds it."""
+        self._require(run_id)
         with self._reading() as session:
             if _run_id(session, run_id) is None:
                 raise RunNotFound(run_id)
@@ -329,6 +349,36 @@ class Ledger:
         )
 
     # -- plumbing -----------------------------------------------------------------------
+
+    def _exists(self) -> bool:
+        """Whether the database holds a ledger, checked without writing (a SQLite file
+        that does not exist is not even opened); one of an older schema is migrated
+        first, as every read of it needs the current tables."""
+        if self._ready:
+            return True
+        if self._file is not None and not self._file.exists():
+            return False
+        with self._reading() as session:
+            state = schema_state(session)
+        if state == "absent":
+            return False
+        if state == "outdated":
+            self._create_schema()
+        self._ready = True
+        return True
+
+    def _require(self, run_id: str) -> None:
+        """Before reading or changing a run: no ledger yet means no such run."""
+        if not self._exists():
+            raise RunNotFound(run_id)
+
+    def _create_schema(self) -> None:
+        """Before the first write: create the tables (or migrate older ones)."""
+        if self._ready:
+            return
+        with self._writing() as session:
+            ensure_schema(session)
+        self._ready = True
 
     def _header(self, cursor: Cursor, run_id: str, *, lock: bool) -> Header:
         header = read_header(cursor, self._statements, run_id, lock=lock)

@@ -7,7 +7,7 @@ Timestamps are UNIX seconds from the application clock, never the database's.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Column, Float, ForeignKey, Index, String, Text, text
+from sqlalchemy import BigInteger, Index, String, Text, text
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
@@ -23,13 +23,18 @@ class LedgerTable(SQLModel, registry=registry()):
     """Base of the ledger's tables: their own metadata, apart from any other SQLModel."""
 
 
+# Every column is an ordinary Field. Its DDL must stay exactly that of SCHEMA_VERSION on both
+# databases (tests/test_ledger_tables_ddl.py compares it with the recorded fixture): ``str``
+# fields carry ``max_length`` (VARCHAR(n)) or ``sa_type=Text``, ``int`` ones ``sa_type=BigInteger``.
+
+
 class MetaRow(LedgerTable, table=True):
     """Key/value facts about the database itself (``schema_version``)."""
 
     __tablename__ = "ledger_meta"
 
-    key: str = Field(sa_column=Column(String(64), primary_key=True))
-    value: str = Field(sa_column=Column(Text, nullable=False))
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(sa_type=Text)
 
 
 class RunRow(LedgerTable, table=True):
@@ -38,18 +43,17 @@ class RunRow(LedgerTable, table=True):
 
     __tablename__ = "ledger_runs"
 
-    run_id: str = Field(sa_column=Column(String(64), primary_key=True))
-    submission_key: str | None = Field(
-        default=None, sa_column=Column(String(256), unique=True, nullable=True)
-    )
-    submission_digest: str = Field(sa_column=Column(String(64), nullable=False))
-    title: str = Field(sa_column=Column(String(256), nullable=False))
-    phase: RunPhase = Field(sa_column=Column(String(16), nullable=False))
-    sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
-    force_stop_requested: bool = Field(default=False, sa_column=Column(Boolean, nullable=False))
-    terminal_json: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    created_at: float = Field(sa_column=Column(Float, nullable=False, index=True))
-    updated_at: float = Field(sa_column=Column(Float, nullable=False))
+    run_id: str = Field(primary_key=True, max_length=64)
+    submission_key: str | None = Field(default=None, max_length=256, unique=True)
+    submission_digest: str = Field(max_length=64)
+    title: str = Field(max_length=256)
+    # A Literal, which SQLModel cannot type by itself: the column is a VARCHAR(16).
+    phase: RunPhase = Field(sa_type=String(16))
+    sequence: int = Field(sa_type=BigInteger)
+    force_stop_requested: bool = Field(default=False)
+    terminal_json: str | None = Field(default=None, sa_type=Text)
+    created_at: float = Field(index=True)
+    updated_at: float
 
 
 class AdmittedRow(LedgerTable, table=True):
@@ -57,10 +61,8 @@ class AdmittedRow(LedgerTable, table=True):
 
     __tablename__ = "ledger_admitted"
 
-    run_id: str = Field(
-        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
-    )
-    document: str = Field(sa_column=Column(Text, nullable=False))
+    run_id: str = Field(primary_key=True, max_length=64, foreign_key="ledger_runs.run_id")
+    document: str = Field(sa_type=Text)
 
 
 class EventRow(LedgerTable, table=True):
@@ -72,12 +74,12 @@ class EventRow(LedgerTable, table=True):
 
     __tablename__ = "ledger_events"
 
-    run_id: str = Field(
-        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
+    run_id: str = Field(primary_key=True, max_length=64, foreign_key="ledger_runs.run_id")
+    sequence: int = Field(
+        primary_key=True, sa_type=BigInteger, sa_column_kwargs={"autoincrement": False}
     )
-    sequence: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
-    kind: str = Field(sa_column=Column(String(32), nullable=False))
-    event_json: str = Field(sa_column=Column(Text, nullable=False))
+    kind: str = Field(max_length=32)
+    event_json: str = Field(sa_type=Text)
 
 
 class LeaseRow(LedgerTable, table=True):
@@ -85,12 +87,10 @@ class LeaseRow(LedgerTable, table=True):
 
     __tablename__ = "ledger_leases"
 
-    run_id: str = Field(
-        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
-    )
-    owner: str = Field(sa_column=Column(String(256), nullable=False))
-    expires_at: float = Field(sa_column=Column(Float, nullable=False))
-    heartbeat_at: float = Field(sa_column=Column(Float, nullable=False))
+    run_id: str = Field(primary_key=True, max_length=64, foreign_key="ledger_runs.run_id")
+    owner: str = Field(max_length=256)
+    expires_at: float
+    heartbeat_at: float
 
 
 class ExecutionRow(LedgerTable, table=True):
@@ -110,9 +110,7 @@ class ExecutionRow(LedgerTable, table=True):
         {"sqlite_with_rowid": False},
     )
 
-    run_id: str = Field(
-        sa_column=Column(String(64), ForeignKey("ledger_runs.run_id"), primary_key=True)
-    )
-    execution: str = Field(sa_column=Column(Text, primary_key=True))
-    started_sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
-    settled_sequence: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    run_id: str = Field(primary_key=True, max_length=64, foreign_key="ledger_runs.run_id")
+    execution: str = Field(primary_key=True, sa_type=Text)
+    started_sequence: int = Field(sa_type=BigInteger)
+    settled_sequence: int | None = Field(default=None, sa_type=BigInteger)

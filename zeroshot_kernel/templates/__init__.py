@@ -8,25 +8,11 @@ plan: exactly what a user could write by hand, and print with ``zeroshot templat
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from zeroshot_kernel.contract.documents import node_documents
-from zeroshot_kernel.templates.auto_research import (
-    DEFAULT_ITERATIONS,
-    STRATEGIES,
-    auto_research_graph,
-    auto_research_input,
-)
+from zeroshot_kernel.features import contributions, resolve
 from zeroshot_kernel.templates.single_worker import single_worker_graph
-from zeroshot_kernel.templates.software_change import (
-    AGENT_NODES,
-    DEFAULT_DELIVERY,
-    TRUSTED_NODES,
-    placeholder_delivery,
-    software_change_graph,
-    software_change_input,
-)
 
 
 @dataclass(frozen=True)
@@ -48,17 +34,18 @@ class TemplateOptions:
     (``OPENAI_BASE_URL``, else the hosted API) is used."""
     max_tokens: int | None = None
     """openai harness: the token budget of each reply (``maxTokens``; default 4096)."""
-    delivery: str = DEFAULT_DELIVERY
+    delivery: str = "pr"
     """software-change: none, push, pr or ship."""
-    profile: str = "standard"
-    """software-change: micro, standard or high-risk (``auto`` is resolved before)."""
+    tier: str = "standard"
+    """software-change: the review tier, micro, standard or high-risk (``auto`` is resolved
+    before)."""
     checks: tuple[str, ...] = ()
     """software-change: commands whose receipts are the run's evidence."""
     prepared: dict[str, Any] | None = None
     """software-change: the prepared delivery (remote, target branch, base); a
     placeholder when not given."""
     classification: dict[str, Any] | None = None
-    """software-change: the classification that chose ``profile`` under ``auto``."""
+    """software-change: the classification that chose ``tier`` under ``auto``."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +70,7 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 passed to the agents, redacted, only when set."""
 
 
-def _agent(options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
+def agent_binding(options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
            ) -> dict[str, Any]:
     binding: dict[str, Any] = {"kind": "agent", "sessionScope": scope}
     if options.harness == "local" and agent is not None:
@@ -93,7 +80,7 @@ def _agent(options: TemplateOptions, *, scope: str = "execution", agent: str | N
     return binding
 
 
-def _plan(options: TemplateOptions, nodes: dict[str, Any]) -> dict[str, Any]:
+def runtime_plan(options: TemplateOptions, nodes: dict[str, Any]) -> dict[str, Any]:
     plan: dict[str, Any] = {"harness": options.harness, "nodes": nodes}
     if options.provider:
         plan["provider"] = options.provider
@@ -129,93 +116,33 @@ def _single_worker(options: TemplateOptions) -> Expansion:
     return Expansion(
         graph=single_worker_graph(),
         input={"task": options.task},
-        runtime=_plan(options, {"worker": _agent(options, scope="node_instance")}),
+        runtime=runtime_plan(options, {"worker": agent_binding(options, scope="node_instance")}),
     )
 
 
-def _auto_research(options: TemplateOptions) -> Expansion:
-    # ``None`` means the default; any given count (0 included) is checked by the graph.
-    iterations = DEFAULT_ITERATIONS if options.iterations is None else options.iterations
-    nodes: dict[str, Any] = {
-        f"scout_{s}": _agent(options, scope="node_instance", agent=f"research.scout.{s}")
-        for s in STRATEGIES
-    }
-    nodes["researcher"] = _agent(options, scope="node_instance", agent="research.researcher")
-    nodes["reviewer"] = _agent(options, agent="research.reviewer")
-    # Trusted engine code whatever the harness: a model never measures or adopts.
-    nodes["measure"] = {"kind": "trusted", "code": "research.measure"}
-    nodes["adopt"] = {"kind": "trusted", "code": "research.adopt"}
-    if options.push:
-        nodes["deliver"] = {"kind": "git_delivery"}
-    return Expansion(
-        graph=auto_research_graph(iterations, push=options.push),
-        input=auto_research_input(options.task, options.iterations, options.study),
-        runtime=_plan(options, nodes),
-    )
-
-
-SOFTWARE_CHANGE_MODEL = "claude-sonnet-5"
-"""The coding agents' model on the claude harness unless ``--model`` says otherwise."""
-
-
-def _software_change(options: TemplateOptions) -> Expansion:
-    if options.harness == "local":  # no embedded software agents: the coding agent is claude
-        options = replace(options, harness="claude")
-    graph = software_change_graph(options.delivery, options.profile)
-    present = _executables(graph["root"])
-    nodes: dict[str, Any] = {name: _agent(options, scope="node_instance")
-                             for name in AGENT_NODES if name in present}
-    nodes |= {name: {"kind": "agent", "harness": "python", "callable": trusted}
-              for name, trusted in TRUSTED_NODES.items() if name in present}
-    if options.delivery != "none":
-        nodes["deliver"] = {"kind": "git_delivery"}
-        if options.delivery in ("pr", "ship"):
-            nodes["deliver"]["connections"] = ["github"]
-    delivery = None if options.delivery == "none" else \
-        (options.prepared or placeholder_delivery(options.delivery))
-    runtime = _plan(options, nodes)
-    if options.harness == "claude" and not options.model:
-        runtime["model"] = SOFTWARE_CHANGE_MODEL
-    return Expansion(
-        graph=graph,
-        input=software_change_input(options.task, profile=options.profile,
-                                    checks=list(options.checks), delivery=delivery,
-                                    classification=options.classification),
-        runtime=runtime,
-    )
-
-
-def _executables(node: dict[str, Any]) -> set[str]:
-    return {n["name"] for n in node_documents(node) if n["kind"] in ("step", "verifier")}
-
-
-TEMPLATES: dict[str, Template] = {
+CORE_TEMPLATES: dict[str, Template] = {
     "single-worker": Template(
         "single-worker", "One agent completes a task; an error fails the run.", _single_worker
-    ),
-    "auto-research": Template(
-        "auto-research",
-        "Reviewed rounds of three read-only scouts, one researcher proposing a change, "
-        "trusted measurement, a fresh reviewer and trusted adoption, improving a candidate "
-        "against a measured metric.",
-        _auto_research,
-    ),
-    "software-change": Template(
-        "software-change",
-        "One owner changes code in its own worktree; reviewers under the review "
-        "discipline; trusted delivery (none, push, pull request, ship).",
-        _software_change,
     ),
 }
 
 
+def templates() -> dict[str, Template]:
+    """Template name -> template: the core's, then the installed features' in order."""
+    found = dict(CORE_TEMPLATES)
+    for name, reference in contributions("templates").items():
+        found.setdefault(name, resolve(reference))
+    return found
+
+
 def template_names() -> list[str]:
-    return list(TEMPLATES)
+    return list(templates())
 
 
 def expand_template(name: str, options: TemplateOptions | None = None) -> Expansion:
-    """Expand a built-in template; ``KeyError`` names the known ones, ``ValueError`` says
-    why an option is out of range (``iterations`` outside 1..100)."""
-    if name not in TEMPLATES:
-        raise KeyError(f"unknown template {name!r}; known: {', '.join(TEMPLATES)}")
-    return TEMPLATES[name].expand(options or TemplateOptions())
+    """Expand a template; ``KeyError`` names the known ones, ``ValueError`` says why an
+    option is out of range (``iterations`` outside 1..100)."""
+    known = templates()
+    if name not in known:
+        raise KeyError(f"unknown template {name!r}; known: {', '.join(known)}")
+    return known[name].expand(options or TemplateOptions())

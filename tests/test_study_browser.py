@@ -1,0 +1,265 @@
+"""The study browser, the comparison of studies and the export of a study, over real ledgers
+holding real embedded research runs: two studies (rosenbrock and branin, two rounds each)
+run at once in one workspace; a third, on PostgreSQL, when the suite can start one."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from workbench_support import PNG_SIGNATURE
+from zeroshot_widgets import StudyBrowser, compare_studies, comparison_figure
+
+from zeroshot_kernel.auto_research import ResearchRecords, Study, StudyError, study_rows
+from zeroshot_kernel.auto_research.study_table import filter_rows, sort_rows
+from zeroshot_kernel.auto_research.views import load_research_view
+from zeroshot_kernel.client import Client, Run
+from zeroshot_kernel.ledger.events import SucceededResult
+from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+ROUNDS = 2
+STUDIES = {"alpha": "rosenbrock", "beta": "branin"}
+
+
+def _submit(client: Client, study: str, task: str) -> Run:
+    expansion = expand_template("auto-research", TemplateOptions(
+        task=task, iterations=ROUNDS, study=study))
+    return client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
+                         title=f"auto-research {task}")
+
+
+@pytest.fixture(scope="module")
+def two_studies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Client, dict[str, Run]]:
+    """Two finished studies in one workspace and its SQLite ledger (run side by side)."""
+    workspace = tmp_path_factory.mktemp("studies")
+    (workspace / ".zeroshot").mkdir()
+    client = Client(workspace=str(workspace))
+    runs = {study: _submit(client, study, task) for study, task in STUDIES.items()}
+    for run in runs.values():
+        assert isinstance(run.wait(240), SucceededResult)
+    return client, runs
+
+
+def test_study_rows_count_rounds_adoptions_and_best(
+        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    client, runs = two_studies
+    rows = {row.name: row for row in study_rows(client)}
+    assert set(rows) == set(STUDIES)
+    for name, row in rows.items():
+        view = load_research_view(client.ledger, runs[name].id)
+        incumbent = ResearchRecords(client.workspace, name).read_incumbent()
+        assert incumbent is not None and view.incumbent is not None
+        assert row.task == STUDIES[name] and row.metric == STUDIES[name]
+        assert row.direction == "minimize" and row.direction_label == "lower is better"
+        assert row.status == "succeeded" and row.harness_model == "local/default"
+        assert [r.run_id for r in row.runs] == [runs[name].id]
+        assert row.rounds == ROUNDS == len(view.rounds)
+        assert row.adoptions == len(view.adoptions)
+        assert row.best == incumbent.metric and row.incumbent is not None
+        assert row.incumbent.candidate_id == incumbent.candidate_id
+        assert row.model_calls == 5 * ROUNDS  # 3 scouts, researcher, reviewer; no corrections
+        assert row.tokens is None and row.cost_usd is None and row.cost_label == "-"
+        assert row.duration_s > 0 and row.started is not None
+        # the curve: the start, then one point per round, best so far as the view has it
+        assert [p.evaluations for p in row.curve] == [0, 1, 2]
+        assert [p.model_calls for p in row.curve] == [0, 5, 10]
+        assert [p.best for p in row.curve[1:]] == list(view.best_so_far)
+        assert row.curve[0].best == view.rounds[0].incumbent_metric
+
+
+def test_sorting_and_filtering_change_the_rows(
+        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    client, _ = two_studies
+    rows = study_rows(client)
+    by_best = [r.name for r in sorted(rows, key=lambda r: r.best or 0.0)]
+    assert [r.name for r in sort_rows(rows, "best")] == by_best  # minimize: lower first
+    assert [r.name for r in sort_rows(rows, "best", descending=True)] == by_best[::-1]
+    assert [r.name for r in sort_rows(rows, "study")] == ["alpha", "beta"]
+    assert [r.name for r in filter_rows(rows, "BRANIN")] == ["beta"]
+    assert [r.name for r in filter_rows(rows, "local succeeded")] == ["alpha", "beta"]
+    assert filter_rows(rows, "claude") == []
+    with pytest.raises(ValueError, match="no column"):
+        sort_rows(rows, "colour")
+
+    browser = StudyBrowser(client, sort="study", descending=False, interval_s=0.1)
+    assert browser.order == ["alpha", "beta"]
+    assert "2 of 2 studies" in browser.summary.value
+    # a header click sorts by its column; a second click reverses
+    header = next(c for c in browser.grid.children
+                  if getattr(c, "description", "").startswith("study"))
+    header.click()
+    assert browser.order == ["beta", "alpha"] and browser.descending.value
+    browser.sort_by("best")
+    assert browser.order == by_best and not browser.descending.value
+    assert browser.grid.children[1 + browser.sort_column.options.index("best")
+                                 ].description == "best ▲"
+    browser.filter.value = "rosenbrock"
+    assert browser.order == ["alpha"]
+    assert "1 of 2 studies" in browser.summary.value
+    rendered = "".join(c.value for c in browser.grid.children
+                       if c.__class__.__name__ == "HTML")
+    assert "alpha" in rendered and "beta" not in rendered
+    browser.filter.value = ""
+    browser.show_runs.value = False
+    assert len(browser.grid.children) == 13 * 3  # the header and one line per study
+    browser.close()
+
+
+def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
+        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    client, runs = two_studies
+    browser = StudyBrowser(client, sort="study", descending=False, interval_s=0.1)
+    assert browser.compare() is None and "tick one" in browser.message.value
+    assert browser.compare_button.disabled
+    checkboxes = [c for c in browser.grid.children if c.__class__.__name__ == "Checkbox"]
+    assert len(checkboxes) == 2
+    for box in checkboxes:
+        box.value = True  # as a user ticks them
+    assert browser.selected == {"alpha", "beta"} and not browser.compare_button.disabled
+    browser.compare_button.click()
+    comparison = browser.comparison
+    assert comparison is not None and browser.compare_box.children == (comparison,)
+    png = bytes(comparison.chart.value)
+    assert png[:8] == PNG_SIGNATURE and len(png) > 10_000
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (1200, 500)
+    assert "c0" in comparison.incumbents.value and "lower is better" in \
+        comparison.incumbents.value
+    for name in STUDIES:
+        assert f"<th style='padding:2px 10px;text-align:left'>{name}</th>" in \
+            comparison.incumbents.value
+
+    figure = comparison_figure(comparison.rows)
+    left, right = figure.axes
+    for axes in (left, right):
+        labels = [line.get_label() for line in axes.get_lines()]
+        assert [label.split(":")[0] for label in labels] == [
+            "alpha — local/default", "beta — local/default"]
+    assert left.get_xlabel() == "candidates measured"
+    assert right.get_xlabel() == "model calls (agent executions)"
+    assert "lower is better" in left.get_ylabel()
+    assert list(left.get_lines()[0].get_xdata()) == [0, 1, 2]
+    assert list(right.get_lines()[0].get_xdata()) == [0, 5, 10]
+
+    # the same from a script, by name; an unknown name is refused with the known ones
+    assert compare_studies(client, ["beta"]).rows[0].name == "beta"
+    with pytest.raises(ValueError, match="no study 'gamma'; studies: alpha, beta"):
+        compare_studies(client, ["gamma"])
+
+    monitor = browser.open_study("beta")
+    assert monitor is not None and monitor.run_id == runs["beta"].id
+    assert browser.monitor_box.children == (monitor,)
+    opened = [c for c in browser.grid.children if getattr(c, "description", "") == "open"]
+    opened[0].click()  # alpha's row (sorted by study)
+    assert browser.monitor is not None and browser.monitor.run_id == runs["alpha"].id
+    browser.close()
+
+
+def test_to_dataframe_has_one_row_per_round_and_per_candidate(
+        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    client, runs = two_studies
+    study = Study.open(client.workspace, "alpha", client=client)
+    records = ResearchRecords(client.workspace, "alpha").snapshot()
+    view = load_research_view(client.ledger, runs["alpha"].id)
+
+    rounds = study.to_dataframe()
+    assert list(rounds["round"]) == [1, 2]
+    assert {"run_id", "candidate_id", "param.x", "param.y", "metric", "disposition",
+            "best_so_far", "verdict", "harness", "model"} <= set(rounds.columns)
+    for row, number in zip(rounds.to_dict("records"), (1, 2), strict=True):
+        result = records.rounds[number].result
+        assert result is not None
+        assert row["candidate_id"] == result.candidate_id
+        assert row["metric"] == result.metric and row["disposition"] == result.disposition
+        assert row["param.x"] == result.params["x"] and row["param.y"] == result.params["y"]
+        assert row["run_id"] == runs["alpha"].id
+        assert (row["harness"], row["model"]) == ("local", "default")
+        assert row["verdict"] == view.rounds[number - 1].verdict
+        assert row["best_so_far"] == view.best_so_far[number - 1]
+
+    candidates = study.to_dataframe("candidates")
+    assert list(candidates["candidate_id"]) == sorted(records.candidates)
+    assert {"round", "content_sha256", "param.x", "metric_mean", "metric_std", "metric_n",
+            "decision", "verdict", "harness", "model"} <= set(candidates.columns)
+    baseline = candidates.iloc[0]
+    assert baseline["decision"] == "baseline" and baseline["round"] == 0
+    for row in candidates.to_dict("records"):
+        manifest = records.candidates[row["candidate_id"]]
+        assert row["content_sha256"] == manifest.content_sha256
+        assert row["metric_n"] == len(manifest.values)
+        assert row["metric_mean"] == pytest.approx(manifest.metric)
+    assert list(candidates["incumbent"]).count(True) == 1
+
+    with pytest.raises(StudyError, match=r"no study 'gamma'.*alpha, beta"):
+        Study.open(client.workspace, "gamma")
+    with pytest.raises(StudyError, match="study name"):
+        Study.open(client.workspace, "../alpha")
+
+
+def _zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+
+
+def test_the_cli_exports_csv_and_camel_case_json(
+        two_studies: tuple[Client, dict[str, Run]], tmp_path: Path) -> None:
+    client, _ = two_studies
+    study = Study.open(client.workspace, "beta", client=client)
+    target = tmp_path / "beta.csv"
+    done = _zeroshot(client.workspace, "research", "export", "beta", "--csv", str(target))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and f"wrote {ROUNDS} rounds of study beta" in done.stderr
+    with target.open(newline="") as handle:
+        read = list(csv.DictReader(handle))
+    columns, rows = study.flat_rows("rounds")
+    assert list(read[0]) == columns
+    assert read == [{k: "" if v is None else str(v) for k, v in row.items()} for row in rows]
+
+    as_json = _zeroshot(client.workspace, "research", "export", "beta", "--json",
+                        "--candidates")
+    assert as_json.returncode == 0, as_json.stderr
+    document = json.loads(as_json.stdout)
+    assert [c["candidateId"] for c in document] == [
+        c["candidate_id"] for c in study.candidates()]
+    assert {"candidateId", "parentId", "contentSha256", "metricMean", "metricStd", "metricN",
+            "params", "decision", "verdict"} <= set(document[0])
+    assert all("_" not in key for row in document for key in row)
+    assert set(document[0]["params"]) == {"x1", "x2"}  # parameters keep their own names
+
+    to_stdout = _zeroshot(client.workspace, "research", "export", "beta", "--csv", "-")
+    assert list(csv.DictReader(io.StringIO(to_stdout.stdout))) == read
+
+    for args, message in [
+        (("gamma", "--csv", str(tmp_path / "x.csv")), "error: no study 'gamma'"),
+        (("beta", "--csv", str(tmp_path / "missing" / "x.csv")), "error: cannot write"),
+        (("beta",), "error: give one of --csv FILE and --json"),
+        (("beta", "--csv", "a.csv", "--json"), "error: give one of --csv FILE and --json"),
+    ]:
+        failed = _zeroshot(client.workspace, "research", "export", *args)
+        assert failed.returncode == 2, failed
+        assert failed.stderr.startswith(message) and failed.stderr.count("\n") == 1, failed
+        assert "Traceback" not in failed.stderr
+
+
+def test_study_rows_over_a_postgresql_ledger(postgres_url: str, tmp_path: Path) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    client = Client(postgres_url, workspace=str(tmp_path))
+    run = _submit(client, "gamma", "branin")
+    assert isinstance(run.wait(240), SucceededResult)
+    [row] = study_rows(client)
+    view = load_research_view(client.ledger, run.id)
+    assert (row.name, row.task, row.status) == ("gamma", "branin", "succeeded")
+    assert row.rounds == ROUNDS and row.adoptions == len(view.adoptions)
+    assert [r.run_id for r in row.runs] == [run.id]
+    assert row.best == ResearchRecords(tmp_path, "gamma").read_incumbent().metric  # type: ignore[union-attr]
+    browser = StudyBrowser(client)
+    assert browser.order == ["gamma"]
+    browser.close()
+    client.close()

@@ -1,0 +1,212 @@
+"""The evidence table of an auto-research run and its incumbent card, as plain rows and HTML.
+
+No pandas: a row is a small frozen dataclass, and the HTML is built one row at a time so a
+live monitor renders only the rounds it has not rendered yet (:func:`row_html`).
+
+Example::
+
+    rows = rounds_table(view)
+    html = rounds_table_html(rows)        # newest round first, as the monitor lists them
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zeroshot_kernel.auto_research.views import ResearchView, RoundView
+from zeroshot_widgets.charts import crashed
+
+COLUMNS = ("round", "disposition", "metric", "gain / noise floor", "parent → candidate",
+           "approach", "reason (click for the round's details)")
+"""Newest round first, as everywhere (the monitor, the report, the snapshot)."""
+COLUMN_WIDTHS = ("4.5em", "8.5em", "6em", "10em", "12em", "13em", "")
+"""Fixed widths for the short columns; the reason takes the rest (at least 22em)."""
+ROUNDS_BOX_HEIGHT = "360px"
+"""The monitor's rounds table scrolls inside a box this tall, whatever the run's length."""
+_TABLE_STYLE = ("border-collapse:collapse;font-size:12px;width:100%;min-width:760px;"
+                "table-layout:fixed;font-family:var(--jp-ui-font-family,sans-serif)")
+_CELL_STYLE = ("padding:3px 6px;border-bottom:1px solid #ddd;vertical-align:top;"
+               "text-align:left;overflow-wrap:break-word")
+_HEAD_STYLE = (f"{_CELL_STYLE};border-bottom:2px solid #999;position:sticky;top:0;"
+               "background:var(--jp-layout-color1,white);z-index:1")
+_SUMMARY_STYLE = ("cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;"
+                  "display:list-item")
+_ROW_STYLES = {"adopted": "background:rgba(44,160,44,0.12)",
+               "crashed": "background:rgba(214,39,40,0.10)", "rejected": ""}
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    """One reviewed round, flattened for a table."""
+
+    round: int
+    proposals: tuple[str, ...]
+    """Each scout's proposal: ``approach (param=value, ...)``."""
+    chosen: str
+    parent: str
+    candidate: str
+    metric: float | None
+    experiment_status: str
+    gain: float
+    noise_floor: float
+    disposition: str
+    verdict: str
+    reason: str
+    passes: int
+    outcome: str
+    """``adopted``, ``rejected`` or ``crashed``: how the chart marks this round."""
+    reconsidered: bool
+    diff: str = ""
+    """The change against its parent (unified diff), shown folded under the candidate."""
+
+    @classmethod
+    def of(cls, round_view: RoundView) -> RoundRow:
+        outcome = ("adopted" if round_view.adopted
+                   else "crashed" if crashed(round_view) else "rejected")
+        return cls(
+            round=round_view.round,
+            proposals=tuple(f"{p.approach} ({_params(p.params)})"
+                            for p in round_view.proposals),
+            chosen=round_view.approach,
+            parent=round_view.parent_id,
+            candidate=round_view.candidate_id,
+            metric=round_view.metric,
+            experiment_status=round_view.experiment_status,
+            gain=round_view.gain,
+            noise_floor=round_view.noise_floor,
+            disposition=round_view.disposition,
+            verdict=round_view.verdict,
+            reason=round_view.reason,
+            passes=round_view.passes,
+            outcome=outcome,
+            reconsidered=round_view.reconsidered,
+            diff=round_view.diff,
+        )
+
+
+def rounds_table(view: ResearchView) -> list[RoundRow]:
+    """One row per reviewed round, oldest first (tables show them newest first).
+
+    >>> from zeroshot_kernel.auto_research.views import research_view
+    >>> rounds_table(research_view([]))
+    []
+    """
+    return [RoundRow.of(r) for r in view.rounds]
+
+
+def row_html(row: RoundRow) -> str:
+    """One ``<tr>``, one line: the round's outcome at a glance, and its reason as an
+    expandable ``<details>`` holding the rest (every proposal, the chosen one bold, the
+    verdict, the full reason, the passes and the change against its parent)."""
+    metric = _number(row.metric) if row.metric is not None else _e(row.experiment_status)
+    disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
+    cells = (
+        str(row.round), _e(disposition), metric,
+        f"{_number(row.gain)} / {_number(row.noise_floor)}",
+        f"{_e(row.parent)} → {_e(row.candidate)}", _e(row.chosen), _details_html(row),
+    )
+    tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
+    return f'<tr class="zeroshot-{row.outcome}" style="{_ROW_STYLES[row.outcome]}">{tds}</tr>'
+
+
+def _details_html(row: RoundRow) -> str:
+    proposals = "".join(
+        f"<li><b>{_e(text)}</b></li>" if text.startswith(row.chosen + " (") else
+        f"<li>{_e(text)}</li>" for text in row.proposals
+    ) or f"<li>{_e(row.chosen)}</li>"
+    passes = f"{row.passes} review pass{'es' if row.passes != 1 else ''}"
+    return (
+        f'<details class="zeroshot-round-details"><summary style="{_SUMMARY_STYLE}">'
+        f"{_e(row.reason) or '(no reason given)'}</summary>"
+        f'<div style="white-space:normal;margin:2px 0 4px 0">{_e(row.reason)}<br>'
+        f"verdict <b>{_e(row.verdict)}</b> · {passes}<br>proposals:<ul "
+        f'style="margin:0;padding-left:1.4em">{proposals}</ul>{_diff_html(row)}</div>'
+        "</details>"
+    )
+
+
+def _diff_html(row: RoundRow) -> str:
+    if not row.diff:
+        return ""
+    return ('<details><summary>change</summary><pre style="font-size:11px;margin:2px 0;'
+            f'white-space:pre-wrap">{_e(row.diff)}</pre></details>')
+
+
+def table_html(body: Iterable[str], *, caption: str = "") -> str:
+    """Wrap rendered rows (from :func:`row_html`) in a table with the column headers."""
+    columns = "".join(f'<col style="width:{width}">' if width else '<col style="min-width:22em">'
+                      for width in COLUMN_WIDTHS)
+    head = "".join(f'<th style="{_HEAD_STYLE}">{c}</th>' for c in COLUMNS)
+    caption_html = (f'<caption style="text-align:left;caption-side:top">{_e(caption)}</caption>'
+                    if caption else "")
+    return (f'<table class="zeroshot-rounds" style="{_TABLE_STYLE}">{caption_html}'
+            f"<colgroup>{columns}</colgroup>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def scrolling_box(content: str, *, height: str = ROUNDS_BOX_HEIGHT) -> str:
+    """``content`` in a box of fixed maximum height that scrolls (the monitor's table).
+
+    >>> 'overflow:auto' in scrolling_box("<table></table>")
+    True
+    """
+    return (f'<div class="zeroshot-rounds-box" style="max-height:{height};overflow:auto;'
+            f'border:1px solid #ddd">{content}</div>')
+
+
+def rounds_table_html(rows: Sequence[RoundRow], *, newest_first: bool = True) -> str:
+    """The whole evidence table as one HTML string, newest round first (as the monitor
+    lists them).
+
+    >>> "<table" in rounds_table_html([])
+    True
+    """
+    ordered = reversed(rows) if newest_first else iter(rows)
+    return table_html(row_html(row) for row in ordered)
+
+
+def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
+    """The incumbent, the round that adopted it, the plateau and the run's outcome.
+
+    >>> from zeroshot_kernel.auto_research.views import research_view
+    >>> "no reviewed rounds yet" in incumbent_card_html(research_view([]))
+    True
+    """
+    style = ("border:1px solid #ccc;border-radius:4px;padding:8px 12px;font-size:13px;"
+             "line-height:1.6;font-family:var(--jp-ui-font-family,sans-serif)")
+    incumbent = view.incumbent
+    if incumbent is None:
+        body = "<b>Incumbent</b><br>no reviewed rounds yet"
+    else:
+        origin = (f"adopted in round {incumbent.round}" if incumbent.round
+                  else "the starting candidate")
+        value = "-" if incumbent.metric is None else _number(incumbent.metric)
+        body = (
+            f"<b>Incumbent</b> {_e(incumbent.candidate_id)} · {_e(metric)} {value}"
+            f" · {origin}<br>"
+            f"rounds reviewed {len(view.rounds)} · adoptions {len(view.adoptions)}"
+            f" · rejections {len(view.rejections)}<br>"
+            f"plateau {view.plateau} round{'s' if view.plateau != 1 else ''}"
+            f" · reconsiderations {len(view.reconsiderations)}"
+        )
+    if view.terminal is not None:
+        result = view.terminal.status
+        reason = getattr(view.terminal, "reason", "")
+        body += f"<br>run {_e(result)}" + (f": {_e(reason)}" if reason else "")
+    return f'<div class="zeroshot-incumbent" style="{style}">{body}</div>'
+
+
+def _params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_number(v) if isinstance(v, float) else v}"
+                     for k, v in params.items())
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=False)

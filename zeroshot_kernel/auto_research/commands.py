@@ -1,0 +1,414 @@
+"""``zeroshot research run | show | studies | restore | export``: auto-research on a task
+folder, its rounds, its studies and their export."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+
+from zeroshot_kernel.console.options import (
+    BaseUrlOption,
+    LedgerOption,
+    MaxTokensOption,
+    TargetOption,
+    open_client,
+)
+from zeroshot_kernel.console.output import (
+    EXIT_OK,
+    EXIT_REJECTED,
+    camel_keys,
+    fail_usage,
+    print_diagnostics,
+    print_json,
+    printable,
+)
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.auto_research.task import TaskSpec
+    from zeroshot_kernel.auto_research.views import ResearchView, RoundView
+    from zeroshot_kernel.client import Run
+
+research_app = typer.Typer(help="Auto-research: improve a candidate in reviewed rounds.",
+                           no_args_is_help=True)
+
+
+@research_app.command("tasks")
+def tasks() -> None:
+    """List the bundled research tasks (use a name wherever a task folder is asked for).
+
+    Example: zeroshot research tasks
+    """
+    from zeroshot_kernel.auto_research.task import BUNDLED_TASKS, bundled_tasks, load_task
+
+    for name in bundled_tasks():
+        spec = load_task(BUNDLED_TASKS / name).spec
+        changes = (f"{len(spec.search_space)} parameters" if spec.search_space else
+                   f"code task (edits {', '.join(spec.editable)})")
+        typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), "
+                   f"{spec.budget_seconds:g} s budget, {changes}")
+
+
+@research_app.command("run")
+def run(
+    task: Annotated[Path, typer.Argument(
+        help="Research task folder (holds task.yaml), or a bundled task's name.")],
+    iterations: Annotated[
+        int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
+    ] = None,
+    harness: Annotated[
+        str, typer.Option(help="local (embedded agents), claude, codex or openai (when "
+                               "installed).")
+    ] = "local",
+    model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
+    base_url: BaseUrlOption = None,
+    max_tokens: MaxTokensOption = None,
+    push: Annotated[
+        bool, typer.Option("--push", help="Publish each accepted round with git.")
+    ] = False,
+    study: Annotated[str | None, typer.Option(
+        help="The study to continue or start (records in .zeroshot/research/STUDY; default: "
+             "the task folder's name).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Run auto-research on TASK, printing each reviewed round as it closes.
+
+    A run on an existing study continues from its incumbent; a study with an unfinished
+    run is refused before anything starts.
+
+    \b
+    Examples:
+      zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
+      zeroshot research run branin --harness openai --base-url http://127.0.0.1:8080/v1 \
+          --model local
+    """
+    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
+    from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.templates import TemplateOptions, expand_template
+
+    try:
+        loaded = resolve_task(str(task), Path.cwd())
+    except TaskError as problem:
+        fail_usage(str(problem))
+    _check_embedded_agents(loaded.spec, harness)
+    client = open_client(ledger, target)
+    _check_harness(harness)
+    if push:
+        _check_push(client.workspace)
+    try:
+        expansion = expand_template("auto-research", TemplateOptions(
+            task=_task_reference(loaded.root, client.workspace), iterations=iterations,
+            push=push, harness=harness, model=model, study=study, base_url=base_url,
+            max_tokens=max_tokens,
+        ))
+        started = client.submit(expansion.graph, input=expansion.input,
+                                runtime=expansion.runtime,
+                                title=f"auto-research: {loaded.spec.name}")
+    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
+        print_diagnostics(rejected.diagnostics)
+        raise typer.Exit(EXIT_REJECTED) from None
+    except (StudyError, ValueError) as refused:
+        fail_usage(str(refused))
+    typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
+               f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
+               f"{expansion.input['study']}")
+    if detach:
+        typer.echo(f"follow it with: zeroshot research show {started.id}")
+        raise typer.Exit(EXIT_OK)
+    _follow(started)
+
+
+RESEARCH_HARNESSES = ("local", "claude", "codex", "openai")
+"""Harnesses that can run the research agents (``python`` runs callables, which a user
+binds node by node in a runtime plan of their own)."""
+
+
+def _check_harness(harness: str) -> None:
+    """Refuse, before anything is submitted, a harness that cannot run this research here:
+    one that does not run agents, or one this installation does not have (admission checks
+    the plan's shape, not what is installed, and the run would stall at its first node).
+    An unknown name is left to admission, which lists the names it knows."""
+
+    from zeroshot_kernel.harness.plan import CORE_AGENT_HARNESSES
+    from zeroshot_kernel.harness.registry import available_harnesses
+
+    if harness not in CORE_AGENT_HARNESSES:
+        return
+    installed = available_harnesses()
+    usable = [h for h in RESEARCH_HARNESSES if h in installed]
+    if harness not in RESEARCH_HARNESSES:
+        problem = (f"the {harness} harness runs Python callables, not research agents; bind "
+                   f"them in a runtime plan of your own (start from `zeroshot template show "
+                   f"auto-research --json`)")
+    elif harness not in installed:
+        problem = f"the {harness} harness is not available in this installation"
+    else:
+        return
+    typer.echo(f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
+               f"Nothing was started.", err=True)
+    raise typer.Exit(EXIT_REJECTED)
+
+
+def _check_embedded_agents(spec: TaskSpec, harness: str) -> None:
+    """Refuse, before anything is submitted, the embedded agents (``local``) on a task they
+    cannot research: they propose parameters only, and the task has no search space."""
+    problem = spec.embedded_agents_problem() if harness == "local" else None
+    if problem is not None:
+        typer.echo(f"error: --harness {harness}: {problem}. Nothing was started.", err=True)
+        raise typer.Exit(EXIT_REJECTED)
+
+
+def _check_push(workspace: Path) -> None:
+    """Refuse ``--push`` before any round runs when the workspace cannot deliver (not a
+    repository, no commit, remote missing or unreachable), not after the first round."""
+    import asyncio
+
+    from zeroshot_kernel.auto_research.publish import preflight
+    from zeroshot_kernel.delivery import DeliveryRefused
+
+    try:
+        asyncio.run(preflight(workspace))
+    except DeliveryRefused as refused:
+        fail_usage(str(refused))
+
+
+def _task_reference(task: Path, workspace: Path) -> str:
+    """The task as the run records it: relative to the workspace when inside it."""
+    resolved = task.resolve()
+    try:
+        return str(resolved.relative_to(workspace))
+    except ValueError:
+        return str(resolved)
+
+
+def _follow(run_handle: Run) -> None:
+    from zeroshot_kernel.auto_research.views import ResearchViewBuilder
+    from zeroshot_kernel.console.event_lines import describe_result
+    from zeroshot_kernel.console.follow import ControllerWatch, print_failure_cause
+    from zeroshot_kernel.ledger.events import SucceededResult
+
+    builder = ResearchViewBuilder()
+    watch = ControllerWatch(run_handle)
+    shown = 0
+    cursor = None
+    try:
+        while True:
+            snapshot, tail = run_handle.client.snapshot_and_tail(run_handle.id, cursor)
+            cursor = snapshot.cursor
+            view = builder.feed(event for _, event in tail).view()
+            for round_view in view.rounds[shown:]:
+                typer.echo(round_line(round_view))
+            shown = len(view.rounds)
+            if view.terminal is not None:
+                typer.echo(f"finished: {describe_result(view.terminal)}")
+                _summary(view)
+                if not isinstance(view.terminal, SucceededResult):
+                    print_failure_cause(run_handle)
+                ok = isinstance(view.terminal, SucceededResult)
+                raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+            watch.check()
+            time.sleep(0.3)
+    except KeyboardInterrupt:
+        typer.echo(f"\ndetached; {run_handle.id} keeps running. "
+                   f"See it with: zeroshot research show {run_handle.id}", err=True)
+        raise typer.Exit(130) from None
+
+
+def round_line(r: RoundView) -> str:
+    metric = (f"{r.metric:.6g}" if r.metric is not None
+              else r.experiment_status if r.measure_status == "measured" else r.measure_status)
+    change = "ADOPTED" if r.adopted else "kept incumbent"
+    extra = f", {r.passes} passes" if r.passes > 1 else ""
+    reconsider = ", reconsidered" if r.reconsidered else ""
+    return (f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
+            f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}")
+
+
+SHOWN_DIFF_LINES = 30
+
+
+def diff_lines(diff: str) -> list[str]:
+    """A round's change against its parent, indented under its line; long diffs are cut
+    (``--json`` has them whole)."""
+    lines = [printable(line) for line in diff.splitlines()]
+    shown = [f"    {line}" for line in lines[:SHOWN_DIFF_LINES]]
+    if len(lines) > SHOWN_DIFF_LINES:
+        shown.append(f"    ... {len(lines) - SHOWN_DIFF_LINES} more line(s) (--json has all)")
+    return shown
+
+
+def _summary(view: ResearchView) -> None:
+    if view.incumbent is not None:
+        metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
+        origin = (f"adopted in round {view.incumbent.round}" if view.incumbent.round
+                  else "the incumbent this run started from")
+        typer.echo(f"incumbent: {view.incumbent.candidate_id} (metric {metric}, {origin}); "
+                   f"plateau: {view.plateau} round(s)")
+
+
+@research_app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id of an auto-research run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Show an auto-research run's rounds, incumbent and plateau, from the ledger alone."""
+    from dataclasses import asdict
+
+    from zeroshot_kernel.auto_research.studies import round_in_progress, study_round_offset
+    from zeroshot_kernel.auto_research.views import load_research_view
+    from zeroshot_kernel.ledger import RunNotFound
+    from zeroshot_kernel.ledger.failure import explain_failure
+
+    client = open_client(ledger, target)
+    try:
+        view = load_research_view(client, run_id)
+    except RunNotFound:
+        fail_usage(f"no run {run_id} in ledger {client.display_url}")
+    cause = explain_failure(event for _, event in client.run(run_id).events())
+    if as_json:
+        document = camel_keys(asdict(view))
+        document["terminal"] = view.terminal.to_wire() if view.terminal else None
+        document["failure"] = cause.to_wire() if cause else None
+        print_json(json.loads(json.dumps(document, default=str)))
+        return
+    typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
+               + ("" if view.terminal
+                  else f", round {round_in_progress(view, study_round_offset(client, run_id))}"
+                       " in progress"))
+    for round_view in view.rounds:
+        typer.echo(round_line(round_view))
+        for line in diff_lines(round_view.diff):
+            typer.echo(line)
+    _summary(view)
+    if cause is not None:
+        for line in cause.lines():
+            typer.echo(printable(line))
+
+
+@research_app.command("studies")
+def studies(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List the workspace's studies: task, runs, rounds, candidates, incumbent and metric.
+
+    Example: zeroshot research studies --json
+    """
+    from zeroshot_kernel.auto_research.studies import list_studies
+    from zeroshot_kernel.workspace import find_workspace
+
+    found = list_studies(find_workspace())
+    if as_json:
+        print_json([study.to_wire() for study in found])
+        return
+    if not found:
+        typer.echo("no studies yet (zeroshot research run TASK starts one)")
+    for study in found:
+        metric = "n/a" if study.incumbent_metric is None else f"{study.incumbent_metric:.6g}"
+        task = Path(study.task).name if study.task else "?"
+        typer.echo(printable(
+            f"{study.name:<20} task {task:<16} {study.runs} run(s), {study.rounds} round(s), "
+            f"{study.candidates} candidate(s); incumbent {study.incumbent_id or '-'} ({metric})"
+            + (f"; {study.problem}" if study.problem else "")))
+
+
+@research_app.command("restore")
+def restore(
+    study_or_run: Annotated[str, typer.Argument(
+        help="A study name, or an auto-research run id (its study is used).")],
+    candidate: Annotated[str, typer.Argument(help="Candidate id, e.g. c004.")],
+    directory: Annotated[Path, typer.Argument(help="Where to write the candidate's source.")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Write into DIRECTORY even if it is not empty.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Write a candidate's recorded source into DIRECTORY, verified against its content hash.
+
+    Example: zeroshot research restore rosenbrock c004 ./best
+    """
+    from zeroshot_kernel.auto_research.records import RECORDS_DIR
+    from zeroshot_kernel.auto_research.restore import RestoreError, restore_candidate_source
+    from zeroshot_kernel.auto_research.studies import StudyError, study_of_run
+    from zeroshot_kernel.workspace import find_workspace
+
+    workspace = find_workspace()
+    study = study_or_run
+    if study_or_run.startswith("run-") and not (workspace / RECORDS_DIR / study).is_dir():
+        from zeroshot_kernel.ledger import RunNotFound
+
+        client = open_client(ledger, target)
+        try:
+            study = study_of_run(client, study_or_run)
+        except RunNotFound:
+            fail_usage(f"no run {study_or_run} in ledger {client.display_url}")
+        except StudyError as problem:
+            fail_usage(str(problem))
+    try:
+        written = restore_candidate_source(workspace, study, candidate, directory, force=force)
+    except RestoreError as problem:
+        fail_usage(str(problem))
+    typer.echo(printable(f"restored {candidate} of study {study} into {directory} ({written.files} "
+                         f"file(s), content sha256 {written.content_sha256[:12]}…)"))
+
+
+@research_app.command("export")
+def export(
+    study: Annotated[str, typer.Argument(help="The study to export (see: zeroshot research "
+                                              "studies).")],
+    csv_file: Annotated[Path | None, typer.Option(
+        "--csv", help="Write CSV to this file ('-': standard output).")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Write JSON (camelCase keys) to standard output, or to --output.")
+    ] = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="With --json: the file to write instead of standard output.")
+    ] = None,
+    candidates: Annotated[bool, typer.Option(
+        "--candidates", help="One row per candidate instead of one per round.")] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """Export a study's rounds (or, with --candidates, its candidates) as CSV or JSON.
+
+    CSV puts each parameter in a column of its own (param.NAME); JSON keeps them in
+    "params". The ledger adds each round's run, harness, model and reviewer verdict.
+
+    \b
+    Examples:
+      zeroshot research export branin --csv branin-rounds.csv
+      zeroshot research export branin --candidates --json -o branin-candidates.json
+    """
+    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.study import Study
+    from zeroshot_kernel.workspace import find_workspace
+
+    if (csv_file is None) == (not as_json):
+        fail_usage("give one of --csv FILE and --json")
+    if output is not None and not as_json:
+        fail_usage("--output goes with --json (--csv names its own file)")
+    client = open_client(ledger, target)
+    try:
+        opened = Study.open(find_workspace(), study, client=client)
+        kind: Literal["rounds", "candidates"] = "candidates" if candidates else "rounds"
+        text = (opened.csv_text(kind) if csv_file is not None else
+                json.dumps(opened.json_rows(kind), indent=2, ensure_ascii=False) + "\n")
+    except (StudyError, OSError, ValueError) as problem:
+        fail_usage(str(problem))
+    destination = csv_file if csv_file is not None else output
+    if destination is None or str(destination) == "-":
+        typer.echo(printable(text), nl=False)
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as problem:
+        fail_usage(f"cannot write {destination}: {problem.strerror or problem}")
+    rows = len(opened.rows(kind))
+    typer.echo(printable(f"wrote {rows} {kind} of study {study} to {destination}"), err=True)

@@ -1,0 +1,143 @@
+"""Shared CLI plumbing: reading documents, printing diagnostics, exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
+
+from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+from zeroshot_kernel.contract.reading import (
+    MAX_PRINTED_DIAGNOSTICS,
+    DocumentError,
+    load_document,
+    loads_document,
+    shorten,
+)
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_USAGE = 2
+MAX_PATH_CHARS = 4096
+
+
+def printable(text: str) -> str:
+    """``text`` as it can be written to any terminal or pipe: a lone surrogate (valid in a
+    Python string, never in UTF-8) becomes its escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def fail_usage(message: str) -> NoReturn:
+    """Print ``message`` to stderr and exit 2 (usage error or unreadable input)."""
+    typer.echo(f"error: {printable(message)}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def read_document(path: Path) -> Any:
+    """A graph document from a file (a file that is no graph document is not quoted)."""
+    try:
+        document = load_document(path)
+    except DocumentError as error:
+        fail_usage(str(error))
+    return graph_document(document, path)
+
+
+def graph_document(document: Any, path: Path) -> Any:
+    """``document`` if it could be a graph; a file without any graph field (a private file
+    named by mistake) is refused without quoting it."""
+    from zeroshot_kernel.contract.graph import GraphSpec
+
+    return _of_kind(document, model_fields(GraphSpec), "a graph document", shorten(str(path)))
+
+
+def read_inline_or_file(value: str, what: str, *, fields: Collection[str] | None = None,
+                        kind: str = "document") -> Any:
+    """``JSON`` inline, or a JSON/YAML file given as ``@path`` or as an existing path.
+
+    ``fields``: the top-level fields ``kind`` can have; a file with none of them is
+    refused without quoting it (naming a private file by mistake must not print it)."""
+    try:
+        path = value[1:] if value.startswith("@") else (
+            value if not value.lstrip().startswith(("{", "[", '"')) and _is_file(value)
+            else None)
+        if path is None:
+            return loads_document(value, yaml_allowed=False)
+        document = load_document(path)
+    except DocumentError as error:
+        fail_usage(f"{what}: {error}")
+    return _of_kind(document, fields, kind, f"{what}: {shorten(path)}")
+
+
+def read_runtime(value: str) -> Any:
+    """A ``--runtime`` plan, inline or from a file."""
+    from zeroshot_kernel.harness.plan import RuntimePlan
+
+    return read_inline_or_file(value, "--runtime", fields=model_fields(RuntimePlan),
+                               kind="a runtime plan")
+
+
+def read_input(value: str, graph: Any = None) -> Any:
+    """An ``--input``, inline or from a file; with the graph document at hand, a file
+    holding none of the fields its initial input declares is refused unquoted."""
+    declared = graph.get("initialInput") if isinstance(graph, dict) else None
+    fields = declared.get("fields") if isinstance(declared, dict) else None
+    return read_inline_or_file(value, "--input", kind="an input for this graph",
+                               fields=list(fields) if isinstance(fields, dict) else None)
+
+
+def model_fields(model: type[BaseModel]) -> set[str]:
+    """The wire names of a model's fields."""
+    return {info.alias or name for name, info in model.model_fields.items()}
+
+
+def _of_kind(document: Any, fields: Collection[str] | None, kind: str, source: str) -> Any:
+    if fields is None or not isinstance(document, dict) or not document:
+        return document
+    if any(key in fields for key in document):
+        return document
+    fail_usage(f"{source} is not {kind}: none of its top-level fields is one {kind} has")
+
+
+def _is_file(value: str) -> bool:
+    if len(value) > MAX_PATH_CHARS or "\0" in value:
+        return False
+    try:
+        return Path(value).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def print_json(value: Any) -> None:
+    typer.echo(printable(json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def print_diagnostics(diagnostics: Sequence[GraphDiagnostic]) -> None:
+    """One block per diagnostic: severity, code, readable path, then what to change; past
+    :data:`MAX_PRINTED_DIAGNOSTICS`, only how many more there are."""
+    for diagnostic in diagnostics[:MAX_PRINTED_DIAGNOSTICS]:
+        nodes = ", ".join(shorten(name) for name in diagnostic.related_nodes[:10])
+        related = f"  (nodes: {nodes})" if nodes else ""
+        typer.echo(printable(
+            f"{diagnostic.severity}: {diagnostic.code} at {diagnostic.readable_path()}{related}"
+        ))
+        typer.echo(printable(f"    {shorten(diagnostic.message, 1000)}"))
+    count = len(diagnostics)
+    if count > MAX_PRINTED_DIAGNOSTICS:
+        typer.echo(f"... and {count - MAX_PRINTED_DIAGNOSTICS} more "
+                   "(--json lists every one).")
+    typer.echo(f"{count} problem{'s' if count != 1 else ''} found.")
+
+
+def camel_keys(value: Any) -> Any:
+    """``value`` with every mapping's keys in camelCase, as the graph contract and every
+    ``--json`` output write them."""
+    if isinstance(value, dict):
+        return {to_camel(str(key)): camel_keys(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [camel_keys(item) for item in value]
+    return value
