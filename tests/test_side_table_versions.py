@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy
-from ledger_backends import ledger_url  # noqa: F401  (the sqlite/postgresql fixture)
 from sqlalchemy import text
 from sqlmodel import Field, Session
 
@@ -107,7 +106,7 @@ def _fail(session: Session) -> None:
 
 
 @pytest.fixture
-def admin(ledger_url: str) -> Iterator[sqlalchemy.Engine]:  # noqa: F811
+def admin(ledger_url: str) -> Iterator[sqlalchemy.Engine]:
     """A plain engine on the test database, for what the stores do not do."""
     engine = sqlalchemy.create_engine(ledger_url)
     yield engine
@@ -140,7 +139,7 @@ def _columns(admin: sqlalchemy.Engine, table: str) -> set[str]:
 
 
 def test_a_fresh_database_gets_every_side_table_at_its_current_version(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine) -> None:
     with Ledger(ledger_url), BatchStore(ledger_url) as batches, \
             ProfileStore(ledger_url) as profiles, ProbeStore(ledger_url):
         batch_id = batches.create("n.ipynb", "out", [{"x": 1}], BatchOptions())
@@ -155,7 +154,7 @@ def test_a_fresh_database_gets_every_side_table_at_its_current_version(
 
 
 def test_an_unversioned_database_is_migrated_forward_with_its_rows_intact(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine) -> None:
     _old_database(admin)
     with BatchStore(ledger_url) as batches, ProfileStore(ledger_url) as profiles, \
             ProbeStore(ledger_url):
@@ -179,7 +178,7 @@ def test_an_unversioned_database_is_migrated_forward_with_its_rows_intact(
 
 
 def test_an_older_recorded_version_runs_only_the_steps_after_it(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine) -> None:
     _old_database(admin)
     with admin.begin() as connection:
         connection.execute(text("ALTER TABLE zeroshot_probe ADD COLUMN label VARCHAR(32) "
@@ -196,7 +195,7 @@ def test_an_older_recorded_version_runs_only_the_steps_after_it(
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine) -> None:
     _old_database(admin)
     with pytest.raises(RuntimeError, match="migration step failed"):
         BrokenProbeStore(ledger_url)
@@ -208,7 +207,7 @@ def test_a_failing_migration_leaves_the_database_as_it_was(
 
 @pytest.mark.parametrize("store", [BatchStore, ProfileStore])
 def test_tables_from_a_newer_zeroshot_are_refused_before_anything_is_touched(
-        ledger_url: str, admin: sqlalchemy.Engine,  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine,
         store: type[SideStore]) -> None:
     with BatchStore(ledger_url) as batches, ProfileStore(ledger_url) as profiles:
         batch_id = batches.create("n.ipynb", "out", [{"x": 1}], BatchOptions())
@@ -257,7 +256,7 @@ OPENER = textwrap.dedent("""\
 
 
 def test_two_processes_opening_an_old_database_at_once_migrate_it_once(
-        ledger_url: str, admin: sqlalchemy.Engine, tmp_path: Path) -> None:  # noqa: F811
+        ledger_url: str, admin: sqlalchemy.Engine, tmp_path: Path) -> None:
     """Each process signals before it opens; whichever migrates first holds the schema lock
     until the other has signalled, so the second tries to open while the first migrates."""
     _old_database(admin)
