@@ -47,6 +47,7 @@ test: $(VENV)/.installed-test system-packages
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check zeroshot_kernel widgets tests bench
+	$(BIN)/ruff format --check zeroshot_kernel widgets tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

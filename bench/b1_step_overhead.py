@@ -170,9 +170,7 @@ class LangGraph(Case):
         try:
             app = self.builder.compile(checkpointer=SqliteSaver(connection))
             config: Any = {"configurable": {"thread_id": "b1"}, "recursion_limit": STEPS + 10}
-            elapsed = timed(
-                lambda: app.invoke({"payload": PAYLOAD}, config, durability="sync")
-            )
+            elapsed = timed(lambda: app.invoke({"payload": PAYLOAD}, config, durability="sync"))
         finally:
             connection.close()
         self.bytes.append((file_bytes(database) - before) / STEPS)
@@ -235,8 +233,13 @@ def run(repeats: int) -> Report:
         "raw": "raw SQLite, two WAL commits per step (floor)",
     }
     report.table(
-        ["case", "ms per step (median)", "spread (min - max)", "CPU ms per step",
-         "ledger bytes per step"],
+        [
+            "case",
+            "ms per step (median)",
+            "spread (min - max)",
+            "CPU ms per step",
+            "ledger bytes per step",
+        ],
         [
             [
                 labels[name],
@@ -250,20 +253,30 @@ def run(repeats: int) -> Report:
     )
     rows: list[list[str]] = []
     compare: list[tuple[str, Callable[[], Summary], float]] = [
-        ("ours / raw SQLite floor, per step", lambda: ratios(samples["ours"], samples["raw"]),
-         BARS["raw"]),
+        (
+            "ours / raw SQLite floor, per step",
+            lambda: ratios(samples["ours"], samples["raw"]),
+            BARS["raw"],
+        ),
     ]
     if "langgraph" in cases:
         compare[:0] = [
-            ("ours / LangGraph, per step",
-             lambda: ratios(samples["ours"], samples["langgraph"]), BARS["langgraph"]),
-            ("ours / LangGraph, bytes per step",
-             lambda: ratios(cases["ours"].bytes, cases["langgraph"].bytes), BARS["bytes"]),
+            (
+                "ours / LangGraph, per step",
+                lambda: ratios(samples["ours"], samples["langgraph"]),
+                BARS["langgraph"],
+            ),
+            (
+                "ours / LangGraph, bytes per step",
+                lambda: ratios(cases["ours"].bytes, cases["langgraph"].bytes),
+                BARS["bytes"],
+            ),
         ]
     for label, measure, bar in compare:
         ratio = measure()
-        rows.append([label, f"{ratio.median:.3f}", ratio.spread(), f"≤ {bar:g}",
-                     verdict(ratio.median, bar)])
+        rows.append(
+            [label, f"{ratio.median:.3f}", ratio.spread(), f"≤ {bar:g}", verdict(ratio.median, bar)]
+        )
     report.table(["ratio", "median", "spread (min - max)", "bar", "verdict"], rows)
     report.notes += [
         f"{repeats} repeats after one warm-up run of each case; cases alternate with a "

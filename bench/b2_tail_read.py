@@ -67,6 +67,7 @@ class History:
 
     def follower(self) -> float:
         """Seconds per read for a reader that polls with the same ``Ledger``."""
+
         def reads() -> None:
             for _ in range(READS_PER_SAMPLE):
                 self.read(self.warm)
@@ -90,15 +91,22 @@ def _execution(ledger: Ledger, run_id: str, index: int, lines: int) -> None:
     )
     ledger.append(
         run_id,
-        [NodeStarted(reference=reference, occurrence=Occurrence(node="work", map_indices=[index]),
-                     attempt=1, input={"task": f"item {index}"})],
+        [
+            NodeStarted(
+                reference=reference,
+                occurrence=Occurrence(node="work", map_indices=[index]),
+                attempt=1,
+                input={"task": f"item {index}"},
+            )
+        ],
     )
     line: RunEvent = _log(reference.execution)
     for start in range(0, lines, BATCH):
         ledger.append(run_id, [line] * min(BATCH, lines - start))
     outcome = VerifiedOutcome(status="verified", output={"answer": index})
-    ledger.append(run_id, [NodeCompleted(completion=Completion(reference=reference,
-                                                               outcome=outcome))])
+    ledger.append(
+        run_id, [NodeCompleted(completion=Completion(reference=reference, outcome=outcome))]
+    )
 
 
 def run(repeats: int) -> Report:
@@ -119,16 +127,27 @@ def run(repeats: int) -> Report:
     report.table(
         ["reader", "history", "µs per read (median)", "spread (min - max)"],
         [
-            [name.split()[0], name.split()[1], f"{Summary.of(values).median * 1e6:,.0f}",
-             f"{min(values) * 1e6:,.0f} - {max(values) * 1e6:,.0f}"]
+            [
+                name.split()[0],
+                name.split()[1],
+                f"{Summary.of(values).median * 1e6:,.0f}",
+                f"{min(values) * 1e6:,.0f} - {max(values) * 1e6:,.0f}",
+            ]
             for name, values in samples.items()
         ],
     )
     rows = []
     for reader in ("follower", "cold"):
         ratio = ratios(samples[f"{reader} 10^6"], samples[f"{reader} 10^3"])
-        rows.append([f"{reader}: 10^6 / 10^3", f"{ratio.median:.3f}", ratio.spread(),
-                     f"≤ {BAR:g}", verdict(ratio.median, BAR)])
+        rows.append(
+            [
+                f"{reader}: 10^6 / 10^3",
+                f"{ratio.median:.3f}",
+                ratio.spread(),
+                f"≤ {BAR:g}",
+                verdict(ratio.median, BAR),
+            ]
+        )
     report.table(["ratio", "median", "spread (min - max)", "bar", "verdict"], rows)
     report.notes += [
         f"{repeats} repeats, the four cases alternated; a follower sample is the mean of "

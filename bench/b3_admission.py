@@ -38,8 +38,10 @@ LABELS = ["accepted", "rejected"]
 
 
 def record(**fields: Any) -> dict[str, Any]:
-    return {"kind": "record",
-            "fields": {name: {"type": kind, "required": True} for name, kind in fields.items()}}
+    return {
+        "kind": "record",
+        "fields": {name: {"type": kind, "required": True} for name, kind in fields.items()},
+    }
 
 
 STATE = record(value=INT, items={"kind": "array", "items": record(value=INT)})
@@ -47,16 +49,33 @@ VALUE_IN = [{"target": ["value"], "value": {"source": "state", "path": ["value"]
 
 
 def step(name: str, inputs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"kind": "step", "name": name, "worker": "bench.step@1", "input": record(value=INT),
-            "output": record(result=NUMBER), "inputBindings": inputs or VALUE_IN,
-            "writeBindings": [], "timeoutMs": 60_000, "attempts": 2}
+    return {
+        "kind": "step",
+        "name": name,
+        "worker": "bench.step@1",
+        "input": record(value=INT),
+        "output": record(result=NUMBER),
+        "inputBindings": inputs or VALUE_IN,
+        "writeBindings": [],
+        "timeoutMs": 60_000,
+        "attempts": 2,
+    }
 
 
 def verifier(name: str) -> dict[str, Any]:
-    return {"kind": "verifier", "name": name, "worker": "bench.verify@1",
-            "input": record(value=INT), "output": record(result=NUMBER),
-            "inputBindings": VALUE_IN, "writeBindings": [], "timeoutMs": 60_000,
-            "attempts": 1, "signals": {"verdict": LABELS}, "diagnostic": {"kind": "null"}}
+    return {
+        "kind": "verifier",
+        "name": name,
+        "worker": "bench.verify@1",
+        "input": record(value=INT),
+        "output": record(result=NUMBER),
+        "inputBindings": VALUE_IN,
+        "writeBindings": [],
+        "timeoutMs": 60_000,
+        "attempts": 1,
+        "signals": {"verdict": LABELS},
+        "diagnostic": {"kind": "null"},
+    }
 
 
 def group(kind: str, name: str, **fields: Any) -> dict[str, Any]:
@@ -64,33 +83,62 @@ def group(kind: str, name: str, **fields: Any) -> dict[str, Any]:
 
 
 def verdict_is(node: str, *labels: str) -> dict[str, Any]:
-    return {"kind": "in", "value": {"name": node, "source": "signal", "field": "verdict"},
-            "labels": list(labels)}
+    return {
+        "kind": "in",
+        "value": {"name": node, "source": "signal", "field": "verdict"},
+        "labels": list(labels),
+    }
 
 
 def block(index: int) -> dict[str, Any]:
     """13 nodes of every kind; nothing in a block ends the graph."""
     name = f"b{index}"
     item_in = [{"target": ["value"], "value": {"source": "item", "path": ["value"]}}]
-    return group("seq", name, children=[
-        step(f"{name}_work"),
-        verifier(f"{name}_check"),
-        group("choice", f"{name}_route",
-              branches=[{"when": verdict_is(f"{name}_check", "rejected"),
-                         "node": step(f"{name}_fix")}],
-              otherwise=step(f"{name}_keep")),
-        group("par", f"{name}_fan", join={"kind": "all"},
-              branches=[step(f"{name}_left"), step(f"{name}_right")]),
-        group("loop", f"{name}_retry", body=verifier(f"{name}_review"), maxIterations=3,
-              until=verdict_is(f"{name}_review", "accepted")),
-        group("map", f"{name}_each", over={"source": "state", "path": ["items"]}, maxItems=4,
-              body=step(f"{name}_item", item_in)),
-    ])
+    return group(
+        "seq",
+        name,
+        children=[
+            step(f"{name}_work"),
+            verifier(f"{name}_check"),
+            group(
+                "choice",
+                f"{name}_route",
+                branches=[
+                    {"when": verdict_is(f"{name}_check", "rejected"), "node": step(f"{name}_fix")}
+                ],
+                otherwise=step(f"{name}_keep"),
+            ),
+            group(
+                "par",
+                f"{name}_fan",
+                join={"kind": "all"},
+                branches=[step(f"{name}_left"), step(f"{name}_right")],
+            ),
+            group(
+                "loop",
+                f"{name}_retry",
+                body=verifier(f"{name}_review"),
+                maxIterations=3,
+                until=verdict_is(f"{name}_review", "accepted"),
+            ),
+            group(
+                "map",
+                f"{name}_each",
+                over={"source": "state", "path": ["items"]},
+                maxItems=4,
+                body=step(f"{name}_item", item_in),
+            ),
+        ],
+    )
 
 
 def document(root: dict[str, Any]) -> dict[str, Any]:
-    return {"profile": "openengine.graph.full/v1", "initialInput": STATE,
-            "policy": {"policy": "policy.bench@1", "default": "deny"}, "root": root}
+    return {
+        "profile": "openengine.graph.full/v1",
+        "initialInput": STATE,
+        "policy": {"policy": "policy.bench@1", "default": "deny"},
+        "root": root,
+    }
 
 
 DONE = {"kind": "succeed", "name": "done", "output": {"kind": "null"}, "bindings": []}
@@ -101,8 +149,11 @@ def mixed(nodes: int, make: Callable[[int], dict[str, Any]] = block) -> dict[str
     size = count(make(0))
     blocks = max(1, (nodes - 2) // size)
     padding = nodes - 2 - blocks * size
-    children = [*(make(i) for i in range(blocks)),
-                *(step(f"pad{i}") for i in range(max(0, padding))), DONE]
+    children = [
+        *(make(i) for i in range(blocks)),
+        *(step(f"pad{i}") for i in range(max(0, padding))),
+        DONE,
+    ]
     return document(group("seq", "root", children=children))
 
 
@@ -123,15 +174,18 @@ def wide_labels(labels: int) -> dict[str, Any]:
 def wide_verifiers(verifiers: int) -> dict[str, Any]:
     """``verifiers`` verifiers; a choice with a branch per verifier (its verdict rejected)."""
     checks = [verifier(f"v{i}") for i in range(verifiers)]
-    branches = [{"when": verdict_is(f"v{i}", "rejected"), "node": step(f"r{i}")}
-                for i in range(verifiers)]
+    branches = [
+        {"when": verdict_is(f"v{i}", "rejected"), "node": step(f"r{i}")} for i in range(verifiers)
+    ]
     route = group("choice", "route", branches=branches, otherwise=step("rest"))
     return document(group("seq", "root", children=[*checks, route, DONE]))
 
 
 def count(node: dict[str, Any]) -> int:
-    inner = [*node.get("children", []), *(b["node"] for b in node.get("branches", [])
-                                          if isinstance(b, dict) and "node" in b)]
+    inner = [
+        *node.get("children", []),
+        *(b["node"] for b in node.get("branches", []) if isinstance(b, dict) and "node" in b),
+    ]
     if node.get("kind") == "par":
         inner = list(node["branches"])
     inner += [node[key] for key in ("body", "otherwise") if node.get(key)]
@@ -181,28 +235,42 @@ def run(repeats: int) -> Report:
         "mixed": {f"{n:,}": mixed(n) for n in SIZES},
         "mixed, no choice": {f"{n:,}": mixed(n, plain_block) for n in SIZES},
         "wide choice, one verifier": {f"{n} labels": wide_labels(n) for n in LABELS_WIDE},
-        "wide choice, many verifiers": {f"{n} verifiers": wide_verifiers(n)
-                                        for n in VERIFIERS_WIDE},
+        "wide choice, many verifiers": {
+            f"{n} verifiers": wide_verifiers(n) for n in VERIFIERS_WIDE
+        },
     }
-    graphs = {(family, size): graph for family, members in families.items()
-              for size, graph in members.items()}
+    graphs = {
+        (family, size): graph
+        for family, members in families.items()
+        for size, graph in members.items()
+    }
     probes = {key: probe(graph) for key, graph in graphs.items()}
     repeatable = {key for key, (seconds, _) in probes.items() if seconds < REPEAT_LIMIT_S}
-    samples = alternate(
-        {f"{k[0]} {k[1]}": _sample(graphs[k]) for k in sorted(repeatable)}, repeats
-    )
+    samples = alternate({f"{k[0]} {k[1]}": _sample(graphs[k]) for k in sorted(repeatable)}, repeats)
     seconds: dict[tuple[str, str], Summary] = {
-        key: Summary.of(samples[f"{key[0]} {key[1]}"]) if key in repeatable
+        key: Summary.of(samples[f"{key[0]} {key[1]}"])
+        if key in repeatable
         else Summary.of([probes[key][0]])
         for key in graphs
     }
     report.table(
         ["graph", "size", "nodes", "outcome", "ms per admission (median)", "spread"],
-        [[family, size, f"{count(graphs[(family, size)]['root']):,}", probes[(family, size)][1],
-          f"{seconds[(family, size)].median * 1e3:,.0f}",
-          f"{seconds[(family, size)].low * 1e3:,.0f} - {seconds[(family, size)].high * 1e3:,.0f}"
-          if (family, size) in repeatable else "one sample"]
-         for family, size in graphs],
+        [
+            [
+                family,
+                size,
+                f"{count(graphs[(family, size)]['root']):,}",
+                probes[(family, size)][1],
+                f"{seconds[(family, size)].median * 1e3:,.0f}",
+                (
+                    f"{seconds[(family, size)].low * 1e3:,.0f} - "
+                    f"{seconds[(family, size)].high * 1e3:,.0f}"
+                )
+                if (family, size) in repeatable
+                else "one sample",
+            ]
+            for family, size in graphs
+        ],
     )
     growth = []
     for family in ("mixed", "mixed, no choice", "wide choice, one verifier"):
@@ -216,7 +284,8 @@ def run(repeats: int) -> Report:
         f"measured {repeats} times, alternated; the others are reported from that sample.",
         f"4,096 mixed nodes: {largest:.2f} s ({probes[('mixed', f'{SIZES[-1]:,}')][1]}); "
         f"'well under the time one agent call takes' is read as under {FAST_S:g} s: "
-        + verdict(largest, FAST_S) + ".",
+        + verdict(largest, FAST_S)
+        + ".",
         "`mixed`: blocks of step, verifier, choice on the verifier's verdict (otherwise a "
         "step), par (all-join), do-while loop until a verifier accepts, map over the state's "
         "items. `mixed, no choice`: the same blocks without the choice. Wide choices: one "
@@ -239,7 +308,12 @@ def _growth(
     label = f"{family}: {small} → {large}"
     nodes = f"{n_small:,} → {n_large:,}"
     if probes[(family, large)][1] != "admitted":
-        return [label, nodes, "-", f"≤ {bound:.2f}x",
-                f"**missed**: the larger graph was {probes[(family, large)][1]}"]
+        return [
+            label,
+            nodes,
+            "-",
+            f"≤ {bound:.2f}x",
+            f"**missed**: the larger graph was {probes[(family, large)][1]}",
+        ]
     ratio = seconds[(family, large)].median / seconds[(family, small)].median
     return [label, nodes, f"{ratio:.2f}x", f"≤ {bound:.2f}x", verdict(ratio, bound)]

@@ -39,20 +39,27 @@ ROUNDS = 100
 EXPERIMENT_S = 0.010
 BAR = 0.10
 TASK = "tenms"
-OBJECTIVE = f'''\
+OBJECTIVE = f"""\
 import json, os, random, time
 time.sleep({EXPERIMENT_S})
 p = json.load(open("params.json"))
 noise = random.Random(int(os.environ["ZEROSHOT_SEED"])).gauss(0.0, 0.01)
 value = (p["x"] - 1.0) ** 2 + (p["y"] + 0.5) ** 2 + noise
 print("ZEROSHOT_METRIC " + json.dumps({{"name": "loss", "value": value}}))
-'''
+"""
 SPEC = {
-    "name": TASK, "charter": "Minimise a noisy quadratic; each run takes 10 ms.",
-    "metric": "loss", "direction": "minimize", "command": ["{python}", "objective.py"],
-    "budgetSeconds": 10, "repeats": 3, "preload": ["json", "random"],
-    "searchSpace": [{"name": "x", "type": "float", "low": -5.0, "high": 5.0},
-                    {"name": "y", "type": "float", "low": -5.0, "high": 5.0}],
+    "name": TASK,
+    "charter": "Minimise a noisy quadratic; each run takes 10 ms.",
+    "metric": "loss",
+    "direction": "minimize",
+    "command": ["{python}", "objective.py"],
+    "budgetSeconds": 10,
+    "repeats": 3,
+    "preload": ["json", "random"],
+    "searchSpace": [
+        {"name": "x", "type": "float", "low": -5.0, "high": 5.0},
+        {"name": "y", "type": "float", "low": -5.0, "high": 5.0},
+    ],
 }
 
 
@@ -114,8 +121,7 @@ def sample() -> Sample:
     try:
         write_task(workspace)
         expansion = expand_template("auto-research", TemplateOptions(task=TASK, iterations=ROUNDS))
-        admission = admit(expansion.graph, initial_input=expansion.input,
-                          runtime=expansion.runtime)
+        admission = admit(expansion.graph, initial_input=expansion.input, runtime=expansion.runtime)
         if admission.admitted is None:
             raise AssertionError(f"the B4 run is not admitted: {admission.diagnostics}")
         url = f"sqlite:///{workspace / 'ledger.db'}"
@@ -141,11 +147,15 @@ def measure(workspace: Path, run_start: float, run_end: float) -> Sample:
     records = ResearchRecords(workspace, TASK).snapshot()
     rounds = []
     for number, (low, high) in enumerate(itertools.pairwise(bounds), start=1):
-        spans = [(max(c["start"], low), min(c["end"], high)) for c in calls
-                 if c["end"] > low and c["start"] < high]
+        spans = [
+            (max(c["start"], low), min(c["end"], high))
+            for c in calls
+            if c["end"] > low and c["start"] < high
+        ]
         record = records.rounds[number]
-        experiments = sum(m.experiment.duration_seconds for p in record.passes
-                          for m in p.measurements)
+        experiments = sum(
+            m.experiment.duration_seconds for p in record.passes for m in p.measurements
+        )
         rounds.append(RoundTimes(high - low, covered(spans), experiments))
     return Sample(rounds, starts[0] - run_start)
 
@@ -161,43 +171,69 @@ def covered(spans: list[tuple[float, float]]) -> float:
 
 
 def run(repeats: int) -> Report:
-    report = Report("B4", f"auto-research orchestration overhead per round ({ROUNDS} rounds, "
-                          f"{EXPERIMENT_S * 1e3:g} ms experiment)")
+    report = Report(
+        "B4",
+        f"auto-research orchestration overhead per round ({ROUNDS} rounds, "
+        f"{EXPERIMENT_S * 1e3:g} ms experiment)",
+    )
     report.versions = versions(["zeroshot-workbench", "sqlalchemy", "pydantic", "optuna"])
     samples = [sample() for _ in range(repeats)]
     ms = 1e3
     summary = Summary.of
     per_round = {
-        "round (wall)": summary([statistics.median(r.wall for r in s.rounds[1:])
-                                 for s in samples]),
-        "inside agent calls": summary([statistics.median(r.agents for r in s.rounds[1:])
-                                       for s in samples]),
-        "experiment runs (recorded)": summary([
-            statistics.median(r.experiments for r in s.rounds[1:]) for s in samples]),
-        "orchestration + ledger": summary([statistics.median(r.overhead for r in s.rounds[1:])
-                                           for s in samples]),
-        "  rounds 2-11": summary([statistics.median(r.overhead for r in s.rounds[1:11])
-                                  for s in samples]),
-        "  rounds 91-100": summary([statistics.median(r.overhead for r in s.rounds[90:])
-                                    for s in samples]),
+        "round (wall)": summary([statistics.median(r.wall for r in s.rounds[1:]) for s in samples]),
+        "inside agent calls": summary(
+            [statistics.median(r.agents for r in s.rounds[1:]) for s in samples]
+        ),
+        "experiment runs (recorded)": summary(
+            [statistics.median(r.experiments for r in s.rounds[1:]) for s in samples]
+        ),
+        "orchestration + ledger": summary(
+            [statistics.median(r.overhead for r in s.rounds[1:]) for s in samples]
+        ),
+        "  rounds 2-11": summary(
+            [statistics.median(r.overhead for r in s.rounds[1:11]) for s in samples]
+        ),
+        "  rounds 91-100": summary(
+            [statistics.median(r.overhead for r in s.rounds[90:]) for s in samples]
+        ),
     }
-    report.table(["per round (median over rounds 2-100)", "ms (median of runs)",
-                  "spread (min - max)"],
-                 [[name, f"{s.median * ms:.1f}", f"{s.low * ms:.1f} - {s.high * ms:.1f}"]
-                  for name, s in per_round.items()])
+    report.table(
+        ["per round (median over rounds 2-100)", "ms (median of runs)", "spread (min - max)"],
+        [
+            [name, f"{s.median * ms:.1f}", f"{s.low * ms:.1f} - {s.high * ms:.1f}"]
+            for name, s in per_round.items()
+        ],
+    )
     fraction = Summary.of([s.fraction() for s in samples])
     early = Summary.of([s.fraction(slice(1, 11)) for s in samples])
     late = Summary.of([s.fraction(slice(90, None)) for s in samples])
-    versus = Summary.of([sum(r.overhead for r in s.rounds[1:])
-                         / sum(r.experiments for r in s.rounds[1:]) for s in samples])
+    versus = Summary.of(
+        [
+            sum(r.overhead for r in s.rounds[1:]) / sum(r.experiments for r in s.rounds[1:])
+            for s in samples
+        ]
+    )
     report.table(
         ["ratio", "median", "spread (min - max)", "bar", "verdict"],
-        [["orchestration + ledger / round, rounds 2-100", f"{fraction.median:.3f}",
-          fraction.spread(), f"<= {BAR:g}", verdict(fraction.median, BAR)],
-         ["  the same, rounds 2-11", f"{early.median:.3f}", early.spread(), "", ""],
-         ["  the same, rounds 91-100", f"{late.median:.3f}", late.spread(), "", ""],
-         ["orchestration + ledger / experiment time", f"{versus.median:.2f}", versus.spread(),
-          "", ""]],
+        [
+            [
+                "orchestration + ledger / round, rounds 2-100",
+                f"{fraction.median:.3f}",
+                fraction.spread(),
+                f"<= {BAR:g}",
+                verdict(fraction.median, BAR),
+            ],
+            ["  the same, rounds 2-11", f"{early.median:.3f}", early.spread(), "", ""],
+            ["  the same, rounds 91-100", f"{late.median:.3f}", late.spread(), "", ""],
+            [
+                "orchestration + ledger / experiment time",
+                f"{versus.median:.2f}",
+                versus.spread(),
+                "",
+                "",
+            ],
+        ],
     )
     startup = Summary.of([s.startup for s in samples])
     report.notes += [

@@ -74,8 +74,14 @@ def true_value(task: ResearchTask, params: Params, scratch: Path) -> float:
 
 def ours(task: ResearchTask, workspace: Path, seed: int) -> Params:
     """29 reviewed rounds after the baseline; the incumbent's parameters."""
-    run_rounds(task.root, workspace, STUDY, EVALUATIONS - 1, seed=seed,
-               measure_seed=derive_seed("b5", seed))
+    run_rounds(
+        task.root,
+        workspace,
+        STUDY,
+        EVALUATIONS - 1,
+        seed=seed,
+        measure_seed=derive_seed("b5", seed),
+    )
     records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
@@ -92,8 +98,11 @@ def study_method(sampler_name: str) -> Method:
         from zeroshot_kernel.auto_research.agents.space import distributions
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = (optuna.samplers.TPESampler(seed=seed) if sampler_name == "tpe"
-                   else optuna.samplers.RandomSampler(seed=seed))
+        sampler = (
+            optuna.samplers.TPESampler(seed=seed)
+            if sampler_name == "tpe"
+            else optuna.samplers.RandomSampler(seed=seed)
+        )
         study = optuna.create_study(direction=task.spec.direction, sampler=sampler)
         space = distributions(task.spec.search_space)
         study.enqueue_trial(dict(task.start_params))
@@ -114,8 +123,11 @@ def study_method(sampler_name: str) -> Method:
     return optimise
 
 
-METHODS: dict[str, Method] = {"ours": ours, "tpe": study_method("tpe"),
-                              "random": study_method("random")}
+METHODS: dict[str, Method] = {
+    "ours": ours,
+    "tpe": study_method("tpe"),
+    "random": study_method("random"),
+}
 LABELS = {"ours": "embedded agents", "tpe": "optuna TPE", "random": "random search"}
 
 
@@ -128,8 +140,9 @@ def best_after_budget(name: str, task_name: str, seed: int) -> tuple[float, int]
         params = METHODS[name](task, workspace, seed)
         runs = EVALUATIONS
         if name == "ours":
-            runs = sum(len(m.measurements)
-                       for m in ResearchRecords(workspace, STUDY).candidates().values())
+            runs = sum(
+                len(m.measurements) for m in ResearchRecords(workspace, STUDY).candidates().values()
+            )
         return true_value(task, params, workspace), runs
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
@@ -138,20 +151,20 @@ def best_after_budget(name: str, task_name: str, seed: int) -> tuple[float, int]
 def run(seeds: int) -> Report:
     report = Report("B5", f"best-so-far after {EVALUATIONS} evaluations, {seeds} seeds")
     report.versions = versions(["zeroshot-workbench", "optuna", "scikit-learn"])
-    jobs = [(name, task_name, seed) for task_name in TASKS for seed in range(seeds)
-            for name in METHODS]
+    jobs = [
+        (name, task_name, seed) for task_name in TASKS for seed in range(seeds) for name in METHODS
+    ]
     # Quality, not time, is measured: jobs run two at a time (one per core).
     with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-        outcomes = dict(zip(jobs, pool.map(best_after_budget, *zip(*jobs, strict=True)),
-                            strict=True))
+        outcomes = dict(
+            zip(jobs, pool.map(best_after_budget, *zip(*jobs, strict=True)), strict=True)
+        )
     rows, wins_tpe, never_below_random = [], 0, True
     for task_name in TASKS:
         direction = load_task(TEMPLATES / task_name).spec.direction
         sign = 1.0 if direction == "minimize" else -1.0
-        values = {name: [outcomes[name, task_name, s][0] for s in range(seeds)]
-                  for name in METHODS}
-        runs = {name: [outcomes[name, task_name, s][1] for s in range(seeds)]
-                for name in METHODS}
+        values = {name: [outcomes[name, task_name, s][0] for s in range(seeds)] for name in METHODS}
+        runs = {name: [outcomes[name, task_name, s][1] for s in range(seeds)] for name in METHODS}
         medians = {name: statistics.median(v) for name, v in values.items()}
         beats_tpe = sign * medians["ours"] <= sign * medians["tpe"]
         not_below_random = sign * medians["ours"] <= sign * medians["random"]
@@ -159,18 +172,38 @@ def run(seeds: int) -> Report:
         never_below_random &= not_below_random
         for name in METHODS:
             summary = Summary.of(values[name])
-            rows.append([task_name, LABELS[name], f"{summary.median:.4g}",
-                         f"{summary.low:.4g} - {summary.high:.4g}",
-                         f"{statistics.median(runs[name]):g}",
-                         ("" if name != "ours" else
-                          f"{'as good as' if beats_tpe else 'worse than'} TPE, "
-                          f"{'as good as' if not_below_random else 'worse than'} random")])
-    report.table(["task", "method", "median best (true value)", "spread (min - max)",
-                  "experiment runs (median)", "ours vs peers"], rows)
+            rows.append(
+                [
+                    task_name,
+                    LABELS[name],
+                    f"{summary.median:.4g}",
+                    f"{summary.low:.4g} - {summary.high:.4g}",
+                    f"{statistics.median(runs[name]):g}",
+                    (
+                        ""
+                        if name != "ours"
+                        else f"{'as good as' if beats_tpe else 'worse than'} TPE, "
+                        f"{'as good as' if not_below_random else 'worse than'} random"
+                    ),
+                ]
+            )
+    report.table(
+        [
+            "task",
+            "method",
+            "median best (true value)",
+            "spread (min - max)",
+            "experiment runs (median)",
+            "ours vs peers",
+        ],
+        rows,
+    )
     report.notes += [
         f"Bar: median best-so-far >= TPE on at least two of three tasks (met on {wins_tpe}): "
-        + ("met" if wins_tpe >= 2 else "**missed**") + "; never below random search: "
-        + ("met" if never_below_random else "**missed**") + ".",
+        + ("met" if wins_tpe >= 2 else "**missed**")
+        + "; never below random search: "
+        + ("met" if never_below_random else "**missed**")
+        + ".",
         f"All three tasks minimise, so lower is better. Seeds 0-{seeds - 1}; each method "
         "starts from the task's starting candidate.",
         "Ours spends several experiment runs per evaluation (repeats on paired seeds for the "

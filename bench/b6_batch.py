@@ -30,8 +30,15 @@ RESEARCH = BUNDLED_TASKS / "research.ipynb"
 
 def parameters(directory: Path) -> list[dict[str, Any]]:
     tasks = ["rosenbrock", "branin"]
-    return [{"task": tasks[i % 2], "iterations": 1, "workspace": str(directory / f"ws{i}"),
-             "ledger": str(directory / "runs.db")} for i in range(NOTEBOOKS)]
+    return [
+        {
+            "task": tasks[i % 2],
+            "iterations": 1,
+            "workspace": str(directory / f"ws{i}"),
+            "ledger": str(directory / "runs.db"),
+        }
+        for i in range(NOTEBOOKS)
+    ]
 
 
 def in_fresh_directory(body: Callable[[Path], object]) -> Callable[[], float]:
@@ -41,13 +48,20 @@ def in_fresh_directory(body: Callable[[Path], object]) -> Callable[[], float]:
             return timed(lambda: body(directory))
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+
     return sample
 
 
 def ours(directory: Path) -> None:
-    status = run_batch(RESEARCH, parameters(directory), output_dir=directory / "out",
-                       workers=WORKERS, ledger=directory / "batches.db", progress=False,
-                       allow_outside_workspace=True)
+    status = run_batch(
+        RESEARCH,
+        parameters(directory),
+        output_dir=directory / "out",
+        workers=WORKERS,
+        ledger=directory / "batches.db",
+        progress=False,
+        allow_outside_workspace=True,
+    )
     failed = [item.error for item in status.items if item.status != "succeeded"]
     if failed:
         raise AssertionError(f"B6: our batch failed items: {failed}")
@@ -58,18 +72,27 @@ def sequential_papermill(directory: Path) -> None:
 
     (directory / "out").mkdir()
     for index, values in enumerate(parameters(directory)):
-        papermill.execute_notebook(str(RESEARCH), str(directory / "out" / f"{index}.ipynb"),
-                                   parameters=values, progress_bar=False)
+        papermill.execute_notebook(
+            str(RESEARCH),
+            str(directory / "out" / f"{index}.ipynb"),
+            parameters=values,
+            progress_bar=False,
+        )
 
 
 def light_notebook(directory: Path) -> Path:
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("x = 0"),
-        nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\nrecord(x=x)"),
-    ])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 0"),
+            nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\nrecord(x=x)"),
+        ]
+    )
     notebook.cells[0].metadata["tags"] = ["parameters"]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path = directory / "light.ipynb"
     nbformat.write(notebook, path)
     return path
@@ -81,10 +104,19 @@ def start_failures() -> tuple[int, int, float]:
     try:
         notebook = light_notebook(directory)
         holder: list[Any] = []
-        seconds = timed(lambda: holder.append(run_batch(
-            notebook, [{"x": i} for i in range(STARTS)], output_dir=directory / "out",
-            workers=WORKERS, ledger=directory / "batches.db", progress=False,
-            allow_outside_workspace=True)))
+        seconds = timed(
+            lambda: holder.append(
+                run_batch(
+                    notebook,
+                    [{"x": i} for i in range(STARTS)],
+                    output_dir=directory / "out",
+                    workers=WORKERS,
+                    ledger=directory / "batches.db",
+                    progress=False,
+                    allow_outside_workspace=True,
+                )
+            )
+        )
         status = holder[0]
         return status.count("failed"), len(status.items), seconds
     finally:
@@ -94,26 +126,49 @@ def start_failures() -> tuple[int, int, float]:
 def run(repeats: int) -> Report:
     require("papermill")
     report = Report("B6", f"a batch of {NOTEBOOKS} parameterised research notebooks")
-    report.versions = versions(["zeroshot-workbench", "papermill", "nbclient", "ipykernel",
-                                "jupyter-client"])
-    samples = alternate({
-        "ours": in_fresh_directory(ours),
-        "papermill": in_fresh_directory(sequential_papermill),
-    }, repeats)
-    report.table(["case", "s per batch (median)", "spread (min - max)"], [
-        [f"ours: run_batch, {WORKERS} local workers", *_cells(Summary.of(samples["ours"]))],
-        ["papermill.execute_notebook, one after another",
-         *_cells(Summary.of(samples["papermill"]))],
-    ])
+    report.versions = versions(
+        ["zeroshot-workbench", "papermill", "nbclient", "ipykernel", "jupyter-client"]
+    )
+    samples = alternate(
+        {
+            "ours": in_fresh_directory(ours),
+            "papermill": in_fresh_directory(sequential_papermill),
+        },
+        repeats,
+    )
+    report.table(
+        ["case", "s per batch (median)", "spread (min - max)"],
+        [
+            [f"ours: run_batch, {WORKERS} local workers", *_cells(Summary.of(samples["ours"]))],
+            [
+                "papermill.execute_notebook, one after another",
+                *_cells(Summary.of(samples["papermill"])),
+            ],
+        ],
+    )
     speedup = ratios(samples["papermill"], samples["ours"])
     failed, total, seconds = start_failures()
-    report.table(["ratio or count", "value", "spread (min - max)", "bar", "verdict"], [
-        ["speed-up: papermill time / ours", f"{speedup.median:.2f}", speedup.spread(),
-         f"≥ {BAR_SPEEDUP}", "met" if speedup.median >= BAR_SPEEDUP
-         else f"**missed** ({speedup.median / BAR_SPEEDUP:.2f}x the bar)"],
-        [f"failed items over {total} light notebooks ({seconds:.0f} s)", str(failed), "-",
-         "0", "met" if failed == 0 else "**missed**"],
-    ])
+    report.table(
+        ["ratio or count", "value", "spread (min - max)", "bar", "verdict"],
+        [
+            [
+                "speed-up: papermill time / ours",
+                f"{speedup.median:.2f}",
+                speedup.spread(),
+                f"≥ {BAR_SPEEDUP}",
+                "met"
+                if speedup.median >= BAR_SPEEDUP
+                else f"**missed** ({speedup.median / BAR_SPEEDUP:.2f}x the bar)",
+            ],
+            [
+                f"failed items over {total} light notebooks ({seconds:.0f} s)",
+                str(failed),
+                "-",
+                "0",
+                "met" if failed == 0 else "**missed**",
+            ],
+        ],
+    )
     report.notes += [
         f"{repeats} repeats, the two cases alternated; a sample is the whole batch in a fresh "
         "directory (workspaces, ledger, outputs).",

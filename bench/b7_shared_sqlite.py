@@ -39,12 +39,17 @@ def ours(directory: Path, seconds: float) -> dict[str, Any]:
     # the detached controllers and their workers import bench.workers from the project
     project = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (project, os.environ.get("PYTHONPATH")) if p)
+        p for p in (project, os.environ.get("PYTHONPATH")) if p
+    )
     client = Client(directory / ".zeroshot" / "ledger.db", workspace=str(directory))
 
     def writer(number: int) -> Run:
-        return client.submit(graph(STEPS), input={"payload": PAYLOAD}, runtime=runtime(STEPS),
-                             title=f"b7 writer {number}")
+        return client.submit(
+            graph(STEPS),
+            input={"payload": PAYLOAD},
+            runtime=runtime(STEPS),
+            title=f"b7 writer {number}",
+        )
 
     live = [writer(1), writer(2)]
     done: list[Run] = []
@@ -70,8 +75,7 @@ def ours(directory: Path, seconds: float) -> dict[str, Any]:
         run.wait(timeout=60)
     runs = done + live
     steps = sum(len(client.ledger.snapshot(run.id).executions) for run in runs)
-    logs = "".join(controller_log(directory, run.id).read_text(errors="replace")
-                   for run in runs)
+    logs = "".join(controller_log(directory, run.id).read_text(errors="replace") for run in runs)
     return {
         "writer work": f"{steps} steps in {len(runs)} runs",
         "writer errors": logs.count("Traceback"),
@@ -122,15 +126,26 @@ def optuna_peer(directory: Path, seconds: float) -> dict[str, Any]:
     storage = f"sqlite:///{directory / 'optuna.db'}"
     optuna.create_study(study_name="b7", storage=storage)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    writers = [subprocess.Popen([sys.executable, "-c", OPTUNA_WRITER, storage, str(seconds)],
-                                stdout=subprocess.PIPE, text=True, env=env) for _ in (1, 2)]
-    reader = subprocess.Popen([sys.executable, "-c", OPTUNA_READER, storage, str(seconds),
-                               str(POLL_S)], stdout=subprocess.PIPE, text=True, env=env)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPTUNA_WRITER, storage, str(seconds)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in (1, 2)
+    ]
+    reader = subprocess.Popen(
+        [sys.executable, "-c", OPTUNA_READER, storage, str(seconds), str(POLL_S)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     done = [json.loads(process.communicate(timeout=seconds + 120)[0]) for process in writers]
     read = json.loads(reader.communicate(timeout=seconds + 120)[0])
     return {
         "writer work": f"{sum(d['trials'] for d in done)} trials "
-                       f"({' + '.join(str(d['trials']) for d in done)})",
+        f"({' + '.join(str(d['trials']) for d in done)})",
         "writer errors": sum(d["errors"] for d in done),
         "locked": sum(d["locked"] for d in done) + read["locked"],
         "reader errors": read["errors"],
@@ -144,8 +159,10 @@ def run(repeats: int) -> Report:
     report = Report("B7", f"two writers and a reader on one SQLite file for {seconds:.0f} s")
     report.versions = versions(["zeroshot-workbench", "sqlalchemy", "optuna"])
     rows, ours_locked = [], None
-    for name, case in (("ours: two controllers + a monitor", ours),
-                       ("optuna RDBStorage: two workers + a reader", optuna_peer)):
+    for name, case in (
+        ("ours: two controllers + a monitor", ours),
+        ("optuna RDBStorage: two workers + a reader", optuna_peer),
+    ):
         directory = Path(tempfile.mkdtemp(prefix="zeroshot-b7-"))
         try:
             result = case(directory, seconds)
@@ -153,16 +170,36 @@ def run(repeats: int) -> Report:
             shutil.rmtree(directory, ignore_errors=True)
         reads = sorted(result["reads"])
         p99 = reads[int(0.99 * (len(reads) - 1))] if reads else float("nan")
-        rows.append([name, result["writer work"], str(result["writer errors"]),
-                     str(result["reader errors"]), str(result["locked"]),
-                     f"{statistics.median(reads) * 1e3:.1f}" if reads else "-",
-                     f"{p99 * 1e3:.1f}"])
+        rows.append(
+            [
+                name,
+                result["writer work"],
+                str(result["writer errors"]),
+                str(result["reader errors"]),
+                str(result["locked"]),
+                f"{statistics.median(reads) * 1e3:.1f}" if reads else "-",
+                f"{p99 * 1e3:.1f}",
+            ]
+        )
         ours_locked = result["locked"] if ours_locked is None else ours_locked
-    report.table(["case", "writers' work", "writer errors", "reader errors",
-                  f'"{LOCKED}"', "read ms (median)", "read ms (p99)"], rows)
-    report.table(["bar", "verdict"], [
-        [f'0 "{LOCKED}" errors for us', "met" if ours_locked == 0 else "**missed**"],
-    ])
+    report.table(
+        [
+            "case",
+            "writers' work",
+            "writer errors",
+            "reader errors",
+            f'"{LOCKED}"',
+            "read ms (median)",
+            "read ms (p99)",
+        ],
+        rows,
+    )
+    report.table(
+        ["bar", "verdict"],
+        [
+            [f'0 "{LOCKED}" errors for us', "met" if ours_locked == 0 else "**missed**"],
+        ],
+    )
     report.notes += [
         f"One sample of each case, {seconds:.0f} s each, one after the other (the peers' "
         "workloads differ: what compares is errors and read latency under two writers).",

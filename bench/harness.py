@@ -192,8 +192,7 @@ def write_results(reports: Sequence[Report], path: Path = RESULTS) -> None:
         "",
     ]
     body = [
-        f"<!-- {key} -->\n{sections[key]}<!-- /{key} -->\n"
-        for key in sorted(sections, key=_order)
+        f"<!-- {key} -->\n{sections[key]}<!-- /{key} -->\n" for key in sorted(sections, key=_order)
     ]
     if analysis is not None:
         body.append(analysis.group(0))

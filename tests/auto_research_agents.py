@@ -17,10 +17,16 @@ CORRECTIONS = "Re-measure the candidate and the incumbent before deciding (test 
 
 
 def _corrections(round_number: int, text: str) -> Verdict:
-    return Verdict(signals={"verdict": "corrections"}, diagnostic={
-        "reason": "the test reviewer asks for corrections", "corrections": text,
-        "title": f"Round {round_number}: corrections requested", "description": text,
-        "adopt": False})
+    return Verdict(
+        signals={"verdict": "corrections"},
+        diagnostic={
+            "reason": "the test reviewer asks for corrections",
+            "corrections": text,
+            "title": f"Round {round_number}: corrections requested",
+            "description": text,
+            "adopt": False,
+        },
+    )
 
 
 def reviewer_correcting_once(value: dict[str, Any], context: WorkerContext) -> Verdict:
@@ -38,17 +44,26 @@ def reviewer_never_satisfied(value: dict[str, Any]) -> Verdict:
 
 
 def scout_stub(value: dict[str, Any]) -> Verdict:
-    proposal = {"strategy": "exploration", "approach": "exploration:stub",
-                "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}), "rationale": "stub"}
+    proposal = {
+        "strategy": "exploration",
+        "approach": "exploration:stub",
+        "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}),
+        "rationale": "stub",
+    }
     return Verdict(signals={}, output={"proposal": proposal})
 
 
 def researcher_stub(value: dict[str, Any]) -> dict[str, Any]:
     """A typed change at once, the same every pass."""
-    return {"change": {
-        "parentId": "c000", "strategy": "exploration", "approach": "exploration:stub",
-        "rationale": "stub", "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}),
-    }}
+    return {
+        "change": {
+            "parentId": "c000",
+            "strategy": "exploration",
+            "approach": "exploration:stub",
+            "rationale": "stub",
+            "paramsJson": json.dumps({"x1": 1.0, "x2": 2.0}),
+        }
+    }
 
 
 # --- scripted scouts: fixed points, so a test knows what each round tries ----------------
@@ -63,12 +78,16 @@ def _scripted(strategy: str, study: str, context: WorkerContext) -> Verdict:
     workspace = Path(context.workspace)
     points = json.loads((workspace / SCRIPT).read_text())
     records = ResearchRecords(workspace, study)
-    measured = ({_key(m.params) for m in records.candidates().values()}
-                if records.initialised() else set())
+    measured = (
+        {_key(m.params) for m in records.candidates().values()} if records.initialised() else set()
+    )
     point = next((p for p in points if _key(p) not in measured), points[-1])
-    proposal = {"strategy": strategy, "approach": f"{strategy}:scripted",
-                "paramsJson": json.dumps(point, sort_keys=True),
-                "rationale": "the test's next scripted point"}
+    proposal = {
+        "strategy": strategy,
+        "approach": f"{strategy}:scripted",
+        "paramsJson": json.dumps(point, sort_keys=True),
+        "rationale": "the test's next scripted point",
+    }
     return Verdict(signals={}, output={"proposal": proposal})
 
 
@@ -104,7 +123,8 @@ def reviewer_damaging_adoptions(value: dict[str, Any], context: WorkerContext) -
     verdict = embedded_reviewer({"input": value, "engine": {}}, context)
     if verdict.signals.get("verdict") == "accepted" and verdict.diagnostic["adopt"]:
         stored = ResearchRecords(context.workspace, value["study"]).source_dir(
-            value["evidence"]["candidateId"])
+            value["evidence"]["candidateId"]
+        )
         params = stored / "params.json"
         params.write_text(params.read_text() + "\n# damaged\n")
     return verdict

@@ -55,31 +55,52 @@ class Research:
         return completions_of(self.run, node)
 
     def starts(self, node: str) -> list[NodeStarted]:
-        return [event for _, event in self.run.events(kinds={"node_started"})
-                if isinstance(event, NodeStarted) and event.reference.node == node]
+        return [
+            event
+            for _, event in self.run.events(kinds={"node_started"})
+            if isinstance(event, NodeStarted) and event.reference.node == node
+        ]
 
     def results(self) -> list[dict[str, Any]]:
         """Every decided round's result (the trusted adoption node's output)."""
-        return [c.completion.outcome.output["result"] for c in self.completions("adopt")
-                if isinstance(c.completion.outcome, VerifierOutcome)]
+        return [
+            c.completion.outcome.output["result"]
+            for c in self.completions("adopt")
+            if isinstance(c.completion.outcome, VerifierOutcome)
+        ]
 
     def evidence(self) -> list[dict[str, Any]]:
         """The trusted measure step's evidence of every pass (corrections included)."""
-        return [c.completion.outcome.output["evidence"] for c in self.completions("measure")
-                if isinstance(c.completion.outcome, VerifiedOutcome)]
+        return [
+            c.completion.outcome.output["evidence"]
+            for c in self.completions("measure")
+            if isinstance(c.completion.outcome, VerifiedOutcome)
+        ]
 
     def changes(self) -> list[dict[str, Any]]:
         """Every change the researcher proposed (corrections passes included)."""
-        return [c.completion.outcome.output["change"] for c in self.completions("researcher")
-                if isinstance(c.completion.outcome, VerifiedOutcome)]
+        return [
+            c.completion.outcome.output["change"]
+            for c in self.completions("researcher")
+            if isinstance(c.completion.outcome, VerifiedOutcome)
+        ]
 
     def verdicts(self) -> list[VerifierOutcome]:
-        return [c.completion.outcome for c in self.completions("reviewer")
-                if isinstance(c.completion.outcome, VerifierOutcome)]
+        return [
+            c.completion.outcome
+            for c in self.completions("reviewer")
+            if isinstance(c.completion.outcome, VerifierOutcome)
+        ]
 
 
-def copy_task(workspace: Path, name: str, *, as_name: str | None = None,
-              params: dict[str, Any] | None = None, **changes: Any) -> str:
+def copy_task(
+    workspace: Path,
+    name: str,
+    *,
+    as_name: str | None = None,
+    params: dict[str, Any] | None = None,
+    **changes: Any,
+) -> str:
     """Copy a bundled task into ``workspace`` with ``task.yaml`` fields changed (camelCase
     keys) and the starting ``params.json`` values changed; returns its folder name."""
     folder = as_name or name
@@ -101,15 +122,23 @@ def new_workspace(root: Path) -> Path:
     return root
 
 
-def start(workspace: Path, task: str, iterations: int, *, push: bool = False,
-          nodes: dict[str, dict[str, Any]] | None = None) -> Research:
+def start(
+    workspace: Path,
+    task: str,
+    iterations: int,
+    *,
+    push: bool = False,
+    nodes: dict[str, dict[str, Any]] | None = None,
+) -> Research:
     """Submit the expanded template; ``nodes`` overrides node bindings of its plan."""
     client = Client(workspace=str(workspace))
-    expansion = expand_template("auto-research",
-                                TemplateOptions(task=task, iterations=iterations, push=push))
+    expansion = expand_template(
+        "auto-research", TemplateOptions(task=task, iterations=iterations, push=push)
+    )
     runtime = {**expansion.runtime, "nodes": {**expansion.runtime["nodes"], **(nodes or {})}}
-    run = client.submit(expansion.graph, input=expansion.input, runtime=runtime,
-                        title=f"auto-research {task}")
+    run = client.submit(
+        expansion.graph, input=expansion.input, runtime=runtime, title=f"auto-research {task}"
+    )
     return Research(workspace, task, client, run)
 
 
@@ -135,8 +164,15 @@ def reproduce(workspace: Path, task: str, candidate: Path, seed: int) -> float |
     spec = load_task(workspace / task).spec
     argv = [sys.executable if part == "{python}" else part for part in spec.command]
     env = {**os.environ, **spec.env, "ZEROSHOT_SEED": str(seed)}
-    done = subprocess.run(argv, cwd=candidate, env=env, capture_output=True, text=True,
-                          timeout=spec.budget_seconds * 3, check=True)
+    done = subprocess.run(
+        argv,
+        cwd=candidate,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=spec.budget_seconds * 3,
+        check=True,
+    )
     return parse_metric(done.stdout, spec.metric)
 
 
@@ -186,7 +222,9 @@ def completions_of(run: Run, node: str) -> list[NodeCompleted]:
     for _, event in run.events():
         if isinstance(event, NodeStarted):
             started[event.reference.execution] = event.reference.node
-        elif isinstance(event, NodeCompleted) and \
-                started[event.completion.reference.execution] == node:
+        elif (
+            isinstance(event, NodeCompleted)
+            and started[event.completion.reference.execution] == node
+        ):
             found.append(event)
     return found

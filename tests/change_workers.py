@@ -63,8 +63,7 @@ def write(value: dict[str, Any], context: WorkerContext) -> None:
         with (_repo(context) / script["outside"]).open("a") as handle:
             handle.write(f"written by {context.node} {number}\n")
     for command in script.get("git", []):
-        subprocess.run(["git", *command], cwd=context.workspace, capture_output=True,
-                       check=False)
+        subprocess.run(["git", *command], cwd=context.workspace, capture_output=True, check=False)
 
 
 def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
@@ -75,8 +74,9 @@ def review(value: dict[str, Any], context: WorkerContext) -> Verdict:
         (context.workspace / "touched-by-reviewer.txt").write_text(f"{number}\n")
     labels = _script(context).get(context.node, [])
     label = labels[number - 1] if number <= len(labels) else "accepted"
-    return Verdict(signals={"verdict": label},
-                   diagnostic={"message": f"{context.node} call {number}: {label}"})
+    return Verdict(
+        signals={"verdict": label}, diagnostic={"message": f"{context.node} call {number}: {label}"}
+    )
 
 
 def classify(value: dict[str, Any], context: WorkerContext) -> Verdict:
@@ -84,11 +84,21 @@ def classify(value: dict[str, Any], context: WorkerContext) -> Verdict:
     ``classify`` entry (default: all six low, one coherent slice, no public contract)."""
     path = context.workspace / ".zeroshot" / "script.json"  # the classifier runs in the repo
     scripted = json.loads(path.read_text()).get("classify", {}) if path.exists() else {}
-    dimensions = ("blast_radius", "concurrency", "security_data", "boundary", "novelty",
-                  "observability")
+    dimensions = (
+        "blast_radius",
+        "concurrency",
+        "security_data",
+        "boundary",
+        "novelty",
+        "observability",
+    )
     ratings = {d: scripted.get("ratings", {}).get(d, "low") for d in dimensions}
-    return Verdict(signals=ratings, diagnostic={
-        "hardTriggers": scripted.get("hardTriggers", []),
-        "coherentSlice": scripted.get("coherentSlice", True),
-        "publicContract": scripted.get("publicContract", False),
-        "rationale": f"scripted for: {value['task']}"})
+    return Verdict(
+        signals=ratings,
+        diagnostic={
+            "hardTriggers": scripted.get("hardTriggers", []),
+            "coherentSlice": scripted.get("coherentSlice", True),
+            "publicContract": scripted.get("publicContract", False),
+            "rationale": f"scripted for: {value['task']}",
+        },
+    )

@@ -67,12 +67,20 @@ def _input_of(body: dict[str, Any]) -> Any:
     return None
 
 
-def _completion(content: str | None, refusal: str | None = None,
-                finish_reason: str = "stop") -> dict[str, Any]:
+def _completion(
+    content: str | None, refusal: str | None = None, finish_reason: str = "stop"
+) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-standin", "object": "chat.completion", "model": "standin",
-        "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
+        "id": "chatcmpl-standin",
+        "object": "chat.completion",
+        "model": "standin",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+            }
+        ],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
 
@@ -95,15 +103,18 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             with server._lock:
                 server.requests.append({"path": self.path, "headers": dict(self.headers)})
-            self._send(200, {"object": "list",
-                             "data": [{"id": m, "object": "model"} for m in server.models]})
+            self._send(
+                200,
+                {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]},
+            )
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             with server._lock:
                 server.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": body})
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
             entry = server.next_entry()
             if "hold" in entry:
                 entry["hold"].wait(HOLD_LIMIT_S)
@@ -112,8 +123,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 headers = {}
                 if "retry_after" in entry:
                     headers["Retry-After"] = str(entry["retry_after"])
-                self._send(entry["status"], {"error": {"message": f"stand-in {entry['status']}",
-                                                       "type": "standin"}}, headers)
+                self._send(
+                    entry["status"],
+                    {"error": {"message": f"stand-in {entry['status']}", "type": "standin"}},
+                    headers,
+                )
                 return
             if "refusal" in entry:
                 self._send(200, _completion(None, entry["refusal"], finish))

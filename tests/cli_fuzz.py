@@ -104,8 +104,11 @@ def mutate(graph: Any, r: random.Random) -> str:
         text = text[: r.randrange(len(text) + 1)]
     elif form == 1:
         spot = r.randrange(len(text) + 1)
-        text = text[:spot] + r.choice(["\x00", "\\", '"', "}", "]]", "\\ud800", "\ufeff"]) + \
-            text[spot:]
+        text = (
+            text[:spot]
+            + r.choice(["\x00", "\\", '"', "}", "]]", "\\ud800", "\ufeff"])
+            + text[spot:]
+        )
     elif form == 2:
         depth = r.choice([100, 300, 5000])
         text = "[" * depth + text + "]" * depth
@@ -131,8 +134,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--fixtures", type=Path, default=conformance_dir() / "fixtures",
-                        help="default: the fixtures of ZEROSHOT_CONFORMANCE_DIR, as the tests")
+    parser.add_argument(
+        "--fixtures",
+        type=Path,
+        default=conformance_dir() / "fixtures",
+        help="default: the fixtures of ZEROSHOT_CONFORMANCE_DIR, as the tests",
+    )
     parser.add_argument("--work", type=Path, default=Path("fuzz-work"))
     args = parser.parse_args()
     args.work.mkdir(exist_ok=True)
@@ -142,10 +149,12 @@ def main() -> int:
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         result = runner.invoke(app, ["validate", str(path)])
         if result.exit_code not in (0, 1, 2) or (
-                result.exception is not None and not isinstance(result.exception, SystemExit)):
+            result.exception is not None and not isinstance(result.exception, SystemExit)
+        ):
             bad += 1
             (args.work / f"failure-{number}.json").write_text(
-                text, encoding="utf-8", errors="surrogatepass")
+                text, encoding="utf-8", errors="surrogatepass"
+            )
             print(f"case {number}: exit {result.exit_code}: {result.exception!r}")
     print(f"{args.cases - bad} passed, {bad} failed")
     return 1 if bad else 0

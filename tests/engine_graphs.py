@@ -108,10 +108,15 @@ def step(
     attempts: int = 1,
 ) -> Node:
     return {
-        "kind": "step", "name": name, "worker": f"test.{name}@1",
-        "input": dict(input), "output": dict(output),
-        "inputBindings": bindings(reads or {}), "writeBindings": bindings(writes or {}),
-        "timeoutMs": timeout_ms, "attempts": attempts,
+        "kind": "step",
+        "name": name,
+        "worker": f"test.{name}@1",
+        "input": dict(input),
+        "output": dict(output),
+        "inputBindings": bindings(reads or {}),
+        "writeBindings": bindings(writes or {}),
+        "timeoutMs": timeout_ms,
+        "attempts": attempts,
     }
 
 
@@ -134,7 +139,10 @@ def seq(
     name: str, state_: Mapping[str, Any], *children: Node, promote: tuple[str, ...] = ()
 ) -> Node:
     return {
-        "kind": "seq", "name": name, "state": dict(state_), "children": list(children),
+        "kind": "seq",
+        "name": name,
+        "state": dict(state_),
+        "children": list(children),
         "promotedStatePaths": [path.split(".") for path in promote],
     }
 
@@ -148,9 +156,12 @@ def choice(
     promote: tuple[str, ...] = (),
 ) -> Node:
     return {
-        "kind": "choice", "name": name, "state": dict(state_),
+        "kind": "choice",
+        "name": name,
+        "state": dict(state_),
         "branches": [{"when": when, "node": node} for when, node in branches],
-        "otherwise": otherwise, "promotedStatePaths": [path.split(".") for path in promote],
+        "otherwise": otherwise,
+        "promotedStatePaths": [path.split(".") for path in promote],
     }
 
 
@@ -163,7 +174,11 @@ def par(
     promote: tuple[str, ...] = (),
 ) -> Node:
     return {
-        "kind": "par", "name": name, "state": dict(state_), "branches": branches, "join": join,
+        "kind": "par",
+        "name": name,
+        "state": dict(state_),
+        "branches": branches,
+        "join": join,
         "promotedStatePaths": [path.split(".") for path in promote],
     }
 
@@ -178,8 +193,12 @@ def loop(
     promote: tuple[str, ...] = (),
 ) -> Node:
     node = {
-        "kind": "loop", "name": name, "state": dict(state_), "body": body,
-        "maxIterations": max_iterations, "promotedStatePaths": [p.split(".") for p in promote],
+        "kind": "loop",
+        "name": name,
+        "state": dict(state_),
+        "body": body,
+        "maxIterations": max_iterations,
+        "promotedStatePaths": [p.split(".") for p in promote],
     }
     if until is not None:
         node["until"] = until
@@ -196,8 +215,13 @@ def map_(
     promote: tuple[str, ...] = (),
 ) -> Node:
     return {
-        "kind": "map", "name": name, "state": dict(state_), "over": state(over), "body": body,
-        "maxItems": max_items, "promotedStatePaths": [path.split(".") for path in promote],
+        "kind": "map",
+        "name": name,
+        "state": dict(state_),
+        "over": state(over),
+        "body": body,
+        "maxItems": max_items,
+        "promotedStatePaths": [path.split(".") for path in promote],
     }
 
 
@@ -205,7 +229,10 @@ def succeed(
     name: str, output: Mapping[str, Any] = NULL, reads: Mapping[str, Any] | None = None
 ) -> Node:
     return {
-        "kind": "succeed", "name": name, "output": dict(output), "bindings": bindings(reads or {})
+        "kind": "succeed",
+        "name": name,
+        "output": dict(output),
+        "bindings": bindings(reads or {}),
     }
 
 
@@ -225,8 +252,11 @@ def graph(initial_input: Mapping[str, Any], root: Node) -> dict[str, Any]:
 def plan(callables: Mapping[str, str], **node_extra: Mapping[str, Any]) -> dict[str, Any]:
     """A python-harness plan: ``{node: worker function name in engine_workers}``."""
     nodes = {
-        name: {"kind": "agent", "callable": f"engine_workers:{function}",
-               **node_extra.get(name, {})}
+        name: {
+            "kind": "agent",
+            "callable": f"engine_workers:{function}",
+            **node_extra.get(name, {}),
+        }
         for name, function in callables.items()
     }
     return {"harness": "python", "nodes": nodes}
@@ -239,8 +269,12 @@ VALUE = rec(value=INT)
 def value_step(name: str, **extra: Any) -> Node:
     """``{value}`` in from state, ``{value}`` out, written back to ``value``."""
     return step(
-        name, input=VALUE, output=VALUE, reads={"value": state("value")},
-        writes={"value": out(name, "value")}, **extra,
+        name,
+        input=VALUE,
+        output=VALUE,
+        reads={"value": state("value")},
+        writes={"value": out(name, "value")},
+        **extra,
     )
 
 
@@ -261,11 +295,14 @@ def choice_graph() -> Scenario:
     """``judge`` says verdict (even value) and size (>= 10). First true branch wins:
     accepted -> succeed; big -> fail ``second``; otherwise -> fail ``otherwise``."""
     judge = verifier(
-        "judge", input=VALUE, reads={"value": state("value")},
+        "judge",
+        input=VALUE,
+        reads={"value": state("value")},
         signals={"verdict": VERDICT, "size": ["big", "small"]},
     )
     route = choice(
-        "route", VALUE,
+        "route",
+        VALUE,
         [
             (signalled("judge", "verdict", "accepted"), value_result("first")),
             (signalled("judge", "size", "big"), fail("second", "second")),
@@ -282,19 +319,28 @@ def _branch(name: str, target: str) -> Node:
     """A branch that completes only when its writer succeeds (an error ends it in ``fail``,
     a non-completion), so its promoted write is defined whenever the branch won."""
     writer = step(
-        name, input=VALUE, output=rec(tag=STR), reads={"value": state("value")},
+        name,
+        input=VALUE,
+        output=rec(tag=STR),
+        reads={"value": state("value")},
         writes={target: out(name, "tag")},
     )
     route = choice(
-        f"{name}_route", PAR_STATE, [(errored(name), fail(f"{name}_failed", "branch_failed"))],
+        f"{name}_route",
+        PAR_STATE,
+        [(errored(name), fail(f"{name}_failed", "branch_failed"))],
         step(f"{name}_ok"),
     )
     return seq(f"{name}_branch", PAR_STATE, writer, route, promote=(target,))
 
 
 def _after_par(control: str, reached: str, done: Node) -> Node:
-    return choice("after", PAR_STATE, [(group("race", control, reached), done)],
-                  fail("unreachable", "unreachable"))
+    return choice(
+        "after",
+        PAR_STATE,
+        [(group("race", control, reached), done)],
+        fail("unreachable", "unreachable"),
+    )
 
 
 def par_graph(join: dict[str, Any], names: list[str]) -> Scenario:
@@ -302,10 +348,12 @@ def par_graph(join: dict[str, Any], names: list[str]) -> Scenario:
     choice on ``joined``: reached reports the promoted winner, else ``unreachable``."""
     branches = [_branch(name, "winner") for name in names]
     root = seq(
-        "root", PAR_STATE,
+        "root",
+        PAR_STATE,
         par("race", PAR_STATE, branches, join, promote=("winner",)),
-        _after_par("joined", "reached",
-                   succeed("done", rec(winner=STR), {"winner": state("winner")})),
+        _after_par(
+            "joined", "reached", succeed("done", rec(winner=STR), {"winner": state("winner")})
+        ),
     )
     return graph(VALUE, root), plan({n: "tag" for n in names} | {f"{n}_ok": "noop" for n in names})
 
@@ -317,7 +365,8 @@ def par_all_graph() -> Scenario:
         "done", rec(left=STR, right=STR), {"left": state("left"), "right": state("right")}
     )
     root = seq(
-        "root", PAR_STATE,
+        "root",
+        PAR_STATE,
         par("race", PAR_STATE, branches, {"kind": "all"}, promote=("left", "right")),
         _after_par("joined", "reached", done),
     )
@@ -334,7 +383,9 @@ def par_first_graph(names: list[str], candidate: str) -> Scenario:
     ]
     join = {"kind": "first", "when": signalled(candidate, "verdict", "accepted")}
     root = seq(
-        "root", PAR_STATE, par("race", PAR_STATE, racers, join),
+        "root",
+        PAR_STATE,
+        par("race", PAR_STATE, racers, join),
         _after_par("raced", "satisfied", succeed("done")),
     )
     return graph(VALUE, root), plan({name: "judge_tag" for name in names})
@@ -343,16 +394,29 @@ def par_first_graph(names: list[str], candidate: str) -> Scenario:
 def loop_graph(max_iterations: int = 3) -> Scenario:
     """Each iteration increments ``value``; ``gate`` accepts once value >= 3."""
     body = seq(
-        "iteration", VALUE, value_step("bump"),
+        "iteration",
+        VALUE,
+        value_step("bump"),
         verifier("gate", input=VALUE, reads={"value": state("value")}),
         promote=("value",),
     )
     root = seq(
-        "root", VALUE,
-        loop("refine", VALUE, body, until=signalled("gate", "verdict", "accepted"),
-             max_iterations=max_iterations, promote=("value",)),
-        choice("after", VALUE, [(group("refine", "terminated", "converged"), value_result())],
-               fail("exhausted", "exhausted")),
+        "root",
+        VALUE,
+        loop(
+            "refine",
+            VALUE,
+            body,
+            until=signalled("gate", "verdict", "accepted"),
+            max_iterations=max_iterations,
+            promote=("value",),
+        ),
+        choice(
+            "after",
+            VALUE,
+            [(group("refine", "terminated", "converged"), value_result())],
+            fail("exhausted", "exhausted"),
+        ),
     )
     return graph(VALUE, root), plan({"bump": "inc", "gate": "at_least_three"})
 
@@ -364,18 +428,29 @@ def map_graph(max_items: int = 4) -> Scenario:
     """Squares each item into ``results`` (indexed promotion); an item error routes to
     ``item_failed``, too many items to ``overflow``."""
     square = step(
-        "square", input=rec(n=INT), output=rec(sq=INT), reads={"n": item("n")},
+        "square",
+        input=rec(n=INT),
+        output=rec(sq=INT),
+        reads={"n": item("n")},
         writes={"results": out("square", "sq")},
     )
     root = seq(
-        "root", MAP_STATE,
+        "root",
+        MAP_STATE,
         map_("each", MAP_STATE, "items", square, max_items=max_items, promote=("results",)),
         choice(
-            "after", MAP_STATE,
+            "after",
+            MAP_STATE,
             [
-                ({"kind": "k_of_map", "count": 1, "labels": ERRORS,
-                  "value": {"name": "square", "source": "error", "field": None}},
-                 fail("item_failed", "item_failed")),
+                (
+                    {
+                        "kind": "k_of_map",
+                        "count": 1,
+                        "labels": ERRORS,
+                        "value": {"name": "square", "source": "error", "field": None},
+                    },
+                    fail("item_failed", "item_failed"),
+                ),
                 (group("each", "overflow", "overflow"), fail("too_many", "overflow")),
             ],
             succeed("done", rec(results=arr(INT)), {"results": state("results")}),
@@ -388,12 +463,17 @@ def map_terminal_graph() -> Scenario:
     """Each item is checked; a negative item ends the whole graph in ``bad_item`` and voids
     the other items."""
     body = seq(
-        "item", MAP_STATE,
-        verifier("check", input=rec(n=INT), reads={"n": item("n")},
-                 signals={"sign": ["neg", "pos"]}),
-        choice("item_route", MAP_STATE,
-               [(signalled("check", "sign", "neg"), fail("bad", "bad_item"))],
-               step("settle", input=rec(n=INT), reads={"n": item("n")})),
+        "item",
+        MAP_STATE,
+        verifier(
+            "check", input=rec(n=INT), reads={"n": item("n")}, signals={"sign": ["neg", "pos"]}
+        ),
+        choice(
+            "item_route",
+            MAP_STATE,
+            [(signalled("check", "sign", "neg"), fail("bad", "bad_item"))],
+            step("settle", input=rec(n=INT), reads={"n": item("n")}),
+        ),
     )
     root = seq(
         "root", MAP_STATE, map_("each", MAP_STATE, "items", body, max_items=8), succeed("done")
@@ -407,30 +487,51 @@ REVIEW_STATE = rec(value=INT, verdict=opt(enum(*VERDICT)), note=opt(STR), score=
 def verifier_writes_graph() -> Scenario:
     """A verifier's signal, diagnostic and output written to state and reported."""
     review = verifier(
-        "review", input=VALUE, output=VALUE, reads={"value": state("value")},
+        "review",
+        input=VALUE,
+        output=VALUE,
+        reads={"value": state("value")},
         diagnostic=rec(note=STR, score=INT),
-        writes={"verdict": signal("review", "verdict"), "note": diag("review", "note"),
-                "score": diag("review", "score"), "value": out("review", "value")},
+        writes={
+            "verdict": signal("review", "verdict"),
+            "note": diag("review", "note"),
+            "score": diag("review", "score"),
+            "value": out("review", "value"),
+        },
     )
     report = succeed(
-        "done", rec(value=INT, verdict=enum(*VERDICT), note=STR, score=INT),
-        {"value": state("value"), "verdict": state("verdict"), "note": state("note"),
-         "score": state("score")},
+        "done",
+        rec(value=INT, verdict=enum(*VERDICT), note=STR, score=INT),
+        {
+            "value": state("value"),
+            "verdict": state("verdict"),
+            "note": state("note"),
+            "score": state("score"),
+        },
     )
     root = seq(
-        "root", REVIEW_STATE, review,
-        choice("after", REVIEW_STATE, [(errored("review"), fail("review_failed", "review_failed"))],
-               report),
+        "root",
+        REVIEW_STATE,
+        review,
+        choice(
+            "after",
+            REVIEW_STATE,
+            [(errored("review"), fail("review_failed", "review_failed"))],
+            report,
+        ),
     )
     return graph(VALUE, root), plan({"review": "review"})
 
 
-def guarded_graph(function: str, *, attempts: int = 1, timeout_ms: int = 10_000,
-                  **binding: Any) -> Scenario:
+def guarded_graph(
+    function: str, *, attempts: int = 1, timeout_ms: int = 10_000, **binding: Any
+) -> Scenario:
     """One step ``work`` whose error code becomes the fail reason; success reports value."""
     work = value_step("work", attempts=attempts, timeout_ms=timeout_ms)
     route = choice(
-        "route", VALUE, [(errored("work", [code]), fail(f"on_{code}", code)) for code in ERRORS],
+        "route",
+        VALUE,
+        [(errored("work", [code]), fail(f"on_{code}", code)) for code in ERRORS],
         value_result(),
     )
     return graph(VALUE, seq("root", VALUE, work, route)), plan({"work": function}, work=binding)
@@ -442,8 +543,9 @@ def single_step_graph(function: str, *, timeout_ms: int = 60_000, **binding: Any
     return graph(VALUE, root), plan({"work": function}, work=binding)
 
 
-RESUME_STATE = rec(value=INT, items=arr(rec(n=INT)), results=opt(arr(INT)), left=opt(STR),
-                   right=opt(STR))
+RESUME_STATE = rec(
+    value=INT, items=arr(rec(n=INT)), results=opt(arr(INT)), left=opt(STR), right=opt(STR)
+)
 
 
 def resume_graph() -> Scenario:
@@ -453,32 +555,74 @@ def resume_graph() -> Scenario:
     leaves behind. The result does not depend on which racer wins."""
     spare: dict[str, Any] = {"attempts": 10}
     tagger: dict[str, Any] = {
-        "input": VALUE, "output": rec(tag=STR), "reads": {"value": state("value")}
+        "input": VALUE,
+        "output": rec(tag=STR),
+        "reads": {"value": state("value")},
     }
-    square = step("square", input=rec(n=INT), output=rec(sq=INT), reads={"n": item("n")},
-                  writes={"results": out("square", "sq")}, **spare)
-    body = seq("iteration", RESUME_STATE, value_step("bump", **spare),
-               verifier("gate", input=VALUE, reads={"value": state("value")}, **spare),
-               promote=("value",))
-    report = succeed("done", rec(value=INT, results=arr(INT)),
-                     {"value": state("value"), "results": state("results")})
-    root = seq(
-        "root", RESUME_STATE,
-        value_step("prep", **spare),
-        par("fan", RESUME_STATE,
-            [step("left", **tagger, **spare), step("right", **tagger, **spare)],
-            {"kind": "any"}),
-        map_("each", RESUME_STATE, "items", square, max_items=4, promote=("results",)),
-        loop("refine", RESUME_STATE, body, until=signalled("gate", "verdict", "accepted"),
-             max_iterations=4, promote=("value",)),
-        choice("after", RESUME_STATE,
-               [({"kind": "k_of_map", "count": 1, "labels": ERRORS,
-                  "value": {"name": "square", "source": "error", "field": None}},
-                 fail("item_failed", "item_failed"))],
-               report),
+    square = step(
+        "square",
+        input=rec(n=INT),
+        output=rec(sq=INT),
+        reads={"n": item("n")},
+        writes={"results": out("square", "sq")},
+        **spare,
     )
-    callables = {"prep": "inc", "left": "tag", "right": "tag", "square": "square",
-                 "bump": "inc", "gate": "at_least_three"}
+    body = seq(
+        "iteration",
+        RESUME_STATE,
+        value_step("bump", **spare),
+        verifier("gate", input=VALUE, reads={"value": state("value")}, **spare),
+        promote=("value",),
+    )
+    report = succeed(
+        "done",
+        rec(value=INT, results=arr(INT)),
+        {"value": state("value"), "results": state("results")},
+    )
+    root = seq(
+        "root",
+        RESUME_STATE,
+        value_step("prep", **spare),
+        par(
+            "fan",
+            RESUME_STATE,
+            [step("left", **tagger, **spare), step("right", **tagger, **spare)],
+            {"kind": "any"},
+        ),
+        map_("each", RESUME_STATE, "items", square, max_items=4, promote=("results",)),
+        loop(
+            "refine",
+            RESUME_STATE,
+            body,
+            until=signalled("gate", "verdict", "accepted"),
+            max_iterations=4,
+            promote=("value",),
+        ),
+        choice(
+            "after",
+            RESUME_STATE,
+            [
+                (
+                    {
+                        "kind": "k_of_map",
+                        "count": 1,
+                        "labels": ERRORS,
+                        "value": {"name": "square", "source": "error", "field": None},
+                    },
+                    fail("item_failed", "item_failed"),
+                )
+            ],
+            report,
+        ),
+    )
+    callables = {
+        "prep": "inc",
+        "left": "tag",
+        "right": "tag",
+        "square": "square",
+        "bump": "inc",
+        "gate": "at_least_three",
+    }
     return graph(RESUME_STATE, root), plan(callables)
 
 
@@ -489,8 +633,14 @@ def spin_graph(iterations: int = 100, rounds: int = 1) -> Scenario:
     body = seq("iteration", VALUE, value_step("bump"), promote=("value",))
     spin = loop("spin", VALUE, body, until=None, max_iterations=iterations, promote=("value",))
     if rounds > 1:
-        spin = loop("rounds", VALUE, seq("round", VALUE, spin, promote=("value",)),
-                    until=None, max_iterations=rounds, promote=("value",))
+        spin = loop(
+            "rounds",
+            VALUE,
+            seq("round", VALUE, spin, promote=("value",)),
+            until=None,
+            max_iterations=rounds,
+            promote=("value",),
+        )
     root = seq("root", VALUE, spin, value_result())
     return graph(VALUE, root), plan({"bump": "inc"})
 
@@ -498,8 +648,14 @@ def spin_graph(iterations: int = 100, rounds: int = 1) -> Scenario:
 BOOL = {"kind": "boolean"}
 NUMBER = {"kind": "number"}
 ALL_STATE = rec(
-    count=INT, enabled=BOOL, items=arr(rec(text=STR)), text=STR, nothing=opt(NULL),
-    ratio=opt(NUMBER), verdict=opt(enum(*VERDICT)), lengths=opt(arr(INT)),
+    count=INT,
+    enabled=BOOL,
+    items=arr(rec(text=STR)),
+    text=STR,
+    nothing=opt(NULL),
+    ratio=opt(NUMBER),
+    verdict=opt(enum(*VERDICT)),
+    lengths=opt(arr(INT)),
 )
 
 
@@ -510,19 +666,36 @@ def every_kind_graph() -> Scenario:
     node names, but well-typed bindings, branches that route instead of ending the graph at
     the first choice, and executables inside the joins, the loop and the map."""
     text_in: dict[str, Any] = {"input": rec(text=STR), "reads": {"text": state("text")}}
-    work = step("work", output=rec(text=STR), writes={"text": out("work", "text")}, attempts=2,
-                **text_in)
-    verify = verifier("verify", output=rec(ok=BOOL), diagnostic=rec(),
-                      writes={"verdict": signal("verify", "verdict")}, **text_in)
+    work = step(
+        "work", output=rec(text=STR), writes={"text": out("work", "text")}, attempts=2, **text_in
+    )
+    verify = verifier(
+        "verify",
+        output=rec(ok=BOOL),
+        diagnostic=rec(),
+        writes={"verdict": signal("verify", "verdict")},
+        **text_in,
+    )
     choose = choice(
-        "choose", ALL_STATE,
+        "choose",
+        ALL_STATE,
         [
-            ({"kind": "k_of_n", "count": 1, "labels": ERRORS,
-              "values": [{"name": "work", "source": "error", "field": None},
-                         {"name": "verify", "source": "error", "field": None}]},
-             fail("failed", "errored")),
-            ({"kind": "not", "guard": signalled("verify", "verdict", "accepted")},
-             fail("choice3", "rejected")),
+            (
+                {
+                    "kind": "k_of_n",
+                    "count": 1,
+                    "labels": ERRORS,
+                    "values": [
+                        {"name": "work", "source": "error", "field": None},
+                        {"name": "verify", "source": "error", "field": None},
+                    ],
+                },
+                fail("failed", "errored"),
+            ),
+            (
+                {"kind": "not", "guard": signalled("verify", "verdict", "accepted")},
+                fail("choice3", "rejected"),
+            ),
         ],
         step("proceed"),
     )
@@ -530,48 +703,108 @@ def every_kind_graph() -> Scenario:
     joins = [
         par("joinAll", ALL_STATE, [step("joinAllLeft"), step("joinAllRight")], {"kind": "all"}),
         par("joinAny", ALL_STATE, [step("joinAnyLeft"), step("joinAnyRight")], {"kind": "any"}),
-        par("joinQuorum", ALL_STATE, [step("joinQuorumLeft"), step("joinQuorumRight")],
-            {"kind": "quorum", "count": 1}),
-        par("joinFirst", ALL_STATE, [verifier("joinFirstLeft"), step("joinFirstRight")],
-            {"kind": "first", "when": first_when}),
+        par(
+            "joinQuorum",
+            ALL_STATE,
+            [step("joinQuorumLeft"), step("joinQuorumRight")],
+            {"kind": "quorum", "count": 1},
+        ),
+        par(
+            "joinFirst",
+            ALL_STATE,
+            [verifier("joinFirstLeft"), step("joinFirstRight")],
+            {"kind": "first", "when": first_when},
+        ),
     ]
     count: dict[str, Any] = {"input": rec(count=INT), "reads": {"count": state("count")}}
     body = seq(
-        "loopBody", ALL_STATE,
-        step("loopStep", output=rec(count=INT), writes={"count": out("loopStep", "count")},
-             **count),
+        "loopBody",
+        ALL_STATE,
+        step(
+            "loopStep", output=rec(count=INT), writes={"count": out("loopStep", "count")}, **count
+        ),
         verifier("loopCheck", **count),
         promote=("count",),
     )
-    repeat = loop("repeat", ALL_STATE, body, until=signalled("loopCheck", "verdict", "accepted"),
-                  max_iterations=3, promote=("count",))
-    each = map_("each", ALL_STATE, "items",
-                step("mapBody", input=rec(text=STR), output=rec(length=INT),
-                     reads={"text": item("text")}, writes={"lengths": out("mapBody", "length")}),
-                max_items=3, promote=("lengths",))
-    complete = {"kind": "all", "guards": [
-        group("joinAll", "joined", "reached"),
-        {"kind": "any", "guards": [group("joinAny", "joined", "reached"),
-                                   group("joinQuorum", "joined", "reached")]},
-        group("joinFirst", "raced", "satisfied"),
-        group("repeat", "terminated", "converged"),
-        group("each", "overflow", "ok"),
-    ]}
+    repeat = loop(
+        "repeat",
+        ALL_STATE,
+        body,
+        until=signalled("loopCheck", "verdict", "accepted"),
+        max_iterations=3,
+        promote=("count",),
+    )
+    each = map_(
+        "each",
+        ALL_STATE,
+        "items",
+        step(
+            "mapBody",
+            input=rec(text=STR),
+            output=rec(length=INT),
+            reads={"text": item("text")},
+            writes={"lengths": out("mapBody", "length")},
+        ),
+        max_items=3,
+        promote=("lengths",),
+    )
+    complete = {
+        "kind": "all",
+        "guards": [
+            group("joinAll", "joined", "reached"),
+            {
+                "kind": "any",
+                "guards": [
+                    group("joinAny", "joined", "reached"),
+                    group("joinQuorum", "joined", "reached"),
+                ],
+            },
+            group("joinFirst", "raced", "satisfied"),
+            group("repeat", "terminated", "converged"),
+            group("each", "overflow", "ok"),
+        ],
+    }
     finish = choice(
-        "finish", ALL_STATE,
+        "finish",
+        ALL_STATE,
         [
-            ({"kind": "k_of_map", "count": 1, "labels": ERRORS,
-              "value": {"name": "mapBody", "source": "error", "field": None}},
-             fail("mapFailed", "item_failed")),
-            (complete, succeed("done", rec(text=STR, count=INT, lengths=arr(INT)),
-                               {"text": state("text"), "count": state("count"),
-                                "lengths": state("lengths")})),
+            (
+                {
+                    "kind": "k_of_map",
+                    "count": 1,
+                    "labels": ERRORS,
+                    "value": {"name": "mapBody", "source": "error", "field": None},
+                },
+                fail("mapFailed", "item_failed"),
+            ),
+            (
+                complete,
+                succeed(
+                    "done",
+                    rec(text=STR, count=INT, lengths=arr(INT)),
+                    {"text": state("text"), "count": state("count"), "lengths": state("lengths")},
+                ),
+            ),
         ],
         fail("incomplete", "incomplete"),
     )
     root = seq("root", ALL_STATE, work, verify, choose, *joins, repeat, each, finish)
-    noops = ["proceed", "joinAllLeft", "joinAllRight", "joinAnyLeft", "joinAnyRight",
-             "joinQuorumLeft", "joinQuorumRight", "joinFirstRight"]
-    callables = {"work": "upper", "verify": "is_upper", "joinFirstLeft": "accept",
-                 "loopStep": "count_up", "loopCheck": "count_check", "mapBody": "length"}
+    noops = [
+        "proceed",
+        "joinAllLeft",
+        "joinAllRight",
+        "joinAnyLeft",
+        "joinAnyRight",
+        "joinQuorumLeft",
+        "joinQuorumRight",
+        "joinFirstRight",
+    ]
+    callables = {
+        "work": "upper",
+        "verify": "is_upper",
+        "joinFirstLeft": "accept",
+        "loopStep": "count_up",
+        "loopCheck": "count_check",
+        "mapBody": "length",
+    }
     return graph(ALL_STATE, root), plan(callables | {name: "noop" for name in noops})

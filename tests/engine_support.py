@@ -111,8 +111,7 @@ def describe(events: Iterable[RunEvent]) -> list[str]:
                 reference = event.completion.reference
                 attempt = attempts[reference.execution]
                 items.append(
-                    f"completed {_instance(reference.node_instance, attempt)} "
-                    f"{_outcome(event)}"
+                    f"completed {_instance(reference.node_instance, attempt)} {_outcome(event)}"
                 )
             case ExecutionVoided():
                 attempt = attempts[event.reference.execution]
@@ -208,7 +207,12 @@ def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[st
     """``zeroshot ARGS`` as a user runs it in ``cwd``: a real subprocess whose ledger and
     target come from its arguments alone (``ZEROSHOT_LEDGER``/``ZEROSHOT_TARGET`` cleared
     unless given in ``env``)."""
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
-    return subprocess.run([*ZEROSHOT, *args], capture_output=True, text=True, timeout=90,
-                          cwd=cwd, env={**clean, **env})
+    clean = {k: v for k, v in os.environ.items() if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
+    return subprocess.run(
+        [*ZEROSHOT, *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=cwd,
+        env={**clean, **env},
+    )

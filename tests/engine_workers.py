@@ -52,22 +52,39 @@ def _start(value: Any, context: WorkerContext) -> None:
         gate = context.workspace / behaviour["wait_for_file"]
         _wait_for(behaviour, "wait_for_file", key, lambda: int(gate.exists()), wanted=1)
     effects = context.workspace / "effects.jsonl"
-    _wait_for(behaviour, "wait_for_workers", key,
-              lambda: sum(not path.name.startswith(".") for path in pids.iterdir()))
-    _wait_for(behaviour, "wait_for_effects", key,
-              lambda: len(effects.read_text().splitlines()) if effects.exists() else 0)
+    _wait_for(
+        behaviour,
+        "wait_for_workers",
+        key,
+        lambda: sum(not path.name.startswith(".") for path in pids.iterdir()),
+    )
+    _wait_for(
+        behaviour,
+        "wait_for_effects",
+        key,
+        lambda: len(effects.read_text().splitlines()) if effects.exists() else 0,
+    )
     if behaviour.get("wait_for_completions"):
         # imported here: the ledger's imports would slow every worker's start
         from zeroshot_kernel.client import Client
         from zeroshot_kernel.ledger.events import NodeCompleted
 
         run = Client(context.workspace / ".zeroshot" / "ledger.db").run(context.run_id)
-        _wait_for(behaviour, "wait_for_completions", key,
-                  lambda: sum(isinstance(event, NodeCompleted) for _, event in run.events()))
+        _wait_for(
+            behaviour,
+            "wait_for_completions",
+            key,
+            lambda: sum(isinstance(event, NodeCompleted) for _, event in run.events()),
+        )
 
 
-def _wait_for(behaviour: dict[str, Any], name: str, key: str, count: Callable[[], int],
-              wanted: int | None = None) -> None:
+def _wait_for(
+    behaviour: dict[str, Any],
+    name: str,
+    key: str,
+    count: Callable[[], int],
+    wanted: int | None = None,
+) -> None:
     """Wait until ``count()`` reaches ``wanted``, by default the number scripted under
     ``name`` (or under ``key``)."""
     if wanted is None:
@@ -81,8 +98,9 @@ def _wait_for(behaviour: dict[str, Any], name: str, key: str, count: Callable[[]
 
 
 def _done(context: WorkerContext) -> None:
-    line = json.dumps({"execution": context.execution, "node": context.node,
-                       "attempt": context.attempt})
+    line = json.dumps(
+        {"execution": context.execution, "node": context.node, "attempt": context.attempt}
+    )
     with Path(context.workspace / "effects.jsonl").open("a") as effects:
         effects.write(line + "\n")
 
@@ -118,8 +136,12 @@ def judge(value: dict[str, int], context: WorkerContext) -> Verdict:
     _start(value, context)
     _done(context)
     even = value["value"] % 2 == 0
-    return Verdict(signals={"verdict": "accepted" if even else "rejected",
-                            "size": "big" if value["value"] >= 10 else "small"})
+    return Verdict(
+        signals={
+            "verdict": "accepted" if even else "rejected",
+            "size": "big" if value["value"] >= 10 else "small",
+        }
+    )
 
 
 def judge_tag(value: dict[str, int], context: WorkerContext) -> Verdict:
@@ -127,8 +149,9 @@ def judge_tag(value: dict[str, int], context: WorkerContext) -> Verdict:
     _start(value, context)
     _done(context)
     rejected = _behaviour(context).get("reject", False)
-    return Verdict(signals={"verdict": "rejected" if rejected else "accepted"},
-                   output={"tag": context.node})
+    return Verdict(
+        signals={"verdict": "rejected" if rejected else "accepted"}, output={"tag": context.node}
+    )
 
 
 def at_least_three(value: dict[str, int], context: WorkerContext) -> Verdict:
@@ -214,8 +237,9 @@ def is_upper(value: dict[str, str], context: WorkerContext) -> Verdict:
     _start(value, context)
     _done(context)
     ok = value["text"].isupper()
-    return Verdict(signals={"verdict": "accepted" if ok else "rejected"}, output={"ok": ok},
-                   diagnostic={})
+    return Verdict(
+        signals={"verdict": "accepted" if ok else "rejected"}, output={"ok": ok}, diagnostic={}
+    )
 
 
 def accept(value: None, context: WorkerContext) -> Verdict:

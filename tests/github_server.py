@@ -41,16 +41,26 @@ class GitHubState:
     """How many check-run reads answer in_progress before the checks complete."""
     conclusion: str = "success"
     conflict_on_first_head: bool = False
-    merge_methods: dict[str, bool] = field(default_factory=lambda: {
-        "allow_merge_commit": False, "allow_squash_merge": False, "allow_rebase_merge": True})
+    merge_methods: dict[str, bool] = field(
+        default_factory=lambda: {
+            "allow_merge_commit": False,
+            "allow_squash_merge": False,
+            "allow_rebase_merge": True,
+        }
+    )
     calls: list[tuple[str, str]] = field(default_factory=list)
     check_polls: int = 0
     merged_with: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def head(self, branch: str) -> str:
-        done = subprocess.run(["git", "rev-parse", f"refs/heads/{branch}"], cwd=self.remote,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            ["git", "rev-parse", f"refs/heads/{branch}"],
+            cwd=self.remote,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return done.stdout.strip()
 
     def pull_view(self, number: int) -> dict[str, Any]:
@@ -58,18 +68,28 @@ class GitHubState:
         sha = self.head(pull["head"])
         pull.setdefault("first_head", sha)
         conflict = self.conflict_on_first_head and sha == pull["first_head"]
-        return {"number": number, "state": "closed" if pull["merged"] else "open",
-                "merged": pull["merged"], "title": pull["title"], "body": pull["body"],
-                "head": {"ref": pull["head"], "sha": sha}, "base": {"ref": pull["base"]},
-                "mergeable": not conflict, "mergeable_state": "dirty" if conflict else "clean",
-                "html_url": f"http://github.invalid/{self.owner}/{self.name}/pull/{number}"}
+        return {
+            "number": number,
+            "state": "closed" if pull["merged"] else "open",
+            "merged": pull["merged"],
+            "title": pull["title"],
+            "body": pull["body"],
+            "head": {"ref": pull["head"], "sha": sha},
+            "base": {"ref": pull["base"]},
+            "mergeable": not conflict,
+            "mergeable_state": "dirty" if conflict else "clean",
+            "html_url": f"http://github.invalid/{self.owner}/{self.name}/pull/{number}",
+        }
 
-    def reviews_view(self, number: int, items: list[dict[str, Any]] | None = None
-                     ) -> list[dict[str, Any]]:
+    def reviews_view(
+        self, number: int, items: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         """Reviews (or ``items``) with ``FIRST_HEAD`` replaced by the pull's first head."""
         first = self.pulls[number].get("first_head", "")
-        return [{**r, "commit_id": first if r.get("commit_id") == "FIRST_HEAD"
-                 else r.get("commit_id")} for r in (self.reviews if items is None else items)]
+        return [
+            {**r, "commit_id": first if r.get("commit_id") == "FIRST_HEAD" else r.get("commit_id")}
+            for r in (self.reviews if items is None else items)
+        ]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -101,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not parts.path.removeprefix("/api/v3").startswith(prefix):
             self._send(404, {"message": "Not Found"})
             return
-        path = parts.path.removeprefix("/api/v3")[len(prefix):]
+        path = parts.path.removeprefix("/api/v3")[len(prefix) :]
         with state.lock:
             state.calls.append((method, path))
             status, body = self._answer(method, path, parse_qs(parts.query))
@@ -113,14 +133,21 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {"full_name": f"{state.owner}/{state.name}", **state.merge_methods}
         if path == "/pulls" and method == "GET":
             head = query.get("head", [""])[0].split(":", 1)[-1]
-            return 200, [state.pull_view(n) for n, p in state.pulls.items()
-                         if p["head"] == head and not p["merged"]]
+            return 200, [
+                state.pull_view(n)
+                for n, p in state.pulls.items()
+                if p["head"] == head and not p["merged"]
+            ]
         if path == "/pulls" and method == "POST":
             body = self._body()
             number = len(state.pulls) + 1
-            state.pulls[number] = {"head": body["head"], "base": body["base"],
-                                   "title": body["title"], "body": body["body"],
-                                   "merged": False}
+            state.pulls[number] = {
+                "head": body["head"],
+                "base": body["base"],
+                "title": body["title"],
+                "body": body["body"],
+                "merged": False,
+            }
             return 201, state.pull_view(number)
         match = re.fullmatch(r"/pulls/(\d+)(/\w+)?", path)
         if match and int(match.group(1)) in state.pulls:
@@ -137,36 +164,52 @@ class _Handler(BaseHTTPRequestHandler):
             if tail == "/merge" and method == "PUT":
                 return self._merge(number, self._body())
         if re.fullmatch(r"/branches/[^/]+/protection", path):
-            return (404, {"message": "Branch not protected"}) if state.protection is None \
+            return (
+                (404, {"message": "Branch not protected"})
+                if state.protection is None
                 else (200, state.protection)
+            )
         if re.fullmatch(r"/commits/\w+/check-runs", path):
             state.check_polls += 1
             done = state.check_polls > state.pending_polls
-            return 200, {"total_count": len(state.check_names), "check_runs": [
-                {"name": name, "status": "completed" if done else "in_progress",
-                 "conclusion": state.conclusion if done else None}
-                for name in state.check_names]}
+            return 200, {
+                "total_count": len(state.check_names),
+                "check_runs": [
+                    {
+                        "name": name,
+                        "status": "completed" if done else "in_progress",
+                        "conclusion": state.conclusion if done else None,
+                    }
+                    for name in state.check_names
+                ],
+            }
         return 404, {"message": "Not Found"}
 
     def _merge(self, number: int, body: dict[str, Any]) -> tuple[int, Any]:
         state = self.state
         pull = state.pulls[number]
-        required = ((state.protection or {}).get("required_pull_request_reviews") or {}) \
-            .get("required_approving_review_count", 0)
+        required = ((state.protection or {}).get("required_pull_request_reviews") or {}).get(
+            "required_approving_review_count", 0
+        )
         approvals = sum(r["state"] == "APPROVED" for r in state.reviews)
         if approvals < required:
-            return 405, {"message": "At least 1 approving review is required by reviewers "
-                                    "with write access."}
+            return 405, {
+                "message": "At least 1 approving review is required by reviewers with write access."
+            }
         method = body.get("merge_method", "merge")
-        allowed = {"merge": "allow_merge_commit", "squash": "allow_squash_merge",
-                   "rebase": "allow_rebase_merge"}[method]
+        allowed = {
+            "merge": "allow_merge_commit",
+            "squash": "allow_squash_merge",
+            "rebase": "allow_rebase_merge",
+        }[method]
         if not state.merge_methods.get(allowed):
             return 405, {"message": f"{method} merges are not allowed on this repository."}
         sha = state.head(pull["head"])
         if body.get("sha") != sha:
             return 409, {"message": "Head branch was modified. Review and try the merge again."}
-        subprocess.run(["git", "update-ref", f"refs/heads/{pull['base']}", sha],
-                       cwd=state.remote, check=True)  # the head is fast-forward here
+        subprocess.run(
+            ["git", "update-ref", f"refs/heads/{pull['base']}", sha], cwd=state.remote, check=True
+        )  # the head is fast-forward here
         pull["merged"] = True
         state.merged_with = method
         return 200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}

@@ -87,7 +87,8 @@ def judged_step(harness: str) -> g.Scenario:
     """A verifier ``judge`` on ``{value}``; accepted -> succeed, else fail ``rejected``."""
     judge = instructed(g.verifier("judge", input=g.VALUE, reads={"value": g.state("value")}))
     route = g.choice(
-        "route", g.VALUE,
+        "route",
+        g.VALUE,
         [(g.signalled("judge", "verdict", "accepted"), g.value_result("ok"))],
         g.fail("no", "rejected"),
     )
@@ -97,19 +98,26 @@ def judged_step(harness: str) -> g.Scenario:
 def refine_loop(harness: str, bump_scope: str, gate_scope: str) -> g.Scenario:
     """``bump`` adds one, ``gate`` accepts at 3: three iterations from value 0."""
     body = g.seq(
-        "iteration", g.VALUE,
+        "iteration",
+        g.VALUE,
         instructed(g.value_step("bump")),
         instructed(g.verifier("gate", input=g.VALUE, reads={"value": g.state("value")})),
         promote=("value",),
     )
     root = g.seq(
-        "root", g.VALUE,
-        g.loop("refine", g.VALUE, body, until=g.signalled("gate", "verdict", "accepted"),
-               max_iterations=5, promote=("value",)),
+        "root",
+        g.VALUE,
+        g.loop(
+            "refine",
+            g.VALUE,
+            body,
+            until=g.signalled("gate", "verdict", "accepted"),
+            max_iterations=5,
+            promote=("value",),
+        ),
         g.value_result(),
     )
-    plan = agent_plan(harness, bump={"sessionScope": bump_scope},
-                      gate={"sessionScope": gate_scope})
+    plan = agent_plan(harness, bump={"sessionScope": bump_scope}, gate={"sessionScope": gate_scope})
     return g.graph(g.VALUE, root), plan
 
 

@@ -131,8 +131,17 @@ class PostgresServer:
                 os.chown(self.root, record.pw_uid, record.pw_gid)
             self.root.chmod(0o700)
             self._run(
-                "initdb", "-D", str(self.data), "-A", "trust", "-U", SERVER_USER,
-                "--no-sync", "--no-instructions", "--encoding=UTF8", "--locale=C",
+                "initdb",
+                "-D",
+                str(self.data),
+                "-A",
+                "trust",
+                "-U",
+                SERVER_USER,
+                "--no-sync",
+                "--no-instructions",
+                "--encoding=UTF8",
+                "--locale=C",
             )
             self._require_passwords_of(PASSWORD_GROUP)
             self._start_listening()
@@ -156,8 +165,18 @@ class PostgresServer:
                 + [f"-c {name}={value}" for name, value in SETTINGS.items()]
             )
             started = self._run(
-                "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,
-                "-w", "-t", str(START_TIMEOUT_S), "start", check=False,
+                "pg_ctl",
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(START_TIMEOUT_S),
+                "start",
+                check=False,
             )
             if started.returncode == 0:
                 return
@@ -170,10 +189,20 @@ class PostgresServer:
 
     def _start_watchdog(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(self.data), str(self.root),
-             *self._command("pg_ctl")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
+            [
+                sys.executable,
+                "-c",
+                _WATCHDOG,
+                str(os.getpid()),
+                str(self.data),
+                str(self.root),
+                *self._command("pg_ctl"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
         )
 
     def stop(self) -> None:
@@ -196,8 +225,9 @@ class PostgresServer:
         if not (self.data / "postmaster.pid").exists():
             return
         for mode in ("fast", "immediate"):
-            stopped = self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop",
-                                check=False)
+            stopped = self._run(
+                "pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False
+            )
             if stopped.returncode == 0:
                 return
 
@@ -221,11 +251,12 @@ class PostgresServer:
         """A fresh database owned by a role that must give its password; yields a URL
         carrying that password (both dropped afterwards)."""
         role, password = f"zs_{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
-        self._execute(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
-                      f"'{PASSWORD_GROUP}') THEN CREATE ROLE {PASSWORD_GROUP} NOLOGIN; "
-                      f"END IF; END $$")
-        self._execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE "
-                      f"{PASSWORD_GROUP}")
+        self._execute(
+            f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+            f"'{PASSWORD_GROUP}') THEN CREATE ROLE {PASSWORD_GROUP} NOLOGIN; "
+            f"END IF; END $$"
+        )
+        self._execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}' IN ROLE {PASSWORD_GROUP}")
         self._execute(f'CREATE DATABASE "{role}" OWNER {role}')
         try:
             yield f"postgresql+psycopg://{role}:{password}@127.0.0.1:{self.port}/{role}"
@@ -238,7 +269,10 @@ class PostgresServer:
 
         if self._admin is None or self._admin.closed:
             self._admin = psycopg.connect(
-                host="127.0.0.1", port=self.port, user=SERVER_USER, dbname="postgres",
+                host="127.0.0.1",
+                port=self.port,
+                user=SERVER_USER,
+                dbname="postgres",
                 autocommit=True,
             )
         self._admin.execute(sql)
@@ -256,7 +290,10 @@ class PostgresServer:
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [*self._command(program), *args],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            cwd=self.root,
         )
         if check and result.returncode != 0:
             raise ServerError(f"{program} failed: {result.stdout}{result.stderr}")

@@ -50,37 +50,73 @@ def drive(task: Path, workspace: Path, rounds: int, *, seed: int = 0) -> Run:
     return run
 
 
-def measure_pass(task: Path, workspace: Path, round_number: int, change: Change | dict[str, Any],
-                 *, pass_number: int = 1, run_id: str = "test") -> Evidence:
+def measure_pass(
+    task: Path,
+    workspace: Path,
+    round_number: int,
+    change: Change | dict[str, Any],
+    *,
+    pass_number: int = 1,
+    run_id: str = "test",
+) -> Evidence:
     """One pass of the trusted measure step on ``change`` (a model or its wire form)."""
     wire = change.to_wire() if isinstance(change, Change) else change
-    return measure(MeasureRequest(
-        task=str(task), study=STUDY, workspace=str(workspace), run_id=run_id,
-        round=round_number, pass_number=pass_number,
-        pass_id=f"{run_id}/round-{round_number}/pass-{pass_number}", seed=study_seed(STUDY),
-        change=wire))
+    return measure(
+        MeasureRequest(
+            task=str(task),
+            study=STUDY,
+            workspace=str(workspace),
+            run_id=run_id,
+            round=round_number,
+            pass_number=pass_number,
+            pass_id=f"{run_id}/round-{round_number}/pass-{pass_number}",
+            seed=study_seed(STUDY),
+            change=wire,
+        )
+    )
 
 
-def decide(task: Path, workspace: Path, evidence: Evidence, verdict: VerdictLabel = "accepted",
-           adopt_it: bool = True) -> ResearchResult:
+def decide(
+    task: Path,
+    workspace: Path,
+    evidence: Evidence,
+    verdict: VerdictLabel = "accepted",
+    adopt_it: bool = True,
+) -> ResearchResult:
     """Trusted adoption of ``evidence``'s round after a review saying ``verdict``."""
-    return adopt(AdoptionRequest(task=str(task), study=STUDY, workspace=str(workspace),
-                                 round=evidence.round, evidence=evidence.to_wire(),
-                                 verdict=verdict, adopt=adopt_it))
+    return adopt(
+        AdoptionRequest(
+            task=str(task),
+            study=STUDY,
+            workspace=str(workspace),
+            round=evidence.round,
+            evidence=evidence.to_wire(),
+            verdict=verdict,
+            adopt=adopt_it,
+        )
+    )
 
 
 def change(params: dict[str, Any], parent: str = "c000", **fields: Any) -> Change:
     """A hand-made parameter change, for steering a test."""
-    return Change.model_validate({"parent_id": parent, "strategy": "exploration",
-                                  "approach": "exploration:manual", "rationale": "test",
-                                  "params": params, **fields})
+    return Change.model_validate(
+        {
+            "parent_id": parent,
+            "strategy": "exploration",
+            "approach": "exploration:manual",
+            "rationale": "test",
+            "params": params,
+            **fields,
+        }
+    )
 
 
 def propose(params: dict[str, float], approach: str = "exploration:manual") -> ScoutProposal:
     """A hand-made proposal, for steering the researcher in a test."""
     strategy = approach.split(":")[0]
-    return ScoutProposal.model_validate({"strategy": strategy, "approach": approach,
-                                         "params": params, "rationale": "test"})
+    return ScoutProposal.model_validate(
+        {"strategy": strategy, "approach": approach, "params": params, "rationale": "test"}
+    )
 
 
 LINE_OBJECTIVE = textwrap.dedent('''
@@ -107,16 +143,27 @@ LINE_OBJECTIVE = textwrap.dedent('''
 ''')
 
 
-def line_task(root: Path, *, budget: float = 2.0, target: float | None = None,
-              env: dict[str, str] | None = None, warm: bool = False) -> Path:
+def line_task(
+    root: Path,
+    *,
+    budget: float = 2.0,
+    target: float | None = None,
+    env: dict[str, str] | None = None,
+    warm: bool = False,
+) -> Path:
     """A one-parameter task whose metric is x plus noise (sigma 0.1), minimised; ``warm``
     runs it from a warm interpreter (``preload``)."""
     (root / "candidate").mkdir(parents=True)
     (root / "candidate" / "objective.py").write_text(LINE_OBJECTIVE)
     (root / "candidate" / "params.json").write_text(json.dumps({"x": 1.0}))
     spec = {
-        "name": "line", "charter": "Lower x.", "metric": "line", "direction": "minimize",
-        "command": ["{python}", "objective.py"], "budgetSeconds": budget, "repeats": 3,
+        "name": "line",
+        "charter": "Lower x.",
+        "metric": "line",
+        "direction": "minimize",
+        "command": ["{python}", "objective.py"],
+        "budgetSeconds": budget,
+        "repeats": 3,
         "searchSpace": [{"name": "x", "type": "float", "low": 0.0, "high": 2.0}],
         "env": env or {},
     }

@@ -22,8 +22,7 @@ from zeroshot_kernel.software_change.review.classify import classify
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 WORKERS = Path(__file__).with_name("change_workers.py")
-WRITERS = ("worker", "review_repair", "delivery_repair", "early_correction",
-           "final_correction")
+WRITERS = ("worker", "review_repair", "delivery_repair", "early_correction", "final_correction")
 REVIEWERS = ("acceptance", "code", "seam_review", "integration_review")
 RUN_TIMEOUT_S = 120
 
@@ -64,11 +63,13 @@ def test_nodes(runtime: dict[str, Any]) -> dict[str, Any]:
     nodes = dict(runtime["nodes"])
     for name in nodes:
         if name in WRITERS:
-            nodes[name] = {"kind": "agent", "harness": "python",
-                           "callable": "change_workers:write"}
+            nodes[name] = {"kind": "agent", "harness": "python", "callable": "change_workers:write"}
         elif name in REVIEWERS:
-            nodes[name] = {"kind": "agent", "harness": "python",
-                           "callable": "change_workers:review"}
+            nodes[name] = {
+                "kind": "agent",
+                "harness": "python",
+                "callable": "change_workers:review",
+            }
     return {**runtime, "nodes": nodes}
 
 
@@ -90,20 +91,33 @@ class Change:
         return completions_of(self.run, node)
 
     def signals(self, node: str, name: str) -> list[str]:
-        return [c.completion.outcome.signals[name] for c in self.completions(node)
-                if isinstance(c.completion.outcome, VerifierOutcome)]
+        return [
+            c.completion.outcome.signals[name]
+            for c in self.completions(node)
+            if isinstance(c.completion.outcome, VerifierOutcome)
+        ]
 
 
-CLASSIFIER_RUNTIME = {"harness": "python", "nodes": {
-    "classify": {"kind": "agent", "callable": "change_workers:classify"}}}
+CLASSIFIER_RUNTIME = {
+    "harness": "python",
+    "nodes": {"classify": {"kind": "agent", "callable": "change_workers:classify"}},
+}
 """The ``--tier auto`` classifier bound to the scripted test worker."""
 
 
-def start_change(repo: Path, task: str = "Add a line to change.txt", *,
-                 delivery: str = "push", tier: str = "standard", feedback: bool = True,
-                 checks: tuple[str, ...] | None = None, api_url: str | None = None,
-                 nodes: dict[str, Any] | None = None, allow_unproven: bool = False,
-                 client: Client | None = None) -> Change:
+def start_change(
+    repo: Path,
+    task: str = "Add a line to change.txt",
+    *,
+    delivery: str = "push",
+    tier: str = "standard",
+    feedback: bool = True,
+    checks: tuple[str, ...] | None = None,
+    api_url: str | None = None,
+    nodes: dict[str, Any] | None = None,
+    allow_unproven: bool = False,
+    client: Client | None = None,
+) -> Change:
     """Prepare and submit a change as ``zeroshot change run`` does (``auto`` runs the
     scripted classifier first), with the test workers bound. Without ``checks`` the run
     proves itself with ``true``, so its completion decision can reach
@@ -116,13 +130,32 @@ def start_change(repo: Path, task: str = "Add a line to change.txt", *,
     if tier == "auto":
         found = classify(client, task, runtime=CLASSIFIER_RUNTIME, timeout_s=RUN_TIMEOUT_S)
         tier, classification = found.tier, found.to_input()
-    expansion = expand_template("software-change", TemplateOptions(
-        task=task, harness="claude", delivery=delivery, tier=tier, checks=checks,
-        prepared=prepared.delivery(delivery, feedback=feedback, api_url=api_url,
-                                   poll_seconds=0, checks_timeout_seconds=20),
-        classification=classification))
+    expansion = expand_template(
+        "software-change",
+        TemplateOptions(
+            task=task,
+            harness="claude",
+            delivery=delivery,
+            tier=tier,
+            checks=checks,
+            prepared=prepared.delivery(
+                delivery,
+                feedback=feedback,
+                api_url=api_url,
+                poll_seconds=0,
+                checks_timeout_seconds=20,
+            ),
+            classification=classification,
+        ),
+    )
     runtime = test_nodes(expansion.runtime)
     runtime["nodes"] = {**runtime["nodes"], **(nodes or {})}
-    run = submit_change(client, prepared, graph=expansion.graph, input=expansion.input,
-                        runtime=runtime, title=f"software-change: {task}")
+    run = submit_change(
+        client,
+        prepared,
+        graph=expansion.graph,
+        input=expansion.input,
+        runtime=runtime,
+        title=f"software-change: {task}",
+    )
     return Change(repo, client, run)

@@ -37,8 +37,7 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0,
-               message: str = "") -> None:
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, message: str = "") -> None:
     """Wait until ``predicate()`` is true, looking again after a short pause that grows
     (5 ms up to 20 ms); after ``timeout`` seconds fail with an AssertionError that says
     what was awaited."""
@@ -47,7 +46,8 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0,
     while not predicate():
         if time.monotonic() >= deadline:
             raise AssertionError(
-                f"timed out after {timeout:g} s waiting for {message or predicate}")
+                f"timed out after {timeout:g} s waiting for {message or predicate}"
+            )
         time.sleep(pause)
         pause = min(pause * 2, MAX_POLL_S)
 

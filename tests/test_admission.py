@@ -28,8 +28,12 @@ def problems(admission: Any) -> list[tuple[str, str, list[str]]]:
 
 
 def test_a_complete_submission_is_admitted_with_identity_and_bounds() -> None:
-    admission = admit(guarded("work", step("work")), initial_input={"value": 1},
-                      runtime=plan(work=NOOP), title="ok")
+    admission = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime=plan(work=NOOP),
+        title="ok",
+    )
     assert admission.ok and admission.admitted is not None
     wire = admission.admitted.to_wire()
     assert wire["title"] == "ok"
@@ -39,8 +43,10 @@ def test_a_complete_submission_is_admitted_with_identity_and_bounds() -> None:
 
 
 def test_admission_is_deterministic() -> None:
-    first, again = (admit(guarded("work", step("work")), initial_input={"value": 1},
-                          runtime=plan(work=NOOP)) for _ in range(2))
+    first, again = (
+        admit(guarded("work", step("work")), initial_input={"value": 1}, runtime=plan(work=NOOP))
+        for _ in range(2)
+    )
     assert first.admitted is not None and again.admitted is not None
     assert json.dumps(first.admitted.to_wire()) == json.dumps(again.admitted.to_wire())
 
@@ -70,8 +76,11 @@ def test_initial_input_errors_point_into_the_input(value: Any, path: str) -> Non
 def test_every_executable_needs_exactly_its_binding() -> None:
     missing = admit(guarded("work", step("work")), initial_input={"value": 1}, runtime=PYTHON)
     assert problems(missing) == [("invalid_graph_shape", "runtime › nodes", ["work"])]
-    unknown = admit(guarded("work", step("work")), initial_input={"value": 1},
-                    runtime=plan(work=NOOP, ghost=NOOP))
+    unknown = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime=plan(work=NOOP, ghost=NOOP),
+    )
     assert problems(unknown) == [("invalid_graph_shape", "runtime › nodes › ghost", [])]
 
 
@@ -87,74 +96,112 @@ def test_every_executable_needs_exactly_its_binding() -> None:
 def test_python_callables_are_checked_before_anything_runs(
     binding: dict[str, Any], fragment: str
 ) -> None:
-    admission = admit(guarded("work", step("work")), initial_input={"value": 1},
-                      runtime=plan(work=binding))
+    admission = admit(
+        guarded("work", step("work")), initial_input={"value": 1}, runtime=plan(work=binding)
+    )
     assert len(admission.diagnostics) == 1
     assert fragment in admission.diagnostics[0].message
 
 
 def test_malformed_plans_get_paths_under_runtime() -> None:
-    admission = admit(guarded("work", step("work")), initial_input={"value": 1},
-                      runtime={"harness": "python", "nodes": {"work": {"kind": "agent",
-                               "callable": "no colon", "env": ["BAD-NAME"]}}})
+    admission = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime={
+            "harness": "python",
+            "nodes": {"work": {"kind": "agent", "callable": "no colon", "env": ["BAD-NAME"]}},
+        },
+    )
     paths = sorted(path for _, path, _ in problems(admission))
     assert paths == ["runtime › nodes › work › callable", "runtime › nodes › work › env[0]"]
 
 
 def test_llm_harnesses_need_instructions_but_not_a_model() -> None:
-    admission = admit(guarded("work", step("work")), initial_input={"value": 1},
-                      runtime={"harness": "claude", "nodes": {"work": {"kind": "agent"}}})
+    admission = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime={"harness": "claude", "nodes": {"work": {"kind": "agent"}}},
+    )
     messages = " | ".join(d.message for d in admission.diagnostics)
     assert "must give it instructions" in messages and "model" not in messages
     # No model: the CLI's configured default (claude, codex), or the server's only model
     # (openai).
     for harness in ("claude", "codex", "openai"):
-        instructed = admit(guarded("work", step("work", instructions="Do the work.")),
-                           initial_input={"value": 1},
-                           runtime={"harness": harness, "nodes": {"work": {"kind": "agent"}}})
+        instructed = admit(
+            guarded("work", step("work", instructions="Do the work.")),
+            initial_input={"value": 1},
+            runtime={"harness": harness, "nodes": {"work": {"kind": "agent"}}},
+        )
         assert instructed.ok, instructed.diagnostics
 
 
 def test_environment_names_are_limited_and_connections_must_be_known() -> None:
-    too_many = {"harness": "python", "nodes": {"work": {
-        "kind": "agent", **NOOP, "env": [f"VAR_{i}" for i in range(65)]}}}
-    assert not admit(guarded("work", step("work")), initial_input={"value": 1},
-                     runtime=too_many).ok
-    unknown = admit(guarded("work", step("work")), initial_input={"value": 1},
-                    runtime=plan(work={**NOOP, "connections": ["nowhere"]}))
+    too_many = {
+        "harness": "python",
+        "nodes": {"work": {"kind": "agent", **NOOP, "env": [f"VAR_{i}" for i in range(65)]}},
+    }
+    assert not admit(guarded("work", step("work")), initial_input={"value": 1}, runtime=too_many).ok
+    unknown = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime=plan(work={**NOOP, "connections": ["nowhere"]}),
+    )
     assert problems(unknown) == [
-        ("invalid_graph_shape", "runtime › nodes › work › connections", ["work"])]
-    declared = admit(guarded("work", step("work")), initial_input={"value": 1},
-                     runtime={**plan(work={**NOOP, "connections": ["nowhere", "github"]}),
-                              "connections": {"nowhere": {"env": "NOWHERE_TOKEN"}}})
+        ("invalid_graph_shape", "runtime › nodes › work › connections", ["work"])
+    ]
+    declared = admit(
+        guarded("work", step("work")),
+        initial_input={"value": 1},
+        runtime={
+            **plan(work={**NOOP, "connections": ["nowhere", "github"]}),
+            "connections": {"nowhere": {"env": "NOWHERE_TOKEN"}},
+        },
+    )
     assert declared.ok
 
 
 def test_delivery_alongside_another_executable_is_rejected() -> None:
     graph = parallel_pair(step("work"), verifier("deliver"))
-    admission = admit(graph, initial_input={"value": 1},
-                      runtime={**PYTHON, "nodes": {
-                          "work": {"kind": "agent", **NOOP},
-                          "deliver": {"kind": "git_delivery", "env": ["GH_TOKEN"]}}})
+    admission = admit(
+        graph,
+        initial_input={"value": 1},
+        runtime={
+            **PYTHON,
+            "nodes": {
+                "work": {"kind": "agent", **NOOP},
+                "deliver": {"kind": "git_delivery", "env": ["GH_TOKEN"]},
+            },
+        },
+    )
     assert problems(admission) == [
-        ("invalid_graph_shape", "runtime › nodes › deliver", ["deliver", "work"])]
+        ("invalid_graph_shape", "runtime › nodes › deliver", ["deliver", "work"])
+    ]
     assert "alongside work" in admission.diagnostics[0].message
 
 
 def test_delivery_inside_a_map_of_several_items_is_rejected_but_one_item_is_fine() -> None:
     runtime = {"harness": "python", "nodes": {"deliver": {"kind": "git_delivery"}}}
-    several = admit(mapped(verifier("deliver"), max_items=3),
-                    initial_input={"value": 1, "items": [1]}, runtime=runtime)
+    several = admit(
+        mapped(verifier("deliver"), max_items=3),
+        initial_input={"value": 1, "items": [1]},
+        runtime=runtime,
+    )
     assert "map that can run several items" in several.diagnostics[0].message
-    single = admit(mapped(verifier("deliver"), max_items=1),
-                   initial_input={"value": 1, "items": [1]}, runtime=runtime)
+    single = admit(
+        mapped(verifier("deliver"), max_items=1),
+        initial_input={"value": 1, "items": [1]},
+        runtime=runtime,
+    )
     assert single.ok, single.diagnostics
 
 
 def test_delivery_must_be_a_verifier_without_instructions() -> None:
     runtime = {"harness": "python", "nodes": {"deliver": {"kind": "git_delivery"}}}
-    as_step = admit(guarded("deliver", step("deliver", instructions="push it")),
-                    initial_input={"value": 1}, runtime=runtime)
+    as_step = admit(
+        guarded("deliver", step("deliver", instructions="push it")),
+        initial_input={"value": 1},
+        runtime=runtime,
+    )
     messages = [d.message for d in as_step.diagnostics]
     assert any("must be a verifier" in m for m in messages)
     assert any("remove its instructions" in m for m in messages)
@@ -162,8 +209,11 @@ def test_delivery_must_be_a_verifier_without_instructions() -> None:
 
 def test_parallel_writers_are_allowed_here() -> None:
     """Unlike the reference, two writing steps may share a par (only delivery is exclusive)."""
-    admission = admit(parallel_pair(step("left"), step("right")), initial_input={"value": 1},
-                      runtime=plan(left=NOOP, right=NOOP))
+    admission = admit(
+        parallel_pair(step("left"), step("right")),
+        initial_input={"value": 1},
+        runtime=plan(left=NOOP, right=NOOP),
+    )
     assert admission.ok, admission.diagnostics
 
 

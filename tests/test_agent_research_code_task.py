@@ -51,49 +51,93 @@ CLAIM = "measured log10_error -15 on every seed; adopt"
 def competent(edit: str) -> Any:
     """A scripted model: proposes a better rule, writes ``edit`` as quadrature.py, and
     reviews by the engine's evidence in its input (adopt only what the evidence supports)."""
+
     def respond(body: dict[str, Any]) -> Any:
         prompt = body["messages"][-1]["content"]
         node = prompt.split("`", 2)[1]
         if node.startswith("scout_"):
             strategy = node.removeprefix("scout_")
-            return {"output": {"proposal": {
-                "strategy": strategy, "approach": f"{strategy}:gauss-legendre",
-                "paramsJson": "{}", "rationale": "a higher-order rule within 64 calls"}},
-                "signals": {}, "diagnostic": None}
+            return {
+                "output": {
+                    "proposal": {
+                        "strategy": strategy,
+                        "approach": f"{strategy}:gauss-legendre",
+                        "paramsJson": "{}",
+                        "rationale": "a higher-order rule within 64 calls",
+                    }
+                },
+                "signals": {},
+                "diagnostic": None,
+            }
         if node == "researcher":
             assert "def integrate(f, a, b, budget):" in prompt  # the parent's file, briefed
-            return {"change": {"parentId": "c000", "strategy": "exploration",
-                               "approach": "exploration:gauss-legendre", "rationale": CLAIM,
-                               "edits": [{"path": "quadrature.py", "kind": "contents",
-                                          "text": edit}]}}
-        evidence = json.loads(prompt.split("# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0]
-                              )["evidence"]
-        return {"output": None, "signals": {"verdict": "accepted"},
-                "diagnostic": {"reason": CLAIM, "corrections": "", "title": "Gauss-Legendre",
-                               "description": evidence["diff"][:200],
-                               "adopt": evidence["status"] == "measured"}}
+            return {
+                "change": {
+                    "parentId": "c000",
+                    "strategy": "exploration",
+                    "approach": "exploration:gauss-legendre",
+                    "rationale": CLAIM,
+                    "edits": [{"path": "quadrature.py", "kind": "contents", "text": edit}],
+                }
+            }
+        evidence = json.loads(prompt.split("# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0])[
+            "evidence"
+        ]
+        return {
+            "output": None,
+            "signals": {"verdict": "accepted"},
+            "diagnostic": {
+                "reason": CLAIM,
+                "corrections": "",
+                "title": "Gauss-Legendre",
+                "description": evidence["diff"][:200],
+                "adopt": evidence["status"] == "measured",
+            },
+        }
+
     return respond
 
 
 def research(workspace: Path, base_url: str, study: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "ZEROSHOT_OPENAI_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ZEROSHOT_OPENAI_BASE_URL")
+    }
     return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "research", "run", "quadrature",
-         "--harness", "openai", "--base-url", base_url, "--iterations", "1",
-         "--study", study],
-        cwd=workspace, capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            "-m",
+            "zeroshot_kernel",
+            "research",
+            "run",
+            "quadrature",
+            "--harness",
+            "openai",
+            "--base-url",
+            base_url,
+            "--iterations",
+            "1",
+            "--study",
+            study,
+        ],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
-def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(
-        tmp_path: Path) -> None:
+def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
     with chat_server({"respond": competent(GAUSS)}) as server:
         ran = research(workspace, server.base_url, "gauss")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert all(r["body"]["model"] == "standin" for r in server.completions())  # its only one
-    assert all("authorization" not in {h.lower() for h in r["headers"]}
-               for r in server.completions())
+    assert all(
+        "authorization" not in {h.lower() for h in r["headers"]} for r in server.completions()
+    )
     client = Client(workspace=str(workspace))
     [run] = client.runs()
     assert isinstance(client.run(run.run_id).wait(60), SucceededResult)

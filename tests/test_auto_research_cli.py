@@ -26,16 +26,27 @@ runpy.run_path("objective.py", run_name="__main__")
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
     gate = tmp_path / "gate"
-    task = copy_task(workspace, "branin", repeats=2, budgetSeconds=120.0,
-                     command=["{python}", "gate.py"], env={"GATE": str(gate)})
+    task = copy_task(
+        workspace,
+        "branin",
+        repeats=2,
+        budgetSeconds=120.0,
+        command=["{python}", "gate.py"],
+        env={"GATE": str(gate)},
+    )
     (workspace / task / "candidate" / "gate.py").write_text(GATE)
 
     detached = zeroshot(workspace, "research", "run", task, "--iterations", "2", "--detach")
@@ -66,16 +77,20 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
     assert lines[0] == f"{run_id}: 2 reviewed round(s)"
     # Each round's line, then its change against its parent (the params file's diff).
     expected = [line for r in view.rounds for line in [round_line(r), *diff_lines(r.diff)]]
-    assert lines[1:1 + len(expected)] == expected
+    assert lines[1 : 1 + len(expected)] == expected
     measured = [r for r in view.rounds if r.measure_status == "measured"]
     assert all("params.json" in r.diff for r in measured) and measured
     incumbent = view.incumbent
     assert incumbent is not None and incumbent.metric is not None
-    origin = (f"adopted in round {incumbent.round}" if incumbent.round
-              else "the incumbent this run started from")
+    origin = (
+        f"adopted in round {incumbent.round}"
+        if incumbent.round
+        else "the incumbent this run started from"
+    )
     assert lines[1 + len(expected)] == (
         f"incumbent: {incumbent.candidate_id} (metric {incumbent.metric:.6g}, {origin}); "
-        f"plateau: {view.plateau} round(s)")
+        f"plateau: {view.plateau} round(s)"
+    )
     expected_plateau = 0
     for round_view in view.rounds:
         expected_plateau = 0 if round_view.adopted else expected_plateau + 1
@@ -95,18 +110,21 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) 
 
 def test_an_unknown_or_unsuitable_harness_is_refused_before_any_run(tmp_path: Path) -> None:
     (tmp_path / ".zeroshot").mkdir()
-    unknown = zeroshot(tmp_path, "research", "run", "branin", "--harness", "bogus",
-                       "--iterations", "1")
+    unknown = zeroshot(
+        tmp_path, "research", "run", "branin", "--harness", "bogus", "--iterations", "1"
+    )
     assert unknown.returncode == 1, unknown.stdout + unknown.stderr
     diagnostics = unknown.stdout  # admission's diagnostics
     assert "runtime › harness" in diagnostics
     assert 'the harness "bogus" is not installed here' in diagnostics
     assert "installed: claude, codex, local, openai, python" in diagnostics
-    unsuitable = zeroshot(tmp_path, "research", "run", "branin", "--harness", "python",
-                          "--iterations", "1")
+    unsuitable = zeroshot(
+        tmp_path, "research", "run", "branin", "--harness", "python", "--iterations", "1"
+    )
     assert unsuitable.returncode == 1, unsuitable.stdout + unsuitable.stderr
-    assert unsuitable.stderr.startswith("error: --harness python: the python harness runs "
-                                        "Python callables, not research agents")
+    assert unsuitable.stderr.startswith(
+        "error: --harness python: the python harness runs Python callables, not research agents"
+    )
     assert "usable here: local" in unsuitable.stderr and unsuitable.stdout == ""
     assert not unknown.stdout.startswith("started")
     assert Client(workspace=str(tmp_path)).runs() == []

@@ -48,8 +48,14 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
     workspace = new_workspace(tmp_path / "ws")
     pids = tmp_path / "pids"
     pids.mkdir()
-    task = copy_task(workspace, "branin", repeats=2, budgetSeconds=1.0,
-                     command=["{python}", "hang.py"], env={"PIDS": str(pids)})
+    task = copy_task(
+        workspace,
+        "branin",
+        repeats=2,
+        budgetSeconds=1.0,
+        command=["{python}", "hang.py"],
+        env={"PIDS": str(pids)},
+    )
     (workspace / task / "candidate" / "hang.py").write_text(HANG)
     research = start(workspace, task, 2)
     terminal = research.wait()
@@ -73,7 +79,9 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
         record = research.records.read_round(round_view.round)
         assert record is not None and record.result is not None
         assert (record.result.experiment_status, record.result.disposition) == (
-            "timed_out", "reject")
+            "timed_out",
+            "reject",
+        )
         assert record.result.justification == round_view.justification
         manifest = research.records.read_manifest(round_view.candidate_id)
         assert manifest is not None
@@ -102,8 +110,9 @@ def processes_working_in(folder: Path) -> list[int]:
     return found
 
 
-def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_minus_nine_mid_round_then_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Short, so that resuming is quick; long enough for a busy machine to keep renewing it.
     monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "4")
     workspace = new_workspace(tmp_path / "ws")
@@ -111,8 +120,13 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     starts.touch()
     # From a corner where branin is ~308, candidates rarely lose after one repeat, so the
     # researcher records one repeat, then runs the others: the moment to kill it.
-    task = copy_task(workspace, "branin", params={"x1": -5.0, "x2": 0.0},
-                     command=["{python}", "slow.py"], env={"STARTS": str(starts)})
+    task = copy_task(
+        workspace,
+        "branin",
+        params={"x1": -5.0, "x2": 0.0},
+        command=["{python}", "slow.py"],
+        env={"STARTS": str(starts)},
+    )
     (workspace / task / "candidate" / "slow.py").write_text(SLOW)
     research = start(workspace, task, 2)
 
@@ -123,7 +137,8 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
         round_number = research.view().active_round
         manifest = research.records.read_manifest(f"c{round_number:03d}")
         measured = manifest is not None and any(
-            m.round == round_number for m in manifest.measurements)
+            m.round == round_number for m in manifest.measurements
+        )
         return measured and bool(set(started_runs(starts)) - recorded_runs(research))
 
     wait_until(mid_experiment, 120, "a measure step with one repeat recorded, more running")
@@ -133,8 +148,9 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     wait_until(lambda: not alive(pid), 5, "the killed controller to go")
     # Its workers notice and go too; once no process works in the workspace any more,
     # nothing more gets recorded.
-    wait_until(lambda: not processes_working_in(workspace), 30,
-               "the killed controller's workers to go")
+    wait_until(
+        lambda: not processes_working_in(workspace), 30, "the killed controller's workers to go"
+    )
     recorded_at_kill = recorded_runs(research)
     in_flight = set(started_runs(starts)) - recorded_at_kill
     assert in_flight
@@ -151,12 +167,25 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     for round_view in view.rounds:
         result = state.rounds[round_view.round].result
         assert result is not None
-        assert (result.candidate_id, result.parent_id, result.params, result.disposition,
-                result.experiment_status, result.metric) == (
-            round_view.candidate_id, round_view.parent_id, round_view.params,
-            round_view.disposition, round_view.experiment_status, round_view.metric)
-        assert result.metric_repeats == state.candidates[result.candidate_id].values[
-            :len(result.metric_repeats)]
+        assert (
+            result.candidate_id,
+            result.parent_id,
+            result.params,
+            result.disposition,
+            result.experiment_status,
+            result.metric,
+        ) == (
+            round_view.candidate_id,
+            round_view.parent_id,
+            round_view.params,
+            round_view.disposition,
+            round_view.experiment_status,
+            round_view.metric,
+        )
+        assert (
+            result.metric_repeats
+            == state.candidates[result.candidate_id].values[: len(result.metric_repeats)]
+        )
     assert state.incumbent is not None and view.incumbent is not None
     assert state.incumbent.candidate_id == view.incumbent.candidate_id
     assert terminal.output["candidateId"] == view.rounds[-1].candidate_id
@@ -164,8 +193,9 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     # The lost execution was closed as a crash and retried once, in the same round.
     outcomes = [c.completion.outcome for c in research.completions("measure")]
     crashed = [i for i, o in enumerate(outcomes) if isinstance(o, ErrorOutcome)]
-    assert len(crashed) == 1 and all(isinstance(o, VerifiedOutcome)
-                                     for i, o in enumerate(outcomes) if i not in crashed)
+    assert len(crashed) == 1 and all(
+        isinstance(o, VerifiedOutcome) for i, o in enumerate(outcomes) if i not in crashed
+    )
     assert len(outcomes) == len(view.rounds) + 1
     # The retry carried the round's one pass on: no second pass, nothing measured twice.
     record = research.records.read_round(killed_round)
@@ -180,8 +210,7 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
     # Every experiment that ran to its end is recorded exactly once: the records hold one
     # measurement per candidate and seed, and as many as the starts minus the killed ones.
     measured = recorded_runs(research)
-    assert sum(len(m.measurements) for m in research.records.candidates().values()) == \
-        len(measured)
+    assert sum(len(m.measurements) for m in research.records.candidates().values()) == len(measured)
     assert len(started) - len(measured) <= len(in_flight)
     # The records agree with the ledger: each round's evidence is the measure step's.
     evidence = research.evidence()
@@ -196,14 +225,21 @@ def test_kill_minus_nine_mid_round_then_resume(tmp_path: Path,
             assert all(per_candidate.count(c) <= limit for c in per_candidate), number
 
 
-@pytest.mark.parametrize(("node", "reason", "push", "never_started"), [
-    ("scout_challenge", "scouting_failed", False, "researcher"),
-    ("researcher", "research_failed", False, "measure"),
-    ("reviewer", "review_failed", False, "deliver"),
-    ("reviewer", "review_failed", True, "deliver"),
-])
+@pytest.mark.parametrize(
+    ("node", "reason", "push", "never_started"),
+    [
+        ("scout_challenge", "scouting_failed", False, "researcher"),
+        ("researcher", "research_failed", False, "measure"),
+        ("reviewer", "review_failed", False, "deliver"),
+        ("reviewer", "review_failed", True, "deliver"),
+    ],
+)
 def test_an_unrecovered_error_ends_the_run_with_its_own_reason(
-    tmp_path: Path, node: str, reason: str, push: bool, never_started: str,
+    tmp_path: Path,
+    node: str,
+    reason: str,
+    push: bool,
+    never_started: str,
 ) -> None:
     """A node that errors on every attempt ends the run at once with the template's
     reason for it (also with --push: an unreviewed round is never delivered)."""
@@ -230,9 +266,11 @@ def started_runs(starts: Path) -> list[tuple[int, float, float]]:
 
 
 def recorded_runs(research: Research) -> set[tuple[int, float, float]]:
-    return {(m.experiment.seed, float(manifest.params["x1"]), float(manifest.params["x2"]))
-            for manifest in research.records.candidates().values()
-            for m in manifest.measurements}
+    return {
+        (m.experiment.seed, float(manifest.params["x1"]), float(manifest.params["x2"]))
+        for manifest in research.records.candidates().values()
+        for m in manifest.measurements
+    }
 
 
 def load_repeats(research: Research) -> int:

@@ -52,8 +52,9 @@ def research_repository(root: Path) -> tuple[Path, Path, str]:
 POINTS = [{"x": 0.0, "y": 0.0}, {"x": 2.0, "y": -1.0}, {"x": 1.0, "y": 1.0}]
 
 
-def test_push_commits_each_accepted_adoption_once(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_push_commits_each_accepted_adoption_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo, remote, task = research_repository(tmp_path)
     script_points(repo, POINTS)
     base = git(repo, "rev-parse", "HEAD")
@@ -83,9 +84,11 @@ def test_push_commits_each_accepted_adoption_once(tmp_path: Path,
         stored = research.records.source_dir(round_view.candidate_id) / "params.json"
         assert committed == stored.read_text().strip()
     assert not any("Zeroshot-Round: 2" in message for _, message in published)
-    signals = [c.completion.outcome.signals["delivery"]
-               for c in research.completions("deliver")
-               if isinstance(c.completion.outcome, VerifierOutcome)]
+    signals = [
+        c.completion.outcome.signals["delivery"]
+        for c in research.completions("deliver")
+        if isinstance(c.completion.outcome, VerifierOutcome)
+    ]
     assert signals == ["published", "skipped", "published"]
     # Delivery worked in its own worktree; the user's checkout is as it was.
     worktree = repo / ".zeroshot" / "worktrees" / research.run.id
@@ -131,8 +134,8 @@ def git_shim(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[G
         "#!/bin/sh\n"
         "caller=$(tr '\\000\\t\\n' '   ' < /proc/$PPID/cmdline)\n"
         "args=$(printf '%s' \"$*\" | tr '\\t\\n' '  ')\n"
-        f"printf '%s\\t%s\\t%s\\n' \"$PPID\" \"$caller\" \"$args\" >> {shlex.quote(str(log))}\n"
-        f"exec {shlex.quote(real)} \"$@\"\n"
+        f'printf \'%s\\t%s\\t%s\\n\' "$PPID" "$caller" "$args" >> {shlex.quote(str(log))}\n'
+        f'exec {shlex.quote(real)} "$@"\n'
     )
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", f"{root}{os.pathsep}{os.environ['PATH']}")
@@ -141,8 +144,7 @@ def git_shim(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[G
         if not log.exists():
             return []
         rows = [line.split("\t") for line in log.read_text().splitlines()]
-        return [GitCall(int(pid), cmdline.strip(), args.split())
-                for pid, cmdline, args in rows]
+        return [GitCall(int(pid), cmdline.strip(), args.split()) for pid, cmdline, args in rows]
 
     return read
 
@@ -157,9 +159,11 @@ def adoption_reviews(research: Research) -> dict[int, tuple[str, str]]:
     the ledger."""
     results = research.results()
     verdicts = research.verdicts()
-    return {result["round"]: (verdict.diagnostic["title"], verdict.diagnostic["description"])
-            for result, verdict in zip(results, verdicts, strict=True)
-            if verdict.signals["verdict"] == "accepted" and result["disposition"] == "adopt"}
+    return {
+        result["round"]: (verdict.diagnostic["title"], verdict.diagnostic["description"])
+        for result, verdict in zip(results, verdicts, strict=True)
+        if verdict.signals["verdict"] == "accepted" and result["disposition"] == "adopt"
+    }
 
 
 def test_a_candidate_damaged_after_its_review_is_neither_adopted_nor_published(
@@ -170,8 +174,13 @@ def test_a_candidate_damaged_after_its_review_is_neither_adopted_nor_published(
     so delivery has nothing to publish, and the run goes on."""
     repo, remote, task = research_repository(tmp_path)
     script_points(repo, POINTS)
-    research = start(repo, task, 2, push=True, nodes={
-        **SCRIPTED_SCOUTS, "reviewer": python_node("reviewer_damaging_adoptions")})
+    research = start(
+        repo,
+        task,
+        2,
+        push=True,
+        nodes={**SCRIPTED_SCOUTS, "reviewer": python_node("reviewer_damaging_adoptions")},
+    )
     terminal = research.wait()
     assert isinstance(terminal, SucceededResult), terminal
     view = research.view()
@@ -180,8 +189,11 @@ def test_a_candidate_damaged_after_its_review_is_neither_adopted_nor_published(
     assert "no longer match their content hash (changed params.json)" in first.justification
     verdicts = research.verdicts()
     assert verdicts[0].diagnostic["adopt"] is True  # the reviewer asked for it
-    signals = [c.completion.outcome.signals["delivery"] for c in research.completions("deliver")
-               if isinstance(c.completion.outcome, VerifierOutcome)]
+    signals = [
+        c.completion.outcome.signals["delivery"]
+        for c in research.completions("deliver")
+        if isinstance(c.completion.outcome, VerifierOutcome)
+    ]
     assert signals == ["skipped", "skipped"]  # every adoption was damaged, none adopted
     incumbent = research.records.read_incumbent()
     assert incumbent is not None and incumbent.candidate_id == "c000"
@@ -218,7 +230,10 @@ def test_cli_refuses_push_before_any_round_outside_a_repository(tmp_path: Path) 
     task = copy_task(workspace, "rosenbrock")
     done = subprocess.run(
         [sys.executable, "-m", "zeroshot_kernel", "research", "run", task, "--push"],
-        cwd=workspace, capture_output=True, text=True, timeout=120,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)},
     )
     assert done.returncode == 2, done.stdout + done.stderr

@@ -17,8 +17,9 @@ from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path)
     task = copy_task(workspace, "branin", repeats=2)
-    research = start(workspace, task, 2,
-                     nodes={"reviewer": python_node("reviewer_correcting_once")})
+    research = start(
+        workspace, task, 2, nodes={"reviewer": python_node("reviewer_correcting_once")}
+    )
     terminal = research.wait()
     assert isinstance(terminal, SucceededResult), terminal
     view = research.view()
@@ -36,11 +37,14 @@ def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
     first, second = (p.evidence for p in record.passes)
     assert first is not None and second is not None
     assert second.candidate_id == first.candidate_id and second.measurement == "discriminating"
-    assert second.seeds[:len(first.seeds)] == first.seeds and len(second.seeds) == 4
+    assert second.seeds[: len(first.seeds)] == first.seeds and len(second.seeds) == 4
     # Corrections never re-scout: three scouts a round, whatever the passes.
     assert len(research.starts("scout_exploration")) == 2
     assert [v.signals["verdict"] for v in research.verdicts()] == [
-        "corrections", "accepted", "accepted"]
+        "corrections",
+        "accepted",
+        "accepted",
+    ]
 
 
 @pytest.mark.parametrize("push", [False, True])
@@ -49,12 +53,20 @@ def test_sixty_four_passes_exhaust_the_review(tmp_path: Path, push: bool) -> Non
     never delivered."""
     workspace = new_workspace(tmp_path)
     task = copy_task(workspace, "branin")
-    research = start(workspace, task, 2, push=push, nodes={
-        "researcher": python_node("researcher_stub"),
-        "reviewer": python_node("reviewer_never_satisfied"),
-        **{f"scout_{s}": python_node("scout_stub")
-           for s in ("exploration", "synthesis", "challenge")},
-    })
+    research = start(
+        workspace,
+        task,
+        2,
+        push=push,
+        nodes={
+            "researcher": python_node("researcher_stub"),
+            "reviewer": python_node("reviewer_never_satisfied"),
+            **{
+                f"scout_{s}": python_node("scout_stub")
+                for s in ("exploration", "synthesis", "challenge")
+            },
+        },
+    )
     terminal = research.wait()
     assert isinstance(terminal, FailedResult) and terminal.reason == "review_exhausted"
     view = research.view()
@@ -79,8 +91,11 @@ def test_an_early_stop_comes_with_a_justification(tmp_path: Path) -> None:
     assert 1 <= len(view.rounds) < 10
     last = view.rounds[-1]
     assert last.verdict == "stop_approved" and last.disposition == "stop"
-    assert terminal.output == {"round": last.round, "candidateId": last.candidate_id,
-                               "disposition": "stop"}
+    assert terminal.output == {
+        "round": last.round,
+        "candidateId": last.candidate_id,
+        "disposition": "stop",
+    }
     assert "meets the charter's target" in last.justification  # trusted adoption's words
     assert "meets the charter's target" in last.reason  # the reviewer's
     assert all(r.verdict == "accepted" for r in view.rounds[:-1])

@@ -68,7 +68,10 @@ def assert_records_match_view(research: Research, view: ResearchView) -> None:
         result = record.result
         assert result is not None
         assert (result.round, result.candidate_id, result.disposition) == (
-            round_view.round, round_view.candidate_id, round_view.disposition)
+            round_view.round,
+            round_view.candidate_id,
+            round_view.disposition,
+        )
         assert result.metric == round_view.metric
         manifest = state.candidates[result.candidate_id]
         assert manifest.content_sha256 == result.candidate_sha256
@@ -78,8 +81,9 @@ def assert_records_match_view(research: Research, view: ResearchView) -> None:
         by_seed = {m.experiment.seed: m.experiment.metric for m in manifest.measurements}
         assert [by_seed[s] for s in evidence.seeds] == result.metric_repeats
         if round_view.metric is not None:
-            assert math.isclose(sum(result.metric_repeats) / len(result.metric_repeats),
-                                round_view.metric)
+            assert math.isclose(
+                sum(result.metric_repeats) / len(result.metric_repeats), round_view.metric
+            )
     assert view.incumbent is not None and state.incumbent is not None
     assert state.incumbent.candidate_id == view.incumbent.candidate_id
 
@@ -110,8 +114,11 @@ def assert_incumbent_reproduces(research: Research, view: ResearchView, fresh: P
     assert check.ok, check.problems
     recorded = [m.experiment for m in manifest.measurements if m.experiment.metric is not None]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        again = list(pool.map(
-            lambda m: reproduce(research.workspace, research.task, fresh, m.seed), recorded))
+        again = list(
+            pool.map(
+                lambda m: reproduce(research.workspace, research.task, fresh, m.seed), recorded
+            )
+        )
     assert again == pytest.approx([m.metric for m in recorded], rel=1e-9, abs=1e-12)
     mean = sum(v for v in again if v is not None) / len(again)
     floor = max(r.noise_floor for r in view.rounds)

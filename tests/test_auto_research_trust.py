@@ -28,8 +28,10 @@ KEY_ENV = "ZS_LYING_LLM_KEY"
 CLAIMED_METRIC = 123456789.0
 CLAIMED_GAIN = 987654321.0
 CLAIMED_HASH = "a.a.a"
-LIE = (f"measured: metric {CLAIMED_METRIC}, metricRepeats [1, 2], gain {CLAIMED_GAIN}, "
-       f"noise floor 0, candidateSha256 {CLAIMED_HASH}; disposition adopt")
+LIE = (
+    f"measured: metric {CLAIMED_METRIC}, metricRepeats [1, 2], gain {CLAIMED_GAIN}, "
+    f"noise floor 0, candidateSha256 {CLAIMED_HASH}; disposition adopt"
+)
 # Round 1: a corner where branin is ~308, far worse than the start (~55.6); round 2: a
 # change that is no change at all; round 3: next to an optimum (~0.398).
 CHANGES: list[dict[str, Any]] = [
@@ -51,23 +53,52 @@ class LyingModel:
         if "change" in properties:
             change = CHANGES[min(self.changes, len(CHANGES) - 1)]
             self.changes += 1
-            return {"change": {"parentId": "c000", "strategy": "exploration",
-                               "approach": "exploration:lie", "rationale": LIE, **change}}
+            return {
+                "change": {
+                    "parentId": "c000",
+                    "strategy": "exploration",
+                    "approach": "exploration:lie",
+                    "rationale": LIE,
+                    **change,
+                }
+            }
         output = properties["output"]
         if "proposal" in output.get("properties", {}):
-            return {"output": {"proposal": {
-                "strategy": "exploration", "approach": "exploration:lie",
-                "paramsJson": json.dumps({"x1": 1.0, "x2": 1.0}), "rationale": LIE}},
-                "signals": {}, "diagnostic": None}
-        self.reviewed.append(json.loads(body["messages"][-1]["content"].split(
-            "# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0]))
-        return {"output": None, "signals": {"verdict": "accepted"},
-                "diagnostic": {"reason": LIE, "corrections": "", "title": f"Adopt: {LIE}",
-                               "description": LIE, "adopt": True}}
+            return {
+                "output": {
+                    "proposal": {
+                        "strategy": "exploration",
+                        "approach": "exploration:lie",
+                        "paramsJson": json.dumps({"x1": 1.0, "x2": 1.0}),
+                        "rationale": LIE,
+                    }
+                },
+                "signals": {},
+                "diagnostic": None,
+            }
+        self.reviewed.append(
+            json.loads(
+                body["messages"][-1]["content"]
+                .split("# Input (JSON)\n\n", 1)[1]
+                .split("\n\n# ", 1)[0]
+            )
+        )
+        return {
+            "output": None,
+            "signals": {"verdict": "accepted"},
+            "diagnostic": {
+                "reason": LIE,
+                "corrections": "",
+                "title": f"Adopt: {LIE}",
+                "description": LIE,
+                "adopt": True,
+            },
+        }
 
 
-def test_a_lying_model_cannot_make_evidence(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lying_model_cannot_make_evidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "local-key")
     monkeypatch.setenv("ZEROSHOT_HTTP_BACKOFF_S", "0.01")
     workspace = new_workspace(tmp_path / "ws")
@@ -82,15 +113,22 @@ def test_a_lying_model_cannot_make_evidence(tmp_path: Path,
     # The trusted steps decided: the worse candidate and the refused change were not
     # adopted although the reviewer asked for it; the real improvement was.
     assert [(r.measure_status, r.verdict, r.disposition) for r in view.rounds] == [
-        ("measured", "accepted", "reject"), ("change_rejected", "accepted", "reject"),
-        ("measured", "accepted", "adopt")]
-    assert "the reviewer asked to adopt, but the evidence does not support it" in \
-        view.rounds[0].justification
+        ("measured", "accepted", "reject"),
+        ("change_rejected", "accepted", "reject"),
+        ("measured", "accepted", "adopt"),
+    ]
+    assert (
+        "the reviewer asked to adopt, but the evidence does not support it"
+        in view.rounds[0].justification
+    )
     assert "the change is malformed: paramsJson" in view.rounds[1].justification
     assert view.incumbent is not None and view.incumbent.candidate_id == "c003"
     # The reviewer saw the trusted evidence, not the researcher's claims.
     assert [r["evidence"]["status"] for r in model.reviewed] == [
-        "measured", "change_rejected", "measured"]
+        "measured",
+        "change_rejected",
+        "measured",
+    ]
 
     records = research.records
     numbers, hashes = facts(records.root)
@@ -101,12 +139,18 @@ def test_a_lying_model_cannot_make_evidence(tmp_path: Path,
     for record in records.snapshot().rounds.values():
         for row in record.passes:  # every repeat in the evidence is a recorded run's
             assert row.evidence is not None
-            assert set(row.evidence.metric_repeats) | set(row.evidence.incumbent_repeats) \
-                <= measured
+            assert (
+                set(row.evidence.metric_repeats) | set(row.evidence.incumbent_repeats) <= measured
+            )
         assert record.result is not None and set(record.result.metric_repeats) <= measured
     for round_view in view.rounds:
-        shown = {round_view.metric, round_view.incumbent_metric, round_view.gain,
-                 round_view.noise_floor, round_view.effect_size}
+        shown = {
+            round_view.metric,
+            round_view.incumbent_metric,
+            round_view.gain,
+            round_view.noise_floor,
+            round_view.effect_size,
+        }
         assert not {CLAIMED_METRIC, CLAIMED_GAIN} & shown
         assert LIE not in round_view.evidence and LIE not in round_view.justification
     figure = plateau_figure(view)
@@ -125,22 +169,29 @@ def test_a_lying_model_cannot_make_evidence(tmp_path: Path,
     for round_view, result in zip(view.rounds, research.results(), strict=True):
         if round_view.metric is not None:
             assert math.isclose(round_view.metric, result["metric"])
-            assert result["candidateSha256"] == records.read_manifest(  # type: ignore[union-attr]
-                round_view.candidate_id).content_sha256
+            assert (
+                result["candidateSha256"]
+                == records.read_manifest(  # type: ignore[union-attr]
+                    round_view.candidate_id
+                ).content_sha256
+            )
 
 
 def start_lying(workspace: Path, task: str, base_url: str) -> Research:
     """Submit the template with every agent on the openai harness behind ``base_url``."""
     client = Client(workspace=str(workspace))
-    expansion = expand_template("auto-research", TemplateOptions(
-        task=task, iterations=3, harness="openai", model="standin"))
+    expansion = expand_template(
+        "auto-research", TemplateOptions(task=task, iterations=3, harness="openai", model="standin")
+    )
     runtime = dict(expansion.runtime)
     runtime["connections"] = {"local": {"env": KEY_ENV, "baseUrl": base_url}}
     runtime["nodes"] = {
         name: binding if binding["kind"] == "trusted" else {**binding, "connections": ["local"]}
-        for name, binding in expansion.runtime["nodes"].items()}
-    run = client.submit(expansion.graph, input=expansion.input, runtime=runtime,
-                        title=f"lying auto-research {task}")
+        for name, binding in expansion.runtime["nodes"].items()
+    }
+    run = client.submit(
+        expansion.graph, input=expansion.input, runtime=runtime, title=f"lying auto-research {task}"
+    )
     return Research(workspace, task, client, run)
 
 
@@ -172,5 +223,9 @@ def facts(root: Path) -> tuple[set[float], set[str]]:
 
 
 def measured_values(records: Any) -> set[float]:
-    return {m.experiment.metric for manifest in records.candidates().values()
-            for m in manifest.measurements if m.experiment.metric is not None}
+    return {
+        m.experiment.metric
+        for manifest in records.candidates().values()
+        for m in manifest.measurements
+        if m.experiment.metric is not None
+    }

@@ -77,14 +77,19 @@ def test_reconsideration_reaches_the_researcher_through_the_engine(
     # Each researcher execution: its recorded input (the graph's: task, corrections, the
     # scouts' proposals) and the engine context recorded with it in the ledger.
     contexts = recorded_contexts(events)
-    started = [e for e in events if isinstance(e, NodeStarted) and
-               e.reference.node == "researcher"]
+    started = [e for e in events if isinstance(e, NodeStarted) and e.reference.node == "researcher"]
     assert len(started) == len(contexts) >= 3
     due_by_round: dict[int, bool] = {}
     for event in started:
         assert event.input["task"] == research.task
-        assert set(event.input) == {"task", "study", "corrections", "exploration", "synthesis",
-                                    "challenge"}
+        assert set(event.input) == {
+            "task",
+            "study",
+            "corrections",
+            "exploration",
+            "synthesis",
+            "challenge",
+        }
         context = contexts[event.reference.execution]
         assert context["iterations"] == 3
         due_by_round[context["round"]] = context["reconsiderationDue"]
@@ -92,13 +97,25 @@ def test_reconsideration_reaches_the_researcher_through_the_engine(
     # What the engine said is what the ledger implies: two accepted non-adoptions.
     before_three = views_by_round(research.run.events())[2]
     assert reconsideration_due(
-        [{"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
-          "reconsidered": r.reconsidered} for r in before_three.rounds], 3)
+        [
+            {
+                "disposition": r.disposition,
+                "approach": r.approach,
+                "gain": r.gain,
+                "reconsidered": r.reconsidered,
+            }
+            for r in before_three.rounds
+        ],
+        3,
+    )
 
     # The researcher acted on it: round 3 reconsidered, from an archived parent.
     view = research.view()
     assert [(r.reconsideration_due, r.reconsidered) for r in view.rounds] == [
-        (False, False), (False, False), (True, True)]
+        (False, False),
+        (False, False),
+        (True, True),
+    ]
     third = research.records.read_round(3)
     assert third is not None and third.result is not None
     assert third.result.reconsideration_due and third.result.reconsidered
@@ -129,10 +146,18 @@ def from_records(records: ResearchRecords, rounds: int) -> ResearchView:
         if result.reconsidered:
             reconsidered.append(number)
         best.append(current)
-    return ResearchView(rounds=(), incumbent=None, best_so_far=tuple(best), plateau=plateau,
-                        reconsiderations=tuple(reconsidered), active_round=0,
-                        passes_in_progress=0, measured_in_progress=0,
-                        review_in_progress=("", False), terminal=None)
+    return ResearchView(
+        rounds=(),
+        incumbent=None,
+        best_so_far=tuple(best),
+        plateau=plateau,
+        reconsiderations=tuple(reconsidered),
+        active_round=0,
+        passes_in_progress=0,
+        measured_in_progress=0,
+        review_in_progress=("", False),
+        terminal=None,
+    )
 
 
 def views_by_round(events: Iterable[tuple[Any, RunEvent]]) -> dict[int, ResearchView]:

@@ -31,7 +31,7 @@ from zeroshot_kernel.batch import (
 )
 from zeroshot_kernel.batch.storage import BatchOptions
 
-NOTEBOOK_SOURCE = '''
+NOTEBOOK_SOURCE = """
 import os, pathlib, time
 from zeroshot_kernel.batch import record
 pathlib.Path(marks, f".{x}.pid.tmp").write_text(str(os.getpid()))
@@ -41,19 +41,24 @@ if hang and not pathlib.Path(marks, f"{x}.hung").exists():
     time.sleep(hang)
 assert x >= 0, "negative x"
 record(metric=(1 - x) ** 2, x=x)
-'''
+"""
 
 
 def write_notebook(folder: Path) -> Path:
     """A notebook that records ``metric`` for ``x``; with ``hang`` it sleeps on its first
     execution only (so that a resumed item finishes); ``x < 0`` fails a cell."""
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('x = 0\nhang = 0\nmarks = "."'),
-        nbformat.v4.new_code_cell(NOTEBOOK_SOURCE.strip()),
-    ])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell('x = 0\nhang = 0\nmarks = "."'),
+            nbformat.v4.new_code_cell(NOTEBOOK_SOURCE.strip()),
+        ]
+    )
     notebook.cells[0].metadata["tags"] = ["parameters"]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path = folder / "metric.ipynb"
     nbformat.write(notebook, path)
     return path
@@ -97,7 +102,8 @@ def test_pairs_grids_and_csv_rows_give_one_set_per_notebook(tmp_path: Path) -> N
         {"task": "svc-digits", "iterations": 10, "push": False},
     ]
     assert parameter_sets(pairs=[("rate", "0.5"), ("name", "a b")]) == [
-        {"rate": 0.5, "name": "a b"}]
+        {"rate": 0.5, "name": "a b"}
+    ]
     exported = tmp_path / "exported.csv"  # a spreadsheet's "CSV UTF-8": a byte-order mark
     exported.write_bytes(b"\xef\xbb\xbftask,iterations\r\nbranin,2\r\n")
     assert parameter_sets(rows=exported) == [{"task": "branin", "iterations": 2}]
@@ -110,23 +116,29 @@ def test_a_value_nested_past_the_yaml_parsers_reach_stays_text(tmp_path: Path) -
     assert parameter_sets(pairs=[("x", deep)]) == parameter_sets(rows=rows) == [{"x": deep}]
 
 
-@pytest.mark.parametrize(("sources", "words"), [
-    pytest.param({"grid": "empty.yaml"}, "empty list", id="grid-with-an-empty-list"),
-    pytest.param({"grid": "list.yaml"}, "mapping", id="grid-not-a-mapping"),
-    pytest.param({"rows": "ragged.csv"}, "more or fewer cells", id="ragged-rows"),
-    pytest.param({"grid": "list.yaml", "rows": "ragged.csv"}, "not both", id="grid-and-rows"),
-    pytest.param({"grid": "missing.yaml"}, "No such file", id="missing-file"),
-    pytest.param({"pairs": [("2x", "1")]}, "not a plain Python variable name",
-                 id="bad-parameter-name"),
-])
+@pytest.mark.parametrize(
+    ("sources", "words"),
+    [
+        pytest.param({"grid": "empty.yaml"}, "empty list", id="grid-with-an-empty-list"),
+        pytest.param({"grid": "list.yaml"}, "mapping", id="grid-not-a-mapping"),
+        pytest.param({"rows": "ragged.csv"}, "more or fewer cells", id="ragged-rows"),
+        pytest.param({"grid": "list.yaml", "rows": "ragged.csv"}, "not both", id="grid-and-rows"),
+        pytest.param({"grid": "missing.yaml"}, "No such file", id="missing-file"),
+        pytest.param(
+            {"pairs": [("2x", "1")]}, "not a plain Python variable name", id="bad-parameter-name"
+        ),
+    ],
+)
 def test_bad_parameter_sources_say_what_is_wrong(
     tmp_path: Path, sources: dict[str, Any], words: str
 ) -> None:
     (tmp_path / "empty.yaml").write_text("task: []\n")
     (tmp_path / "list.yaml").write_text("[1, 2]\n")
     (tmp_path / "ragged.csv").write_text("a,b\n1,2,3\n")
-    given = {name: tmp_path / value if isinstance(value, str) else value
-             for name, value in sources.items()}
+    given = {
+        name: tmp_path / value if isinstance(value, str) else value
+        for name, value in sources.items()
+    }
     with pytest.raises(ParameterError, match=words):
         parameter_sets(**given)
 
@@ -149,10 +161,16 @@ def test_eight_notebooks_on_a_dask_cluster(workspace: Path) -> None:
     from distributed import LocalCluster
 
     notebook = write_notebook(workspace)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        status = run_batch(notebook, sets(*range(8)), output_dir="out",
-                           dask=cluster.scheduler_address, progress=False)
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        status = run_batch(
+            notebook,
+            sets(*range(8)),
+            output_dir="out",
+            dask=cluster.scheduler_address,
+            progress=False,
+        )
     assert [item.status for item in status.items] == ["succeeded"] * 8
     for item in status.items:
         assert item.output is not None
@@ -174,8 +192,12 @@ def test_a_killed_kernel_fails_only_its_item_and_resume_reruns_only_that(
     parameters = [{**item, "hang": 60 if item["x"] == 1 else 0} for item in sets(0, 1, 2, 3)]
     status = run_batch(notebook, parameters, output_dir="out", workers=2, progress=False)
     killer.join()
-    assert [item.status for item in status.items] == ["succeeded", "failed", "succeeded",
-                                                      "succeeded"]
+    assert [item.status for item in status.items] == [
+        "succeeded",
+        "failed",
+        "succeeded",
+        "succeeded",
+    ]
     assert status.items[1].error == "the kernel died while a cell ran (killed, or out of memory)"
 
     resumed = resume_batch(status.batch_id, progress=False)
@@ -187,12 +209,14 @@ def test_a_killed_kernel_fails_only_its_item_and_resume_reruns_only_that(
 
 def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace: Path) -> None:
     notebook = write_notebook(workspace)
-    status = run_batch(notebook, [*sets(2, hang=120), *sets(-1)], output_dir="out",
-                       timeout_s=20, progress=False)
+    status = run_batch(
+        notebook, [*sets(2, hang=120), *sets(-1)], output_dir="out", timeout_s=20, progress=False
+    )
     hung, negative = status.items
     assert hung.status == negative.status == "failed"
-    assert hung.error == ("the notebook ran past its 20 s timeout; its process and kernel "
-                          "were stopped")
+    assert hung.error == (
+        "the notebook ran past its 20 s timeout; its process and kernel were stopped"
+    )
     assert hung.duration_s is not None and hung.duration_s < 60
     kernel = int((workspace / "marks" / "2.pid").read_text())
     wait_until(lambda: not alive(kernel), 30, "the hung kernel to exit with its process")
@@ -203,15 +227,20 @@ def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace:
 def test_the_timeout_bounds_the_whole_notebook_not_only_each_cell(workspace: Path) -> None:
     cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(6)]
     notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(notebook, workspace / "slow.ipynb")
-    status = run_batch(workspace / "slow.ipynb", [{}], output_dir="out", timeout_s=4,
-                       progress=False)
+    status = run_batch(
+        workspace / "slow.ipynb", [{}], output_dir="out", timeout_s=4, progress=False
+    )
     (item,) = status.items
     assert item.status == "failed"
-    assert item.error == ("the notebook ran past its 4 s timeout; its process and kernel "
-                          "were stopped")
+    assert item.error == (
+        "the notebook ran past its 4 s timeout; its process and kernel were stopped"
+    )
     assert item.duration_s is not None and 4 <= item.duration_s < 30
 
 
@@ -220,30 +249,38 @@ def test_a_kernel_that_fails_to_start_is_retried(
 ) -> None:
     """A kernelspec whose launcher fails on its first start (as racing starts do)."""
     launcher = workspace / "flaky-kernel"
-    launcher.write_text(textwrap.dedent(f"""\
+    launcher.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         if [ ! -e "{workspace}/started-once" ]; then
             touch "{workspace}/started-once"; exit 1
         fi
         exec {sys.executable} -m ipykernel_launcher "$@"
-    """))
+    """)
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
     spec = workspace / "jupyter" / "kernels" / "flaky"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(launcher), "-f", "{connection_file}"], "display_name": "flaky",
-        "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(launcher), "-f", "{connection_file}"],
+                "display_name": "flaky",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(workspace / "jupyter"))
     notebook = write_notebook(workspace)
-    status = run_batch(notebook, sets(3), output_dir="out", kernel_name="flaky",
-                       progress=False)
+    status = run_batch(notebook, sets(3), output_dir="out", kernel_name="flaky", progress=False)
     assert (workspace / "started-once").exists()
     (item,) = status.items
     assert item.status == "succeeded", item.error
     assert item.results == {"metric": 4, "x": 3}
 
-    missing = run_batch(notebook, sets(3), output_dir="out", kernel_name="no-such-kernel",
-                        progress=False)
+    missing = run_batch(
+        notebook, sets(3), output_dir="out", kernel_name="no-such-kernel", progress=False
+    )
     assert missing.items[0].error is not None
     assert missing.items[0].error.startswith("the kernel did not start: NoSuchKernel")
 
@@ -252,15 +289,30 @@ def test_a_kernel_that_fails_to_start_is_retried(
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", "batch", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "batch", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_cli_runs_shows_and_resumes_a_batch(workspace: Path) -> None:
     notebook = write_notebook(workspace)
     (workspace / "grid.yaml").write_text("x: [-1, 2]\n")
-    ran = zeroshot(workspace, str(notebook), "--grid", "grid.yaml", "-p", "marks", "marks",
-                   "--output-dir", "out", "--quiet")
+    ran = zeroshot(
+        workspace,
+        str(notebook),
+        "--grid",
+        "grid.yaml",
+        "-p",
+        "marks",
+        "marks",
+        "--output-dir",
+        "out",
+        "--quiet",
+    )
     assert ran.returncode == 1, ran.stderr  # one item failed
     batch_id = ran.stdout.split(":", 1)[0]
     assert ran.stdout.startswith(f"{batch_id}: 1 succeeded, 1 failed of 2; notebook ")
@@ -298,16 +350,26 @@ INJECTED = "x;__import__('os').system('touch PWNED');y"
 HOSTILE_VALUE = "\"'); __import__('os').system('touch PWNED') #\\\n\"\"\"'''"
 
 
-@pytest.mark.parametrize(("source", "name"), [("csv header", INJECTED), ("grid key", INJECTED),
-                                              ("-p name", INJECTED), ("-p name", "lambda")])
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ("csv header", INJECTED),
+        ("grid key", INJECTED),
+        ("-p name", INJECTED),
+        ("-p name", "lambda"),
+    ],
+)
 def test_a_name_that_is_code_is_refused_before_any_notebook_runs(
     workspace: Path, source: str, name: str
 ) -> None:
     notebook = write_notebook(workspace)
     (workspace / "rows.csv").write_text(f"{name},marks\n1,marks\n")
     (workspace / "grid.yaml").write_text(json.dumps({name: [1], "marks": "marks"}))
-    arguments = {"csv header": ["--csv", "rows.csv"], "grid key": ["--grid", "grid.yaml"],
-                 "-p name": ["-p", name, "1", "-p", "marks", "marks"]}[source]
+    arguments = {
+        "csv header": ["--csv", "rows.csv"],
+        "grid key": ["--grid", "grid.yaml"],
+        "-p name": ["-p", name, "1", "-p", "marks", "marks"],
+    }[source]
     ran = zeroshot(workspace, str(notebook), *arguments, "--output-dir", "out", "--quiet")
     assert ran.returncode == 2, ran.stdout + ran.stderr
     [line] = ran.stderr.splitlines()
@@ -340,11 +402,12 @@ def test_resume_refuses_a_name_planted_in_the_ledger(workspace: Path) -> None:
     checks the names again before it executes anything."""
     notebook = write_notebook(workspace)
     with open_store() as store:
-        batch_id = store.create(str(notebook), str(workspace / "out"), sets(1),
-                                BatchOptions())
+        batch_id = store.create(str(notebook), str(workspace / "out"), sets(1), BatchOptions())
     with sqlite3.connect(workspace / ".zeroshot" / "ledger.db") as ledger:
-        ledger.execute("UPDATE zeroshot_batch_items SET parameters_json = ?",
-                       (json.dumps({INJECTED: 1, "marks": "marks"}),))
+        ledger.execute(
+            "UPDATE zeroshot_batch_items SET parameters_json = ?",
+            (json.dumps({INJECTED: 1, "marks": "marks"}),),
+        )
     resumed = zeroshot(workspace, "resume", batch_id, "--quiet")
     assert resumed.returncode == 2, resumed.stdout + resumed.stderr
     [line] = resumed.stderr.splitlines()
@@ -357,25 +420,41 @@ def test_a_hostile_value_stays_data_and_outputs_leave_the_workspace_only_when_as
     workspace: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     notebook = workspace / "echo.ipynb"
-    document = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('text = ""'),
-        nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\nrecord(text=text)"),
-    ])
+    document = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell('text = ""'),
+            nbformat.v4.new_code_cell(
+                "from zeroshot_kernel.batch import record\nrecord(text=text)"
+            ),
+        ]
+    )
     document.cells[0].metadata["tags"] = ["parameters"]
-    document.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    document.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(document, notebook)
     (workspace / "rows.csv").write_text('text\n"' + HOSTILE_VALUE.replace('"', '""') + '"\n')
     elsewhere = tmp_path_factory.mktemp("elsewhere")
 
-    refused = zeroshot(workspace, str(notebook), "--csv", "rows.csv",
-                       "--output-dir", str(elsewhere), "--quiet")
+    refused = zeroshot(
+        workspace, str(notebook), "--csv", "rows.csv", "--output-dir", str(elsewhere), "--quiet"
+    )
     assert refused.returncode == 2
     assert "outside the workspace" in refused.stderr and str(elsewhere) in refused.stderr
     assert list(elsewhere.iterdir()) == []
 
-    ran = zeroshot(workspace, str(notebook), "--csv", "rows.csv", "--output-dir",
-                   str(elsewhere), "--allow-outside-workspace", "--quiet")
+    ran = zeroshot(
+        workspace,
+        str(notebook),
+        "--csv",
+        "rows.csv",
+        "--output-dir",
+        str(elsewhere),
+        "--allow-outside-workspace",
+        "--quiet",
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert f"executed notebooks go to {elsewhere}" in ran.stderr
     [output] = elsewhere.glob("*.ipynb")

@@ -33,36 +33,55 @@ def pins() -> dict[str, str]:
 
 def test_every_runtime_and_lab_dependency_is_pinned_within_its_declared_range() -> None:
     project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
-    declared = [Requirement(x) for x in
-                [*project["dependencies"], *project["optional-dependencies"]["lab"]]]
+    declared = [
+        Requirement(x) for x in [*project["dependencies"], *project["optional-dependencies"]["lab"]]
+    ]
     pinned = pins()
     for requirement in declared:
         name = canonicalize_name(requirement.name)
         assert name in pinned, f"binder/requirements.txt does not pin {requirement.name}"
         assert requirement.specifier.contains(pinned[name]), (
-            f"binder pins {name}=={pinned[name]}, outside pyproject's {requirement}")
+            f"binder pins {name}=={pinned[name]}, outside pyproject's {requirement}"
+        )
 
 
 def test_the_pins_resolve_together() -> None:
     resolved = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-         "--quiet", "--report", "-", "-r", str(BINDER / "requirements.txt")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            "-",
+            "-r",
+            str(BINDER / "requirements.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     assert resolved.returncode == 0, resolved.stderr
-    chosen = {canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
-              for item in json.loads(resolved.stdout)["install"]}
+    chosen = {
+        canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in json.loads(resolved.stdout)["install"]
+    }
     assert {name: chosen.get(name) for name in pins()} == pins()
 
 
 def test_post_build_is_minimal_and_installs_only_the_project() -> None:
     post_build = BINDER / "postBuild"
     assert os.access(post_build, os.X_OK)
-    commands = [x for x in post_build.read_text().splitlines()
-                if x.strip() and not x.startswith(("#", "set "))]
-    assert commands == ["python -m pip install --no-deps --no-cache-dir -e .",
-                        "mkdir -p .zeroshot"]
+    commands = [
+        x
+        for x in post_build.read_text().splitlines()
+        if x.strip() and not x.startswith(("#", "set "))
+    ]
+    assert commands == ["python -m pip install --no-deps --no-cache-dir -e .", "mkdir -p .zeroshot"]
     assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
 
 

@@ -23,21 +23,33 @@ def _graph(document: Any) -> GraphSpec:
 
 
 def _bounds(root: dict[str, Any]) -> tuple[StructuralBounds | None, list[GraphDiagnostic]]:
-    return structural_bounds(_graph({
-        "profile": "openengine.graph.full/v1",
-        "initialInput": NULL,
-        "policy": {"policy": "policy.strict@1", "default": "deny"},
-        "root": root,
-    }))
+    return structural_bounds(
+        _graph(
+            {
+                "profile": "openengine.graph.full/v1",
+                "initialInput": NULL,
+                "policy": {"policy": "policy.strict@1", "default": "deny"},
+                "root": root,
+            }
+        )
+    )
 
 
 def step(name: str, attempts: int = 1, reads: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
-        "kind": "step", "name": name, "worker": "fixture.worker@1", "input": NULL,
-        "output": NULL, "inputBindings": [], "timeoutMs": 1, "attempts": attempts,
+        "kind": "step",
+        "name": name,
+        "worker": "fixture.worker@1",
+        "input": NULL,
+        "output": NULL,
+        "inputBindings": [],
+        "timeoutMs": 1,
+        "attempts": attempts,
         "writeBindings": [
-            {"target": [f"from_{other}"], "value": {"node": other, "channel": "out",
-                                                    "path": ["result"]}}
+            {
+                "target": [f"from_{other}"],
+                "value": {"node": other, "channel": "out", "path": ["result"]},
+            }
             for other in reads
         ],
     }
@@ -48,33 +60,66 @@ def succeed(name: str) -> dict[str, Any]:
 
 
 def seq(name: str, *children: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "seq", "name": name, "state": NULL, "children": list(children),
-            "promotedStatePaths": []}
+    return {
+        "kind": "seq",
+        "name": name,
+        "state": NULL,
+        "children": list(children),
+        "promotedStatePaths": [],
+    }
 
 
 def par(name: str, *branches: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "par", "name": name, "state": NULL, "branches": list(branches),
-            "promotedStatePaths": [], "join": {"kind": "all"}}
+    return {
+        "kind": "par",
+        "name": name,
+        "state": NULL,
+        "branches": list(branches),
+        "promotedStatePaths": [],
+        "join": {"kind": "all"},
+    }
 
 
 def loop(name: str, body: dict[str, Any], iterations: int) -> dict[str, Any]:
-    return {"kind": "loop", "name": name, "state": NULL, "body": body,
-            "maxIterations": iterations, "promotedStatePaths": []}
+    return {
+        "kind": "loop",
+        "name": name,
+        "state": NULL,
+        "body": body,
+        "maxIterations": iterations,
+        "promotedStatePaths": [],
+    }
 
 
 def map_(name: str, body: dict[str, Any], items: int) -> dict[str, Any]:
-    return {"kind": "map", "name": name, "state": NULL, "body": body, "maxItems": items,
-            "over": {"source": "state", "path": ["items"]}, "promotedStatePaths": []}
+    return {
+        "kind": "map",
+        "name": name,
+        "state": NULL,
+        "body": body,
+        "maxItems": items,
+        "over": {"source": "state", "path": ["items"]},
+        "promotedStatePaths": [],
+    }
 
 
 def choice(name: str, when: dict[str, Any], then: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "choice", "name": name, "state": NULL, "otherwise": None,
-            "branches": [{"when": when, "node": then}], "promotedStatePaths": []}
+    return {
+        "kind": "choice",
+        "name": name,
+        "state": NULL,
+        "otherwise": None,
+        "branches": [{"when": when, "node": then}],
+        "promotedStatePaths": [],
+    }
 
 
 def is_error(of: str) -> dict[str, Any]:
-    return {"kind": "in", "value": {"name": of, "source": "error", "field": None},
-            "labels": ["crash"]}
+    return {
+        "kind": "in",
+        "value": {"name": of, "source": "error", "field": None},
+        "labels": ["crash"],
+    }
 
 
 def _found(diagnostics: list[GraphDiagnostic]) -> list[tuple[str, list[Any], list[str]]]:
@@ -142,7 +187,9 @@ def test_fold_counts_executions_concurrency_and_loop_entries() -> None:
     assert diagnostics == [] and bounds is not None
     assert (bounds.max_node_executions, bounds.peak_concurrency) == (21, 6)
     assert bounds.termination.to_wire() == {
-        "kind": "bounded", "maxIterations": 20, "ranking": [["retry"]]
+        "kind": "bounded",
+        "maxIterations": 20,
+        "ranking": [["retry"]],
     }
     assert bounds.attempts_per_node == {"peer": 1, "work": 3}
 
@@ -225,7 +272,9 @@ def test_depth_ceiling_is_reported_at_each_too_deep_node() -> None:
     _, diagnostics = _bounds(root)
     [finding] = diagnostics
     assert (finding.code, finding.path[-1], finding.related_nodes) == (
-        "ceiling_exceeded", node("work"), ["work"]
+        "ceiling_exceeded",
+        node("work"),
+        ["work"],
     )
     assert len(finding.path) == 2 + 3 * 64
 
@@ -241,13 +290,22 @@ def test_node_and_guard_totals_are_reported_at_the_root() -> None:
         seq("right", *[succeed(f"u{i}") for i in range(2049)]),
     )
     _, diagnostics = _bounds(root)
-    guard_path = [field("root"), node("root"), field("children"), index(1), node("route"),
-                  field("branches"), index(0), field("when")]
+    guard_path = [
+        field("root"),
+        node("root"),
+        field("children"),
+        index(1),
+        node("route"),
+        field("branches"),
+        index(0),
+        field("when"),
+    ]
     assert _found(diagnostics) == [
         ("ceiling_exceeded", [field("root")], []),
         ("ceiling_exceeded", [field("root")], []),
         ("ceiling_exceeded", guard_path, []),
     ]
     assert [d.message.split(" (")[0] for d in diagnostics[:2]] == [
-        "total guard nodes", "total nodes"
+        "total guard nodes",
+        "total nodes",
     ]

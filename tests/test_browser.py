@@ -35,9 +35,16 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 
 CHROMIUM = Path(os.environ.get("ZEROSHOT_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "browser"
 ROUNDS = 3  # the quickstart's default
 
@@ -81,8 +88,11 @@ class Server:
         return f"{self.base}/notebooks/{path}?token={self.token}"
 
     def api(self, path: str, method: str = "GET") -> Any:
-        request = urllib.request.Request(f"{self.base}/api/{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base}/api/{path}",
+            method=method,
+            headers={"Authorization": f"token {self.token}"},
+        )
         with urllib.request.urlopen(request, timeout=10) as answer:
             body = answer.read()
         return json.loads(body) if body else None
@@ -94,8 +104,10 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     require(CHROMIUM.is_file(), f"no chromium at {CHROMIUM} (make test installs Debian's)")
     kind: str = request.param
     module = SERVERS[kind]
-    require(importlib.util.find_spec(module) is not None,
-            f"{module} is not installed (pip install -e '.[lab]')")
+    require(
+        importlib.util.find_spec(module) is not None,
+        f"{module} is not installed (pip install -e '.[lab]')",
+    )
     root = tmp_path / "workspace"
     (root / ".zeroshot").mkdir(parents=True)
     (root / "notebooks").mkdir()
@@ -103,18 +115,35 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     token, port = secrets.token_hex(16), free_port()
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
     log = tmp_path / f"{kind}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", module, "--no-browser", "--ip", "127.0.0.1",
-             "--port", str(port), f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={root}", "--allow-root"],
-            stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=root,
+            [
+                sys.executable,
+                "-m",
+                module,
+                "--no-browser",
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--allow-root",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
         )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -143,8 +172,9 @@ def run_all(page: Any, server: Server) -> None:
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
     wait_until(lambda: kernel_idle(server), 90, "the notebook's kernel to start")
     if server.kind == "lab":
-        expect(page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
-               ).to_be_visible(timeout=90_000)
+        expect(
+            page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
+        ).to_be_visible(timeout=90_000)
     first = page.locator(".jp-InputPrompt", has_text="[1]:")
     for _ in range(5):
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
@@ -180,10 +210,13 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
             snapshot = page.locator(".zeroshot-snapshot").first
             expect(snapshot).to_contain_text("succeeded", timeout=180_000)
             expect(snapshot).to_contain_text(f"{ROUNDS} / {ROUNDS} rounds")
-            expect(snapshot.locator(".zeroshot-rounds-box tr.zeroshot-adopted, "
-                                    ".zeroshot-rounds-box tr.zeroshot-rejected, "
-                                    ".zeroshot-rounds-box tr.zeroshot-crashed")
-                   ).to_have_count(ROUNDS)
+            expect(
+                snapshot.locator(
+                    ".zeroshot-rounds-box tr.zeroshot-adopted, "
+                    ".zeroshot-rounds-box tr.zeroshot-rejected, "
+                    ".zeroshot-rounds-box tr.zeroshot-crashed"
+                )
+            ).to_have_count(ROUNDS)
             chart = snapshot.locator("img").first
             expect(chart).to_be_visible()
             assert chart.evaluate("img => img.naturalWidth") > 200  # a drawn PNG, not a stub
@@ -227,8 +260,9 @@ def reopen_without_the_kernel(page: Any, server: Server, artifacts: Path) -> Non
     assert snapshot.locator("img").first.evaluate("img => img.naturalWidth") > 200
     # the widget manager has restored what it could once the new kernel is idle
     wait_until(lambda: kernel_idle(server), 90, "the new kernel to start")
-    expect(page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
-           ).to_be_visible(timeout=90_000)
+    expect(
+        page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
+    ).to_be_visible(timeout=90_000)
     expect(page.get_by_text("Error displaying widget")).to_have_count(0)
     expect(page.get_by_text("Loading widget")).to_have_count(0)
     snapshot.scroll_into_view_if_needed()

@@ -23,16 +23,40 @@ from zeroshot_kernel.auto_research.views import (
 )
 
 
-def make_round(number: int, metric: float | None, incumbent: float, *, adopt: bool = False,
-               status: str = "ok", reconsidered: bool = False, reason: str = "") -> RoundView:
+def make_round(
+    number: int,
+    metric: float | None,
+    incumbent: float,
+    *,
+    adopt: bool = False,
+    status: str = "ok",
+    reconsidered: bool = False,
+    reason: str = "",
+) -> RoundView:
     return RoundView(
-        round=number, proposals=(), measure_status="measured", parent_id="c000",
+        round=number,
+        proposals=(),
+        measure_status="measured",
+        parent_id="c000",
         candidate_id=f"c{number:03d}",
-        strategy="exploration", approach="exploration:tpe", params={"x": 1.0},
-        experiment_status=status, metric=metric, incumbent_id="c000",
-        incumbent_metric=incumbent, gain=0.0, noise_floor=0.1, effect_size=None, evidence="",
-        disposition="adopt" if adopt else "reject", justification="", verdict="accepted",
-        reason=reason, passes=1, reconsidered=reconsidered, reconsideration_due=False,
+        strategy="exploration",
+        approach="exploration:tpe",
+        params={"x": 1.0},
+        experiment_status=status,
+        metric=metric,
+        incumbent_id="c000",
+        incumbent_metric=incumbent,
+        gain=0.0,
+        noise_floor=0.1,
+        effect_size=None,
+        evidence="",
+        disposition="adopt" if adopt else "reject",
+        justification="",
+        verdict="accepted",
+        reason=reason,
+        passes=1,
+        reconsidered=reconsidered,
+        reconsideration_due=False,
     )
 
 
@@ -43,14 +67,16 @@ def made_view(rounds: list[RoundView]) -> ResearchView:
 
 
 # Rounds: 1 adopt, 2-4 plateau (3 crashed, 4 reconsidered), 5 adopt, 6 reject.
-HAND_MADE = made_view([
-    make_round(1, 8.0, 10.0, adopt=True),
-    make_round(2, 9.0, 8.0),
-    make_round(3, None, 8.0, status="crashed"),
-    make_round(4, 8.5, 8.0, reconsidered=True, reason="<b>not</b> better"),
-    make_round(5, 5.0, 8.0, adopt=True),
-    make_round(6, 6.0, 5.0),
-])
+HAND_MADE = made_view(
+    [
+        make_round(1, 8.0, 10.0, adopt=True),
+        make_round(2, 9.0, 8.0),
+        make_round(3, None, 8.0, status="crashed"),
+        make_round(4, 8.5, 8.0, reconsidered=True, reason="<b>not</b> better"),
+        make_round(5, 5.0, 8.0, adopt=True),
+        make_round(6, 6.0, 5.0),
+    ]
+)
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -85,8 +111,9 @@ def test_a_real_run_draws_a_sane_png_with_one_mark_per_round(view: ResearchView)
     assert 5_000 < len(png) < 500_000
     figure = plateau_figure(view)
     assert marks(figure, "adopted") == len(view.adoptions)
-    assert marks(figure, "rejected") == len([r for r in view.rounds if not r.adopted
-                                             and not crashed(r)])
+    assert marks(figure, "rejected") == len(
+        [r for r in view.rounds if not r.adopted and not crashed(r)]
+    )
     (best,) = [line for line in figure.axes[0].lines if line.get_label() == "best so far"]
     assert list(best.get_xdata()) == [0, 1, 2]
     assert best.get_ydata()[-1] == view.best_so_far[-1]
@@ -103,20 +130,35 @@ def test_every_kind_of_mark_is_drawn_once_per_round_it_concerns() -> None:
     axes = figure.axes[0]
     assert axes.get_ylabel() == "loss" and axes.get_title(loc="left") == "hand-made"
     assert {t.get_text() for t in axes.get_legend().get_texts()} >= {
-        "adopted", "rejected", "crashed", "reconsidered", "plateau", "best so far"}
+        "adopted",
+        "rejected",
+        "crashed",
+        "reconsidered",
+        "plateau",
+        "best so far",
+    }
     assert png_size(plateau_png(HAND_MADE, size=(6, 3), dpi=50)) == (300, 150)
 
 
 def test_a_thousand_rounds_draw_with_one_artist_per_kind_of_mark() -> None:
-    rounds = [make_round(n, None if n % 50 == 0 else 100.0 - n / 20, 100.0,
-                         adopt=n % 7 == 0, status="crashed" if n % 50 == 0 else "ok",
-                         reconsidered=n % 30 == 0) for n in range(1, 1001)]
+    rounds = [
+        make_round(
+            n,
+            None if n % 50 == 0 else 100.0 - n / 20,
+            100.0,
+            adopt=n % 7 == 0,
+            status="crashed" if n % 50 == 0 else "ok",
+            reconsidered=n % 30 == 0,
+        )
+        for n in range(1, 1001)
+    ]
     figure = plateau_figure(made_view(rounds))
     axes = figure.axes[0]
     assert len(axes.collections) == 6 and len(axes.lines) == 1  # whatever the length
     assert marks(figure, "crashed") == 20
-    assert marks(figure, "adopted") == len([n for n in range(1, 1001) if n % 7 == 0
-                                            and n % 50 != 0])
+    assert marks(figure, "adopted") == len(
+        [n for n in range(1, 1001) if n % 7 == 0 and n % 50 != 0]
+    )
 
 
 def test_plateau_stretches_need_two_rounds_and_include_a_trailing_one() -> None:
@@ -129,8 +171,7 @@ def test_an_empty_view_and_a_wide_metric_range_still_draw() -> None:
     figure = plateau_figure(empty)
     assert [t.get_text() for t in figure.axes[0].texts] == ["no reviewed rounds yet"]
     assert png_size(plateau_png(empty)) == (800, 400)
-    wide = made_view([make_round(1, 0.5, 100.0, adopt=True), make_round(2, 0.001, 0.5,
-                                                                        adopt=True)])
+    wide = made_view([make_round(1, 0.5, 100.0, adopt=True), make_round(2, 0.001, 0.5, adopt=True)])
     assert plateau_figure(wide).axes[0].get_yscale() == "log"
     assert plateau_figure(HAND_MADE).axes[0].get_yscale() == "linear"
 
@@ -154,9 +195,15 @@ def test_rounds_table_rows_and_html(view: ResearchView) -> None:
     for row, round_view in zip(rows, view.rounds, strict=True):
         assert len(row.proposals) == 3
         assert (row.parent, row.candidate, row.metric) == (
-            round_view.parent_id, round_view.candidate_id, round_view.metric)
+            round_view.parent_id,
+            round_view.candidate_id,
+            round_view.metric,
+        )
         assert (row.disposition, row.verdict, row.passes) == (
-            round_view.disposition, round_view.verdict, round_view.passes)
+            round_view.disposition,
+            round_view.verdict,
+            round_view.passes,
+        )
         assert row.reason == round_view.reason and row.reason
     html = rounds_table_html(rows, newest_first=True)
     assert html.count("<tr class=") == 2
@@ -242,8 +289,16 @@ def inside(figure: object) -> None:
 def test_a_start_far_from_the_rest_is_clipped_and_written_out() -> None:
     # a start at 1000, then values around 5: before, the line lay flat along the bottom
     rounds = [make_round(1, 6.0, 1000.0, adopt=True)]
-    rounds += [make_round(n, 6.0 - n / 10 + (0.3 if n % 3 else 0.0), 6.0 - (n - 1) / 10,
-                          adopt=n % 3 == 0, reconsidered=n % 4 == 0) for n in range(2, 31)]
+    rounds += [
+        make_round(
+            n,
+            6.0 - n / 10 + (0.3 if n % 3 else 0.0),
+            6.0 - (n - 1) / 10,
+            adopt=n % 3 == 0,
+            reconsidered=n % 4 == 0,
+        )
+        for n in range(2, 31)
+    ]
     rounds.append(make_round(31, None, 3.2, status="crashed", reconsidered=True))
     figure = plateau_figure(made_view(rounds))
     axes = figure.axes[0]
@@ -259,9 +314,16 @@ def test_a_start_far_from_the_rest_is_clipped_and_written_out() -> None:
 
 def test_values_at_or_below_zero_over_orders_of_magnitude_use_symlog() -> None:
     metrics = [3.0, -0.5, -40.0, -400.0, 1.0, -350.0]
-    rounds = [make_round(n, m, 10.0 if n == 1 else min([10.0, *metrics[: n - 1]]),
-                         adopt=m < min([10.0, *metrics[: n - 1]]), reconsidered=n == 5)
-              for n, m in enumerate(metrics, start=1)]
+    rounds = [
+        make_round(
+            n,
+            m,
+            10.0 if n == 1 else min([10.0, *metrics[: n - 1]]),
+            adopt=m < min([10.0, *metrics[: n - 1]]),
+            reconsidered=n == 5,
+        )
+        for n, m in enumerate(metrics, start=1)
+    ]
     figure = plateau_figure(made_view(rounds))
     axes = figure.axes[0]
     assert axes.get_yscale() == "symlog"
@@ -274,9 +336,13 @@ def test_values_at_or_below_zero_over_orders_of_magnitude_use_symlog() -> None:
 def test_every_marker_stays_inside_on_the_hand_made_and_log_charts() -> None:
     inside(plateau_figure(HAND_MADE))
     assert plateau_figure(HAND_MADE).axes[0].get_ylim()[1] > 10.0  # the start is near
-    wide = made_view([make_round(1, 0.5, 100.0, adopt=True),
-                      make_round(2, 0.001, 0.5, adopt=True, reconsidered=True),
-                      make_round(3, 50.0, 0.001)])
+    wide = made_view(
+        [
+            make_round(1, 0.5, 100.0, adopt=True),
+            make_round(2, 0.001, 0.5, adopt=True, reconsidered=True),
+            make_round(3, 50.0, 0.001),
+        ]
+    )
     figure = plateau_figure(wide)
     assert figure.axes[0].get_yscale() == "log"
     inside(figure)

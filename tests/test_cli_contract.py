@@ -50,7 +50,7 @@ def test_validate_accepts_yaml(tmp_path: Path) -> None:
     graph = tmp_path / "graph.yaml"
     graph.write_text(
         "profile: openengine.graph.full/v1\n"
-        "initialInput: {kind: \"null\"}\n"
+        'initialInput: {kind: "null"}\n'
         "policy: {policy: policy.default@1, default: deny}\n"
         "root: {kind: fail, name: root, reason: nothing_to_do}\n"
     )

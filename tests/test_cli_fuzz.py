@@ -34,15 +34,17 @@ def test_damaged_graphs_end_in_an_exit_code_never_an_exception(
         path = _write(tmp_path / f"case-{number}.json", text)
         result = runner.invoke(app, ["validate", str(path)])
         assert result.exception is None or isinstance(result.exception, SystemExit), (
-            number, repr(result.exception), text[:300])
+            number,
+            repr(result.exception),
+            text[:300],
+        )
         assert result.exit_code in (0, 1, 2), (number, result.output[-500:])
         refused = "the graph document was refused" in result.output
         kind = "refused when read" if refused else f"exit {result.exit_code}"
         outcomes[kind] = outcomes.get(kind, 0) + 1
     # The mutations reach past reading: some graphs are rejected with diagnostics of their
     # content, some are refused as documents (also exit 1), and they are not all one kind.
-    assert outcomes.get("exit 1", 0) > 20 and outcomes.get("refused when read", 0) > 20, \
-        outcomes
+    assert outcomes.get("exit 1", 0) > 20 and outcomes.get("refused when read", 0) > 20, outcomes
 
 
 def test_damaged_documents_as_input_and_runtime_end_in_an_exit_code(
@@ -54,7 +56,10 @@ def test_damaged_documents_as_input_and_runtime_end_in_an_exit_code(
         for option in ("--input", "--runtime"):
             result = runner.invoke(app, ["validate", str(EXAMPLE), option, f"@{path}"])
             assert result.exception is None or isinstance(result.exception, SystemExit), (
-                number, option, repr(result.exception))
+                number,
+                option,
+                repr(result.exception),
+            )
             assert result.exit_code in (0, 1, 2)
 
 
@@ -62,10 +67,16 @@ def test_damaged_documents_as_input_and_runtime_end_in_an_exit_code(
 def test_a_sample_through_the_real_command_prints_no_traceback(
     conformance: Path, tmp_path: Path, number: int
 ) -> None:
-    [(_, text)] = [case for case in cases(conformance / "fixtures", number + 1, SEED + 2)
-                   if case[0] == number]
+    [(_, text)] = [
+        case for case in cases(conformance / "fixtures", number + 1, SEED + 2) if case[0] == number
+    ]
     path = _write(tmp_path / "case.json", text)
-    ran = subprocess.run([sys.executable, "-m", "zeroshot_kernel", "validate", str(path)],
-                         capture_output=True, text=True, timeout=60, errors="replace")
+    ran = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        errors="replace",
+    )
     assert ran.returncode in (0, 1, 2)
     assert "Traceback" not in ran.stdout + ran.stderr

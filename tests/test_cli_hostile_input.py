@@ -31,9 +31,15 @@ def _limited() -> None:
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
-    ran = subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                         capture_output=True, text=True, timeout=DEADLINE_S,
-                         preexec_fn=_limited, errors="backslashreplace")
+    ran = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        preexec_fn=_limited,
+        errors="backslashreplace",
+    )
     assert time.monotonic() - started < DEADLINE_S
     assert "Traceback" not in ran.stdout + ran.stderr, ran.stderr[-3000:]
     return ran
@@ -58,9 +64,14 @@ def rejected(ran: subprocess.CompletedProcess[str], words: str) -> str:
     return ran.stdout
 
 
-REJECTED_GRAPHS = {"alias bomb graph", "a 50 MB graph", "nested 1,000 deep",
-                   "nested 100,000 deep", "lone surrogate in a key",
-                   "yaml that quotes its bad line"}
+REJECTED_GRAPHS = {
+    "alias bomb graph",
+    "a 50 MB graph",
+    "nested 1,000 deep",
+    "nested 100,000 deep",
+    "lone surrogate in a key",
+    "yaml that quotes its bad line",
+}
 
 
 def alias_bomb(folder: Path) -> Path:
@@ -113,49 +124,76 @@ def private_mapping(folder: Path) -> Path:
 
 Case = Callable[[Path], list[str]]
 CASES: dict[str, tuple[Case, str]] = {
-    "alias bomb graph": (lambda d: ["validate", str(alias_bomb(d))],
-                         "YAML aliases expand the document"),
+    "alias bomb graph": (
+        lambda d: ["validate", str(alias_bomb(d))],
+        "YAML aliases expand the document",
+    ),
     "alias bomb runtime": (
         lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{alias_bomb(d)}"],
-        "YAML aliases expand the document"),
+        "YAML aliases expand the document",
+    ),
     "runtime from /dev/zero": (
-        lambda d: ["validate", str(EXAMPLE), "--runtime", "@/dev/zero"], "not a regular file"),
+        lambda d: ["validate", str(EXAMPLE), "--runtime", "@/dev/zero"],
+        "not a regular file",
+    ),
     "run input from /dev/zero": (
-        lambda d: ["run", str(EXAMPLE), "--input", "@/dev/zero"], "not a regular file"),
+        lambda d: ["run", str(EXAMPLE), "--input", "@/dev/zero"],
+        "not a regular file",
+    ),
     "runtime from a FIFO": (
-        lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{fifo(d)}"], "not a regular file"),
+        lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{fifo(d)}"],
+        "not a regular file",
+    ),
     "graph that is a directory": (lambda d: ["validate", str(d)], "Is a directory"),
-    "a 50 MB graph": (lambda d: ["validate", str(large(d))],
-                      f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit"),
-    "a million keys": (lambda d: ["validate", str(EXAMPLE), "--input", f"@{keys(d, 10**6)}"],
-                       "byte limit"),
-    "nested 1,000 deep": (lambda d: ["validate", str(nested(d, 1000))],
-                          f"nested deeper than {MAX_NESTING} levels"),
-    "nested 100,000 deep": (lambda d: ["validate", str(nested(d, 100_000))],
-                            f"nested deeper than {MAX_NESTING} levels"),
+    "a 50 MB graph": (
+        lambda d: ["validate", str(large(d))],
+        f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit",
+    ),
+    "a million keys": (
+        lambda d: ["validate", str(EXAMPLE), "--input", f"@{keys(d, 10**6)}"],
+        "byte limit",
+    ),
+    "nested 1,000 deep": (
+        lambda d: ["validate", str(nested(d, 1000))],
+        f"nested deeper than {MAX_NESTING} levels",
+    ),
+    "nested 100,000 deep": (
+        lambda d: ["validate", str(nested(d, 100_000))],
+        f"nested deeper than {MAX_NESTING} levels",
+    ),
     "nested input inline": (
         lambda d: ["validate", str(EXAMPLE), "--input", "[" * 5000 + "]" * 5000],
-        f"nested deeper than {MAX_NESTING} levels"),
+        f"nested deeper than {MAX_NESTING} levels",
+    ),
     "lone surrogate in a key": (
-        lambda d: ["validate", str(_write(d / "s.json", '{"\\ud800": 1}'))], "lone surrogate"),
+        lambda d: ["validate", str(_write(d / "s.json", '{"\\ud800": 1}'))],
+        "lone surrogate",
+    ),
     "lone surrogate in --input": (
-        lambda d: ["run", str(EXAMPLE), "--input", '{"topic": "\\udfff"}'], "lone surrogate"),
+        lambda d: ["run", str(EXAMPLE), "--input", '{"topic": "\\udfff"}'],
+        "lone surrogate",
+    ),
     "lone surrogate in a batch value": (
         lambda d: ["batch", "run", str(_write(d / "n.ipynb", "{}")), "-p", "x", '"\\ud800"'],
-        "lone surrogate"),
+        "lone surrogate",
+    ),
     "private file as graph": (lambda d: ["validate", str(private(d))], "is not a graph document"),
     "private file as runtime": (
         lambda d: ["validate", str(EXAMPLE), "--runtime", f"@{private(d)}"],
-        "is not a runtime plan"),
+        "is not a runtime plan",
+    ),
     "private file as batch CSV": (
         lambda d: ["batch", "run", str(_write(d / "n.ipynb", "{}")), "--csv", str(private(d))],
-        "is not a parameter table"),
+        "is not a parameter table",
+    ),
     "private mapping as input": (
         lambda d: ["run", str(EXAMPLE), "--input", f"@{private_mapping(d)}"],
-        "is not an input for this graph"),
+        "is not an input for this graph",
+    ),
     "yaml that quotes its bad line": (
         lambda d: ["validate", str(_write(d / "bad.yaml", f"a: b\n  - {SECRET}: [\n"))],
-        "neither JSON nor YAML"),
+        "neither JSON nor YAML",
+    ),
 }
 
 
@@ -194,8 +232,11 @@ def test_a_huge_field_name_is_shortened_in_every_message(tmp_path: Path) -> None
     assert as_json.returncode == 1
     # --json keeps the exact path (it is data, bounded by the document's size); its
     # message, written for people, is shortened.
-    [diagnostic] = [d for d in json.loads(as_json.stdout)["diagnostics"]
-                    if d["path"] and d["path"][0]["name"] == name]
+    [diagnostic] = [
+        d
+        for d in json.loads(as_json.stdout)["diagnostics"]
+        if d["path"] and d["path"][0]["name"] == name
+    ]
     assert len(diagnostic["message"]) < 200
 
 
@@ -218,7 +259,11 @@ def _example_graph() -> object:
 
 
 def test_arguments_that_are_not_utf8_are_refused_in_one_line(tmp_path: Path) -> None:
-    ran = subprocess.run([sys.executable.encode(), b"-m", b"zeroshot_kernel", b"status",
-                          b"run-\xff\xfe"], cwd=tmp_path, capture_output=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable.encode(), b"-m", b"zeroshot_kernel", b"status", b"run-\xff\xfe"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+    )
     assert ran.returncode == 2 and b"Traceback" not in ran.stderr
     assert ran.stderr.decode().splitlines() == ["error: argument 2 is not valid UTF-8 text"]

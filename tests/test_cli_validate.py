@@ -14,7 +14,10 @@ from conftest import PROJECT_ROOT, load_json
 def validate(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "zeroshot_kernel", "validate", *args],
-        capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT / "tests",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=PROJECT_ROOT / "tests",
     )
 
 
@@ -40,15 +43,23 @@ def test_semantic_rejection_is_readable_and_exit_1(tmp_path: Path) -> None:
 
 def test_input_and_runtime_are_checked_when_given(tmp_path: Path) -> None:
     graph = write(tmp_path, "g.json", guarded("work", step("work")))
-    plan = write(tmp_path, "plan.json", {"harness": "python", "nodes": {
-        "work": {"kind": "agent", "callable": "workers_pkg.basic:noop"}}})
+    plan = write(
+        tmp_path,
+        "plan.json",
+        {
+            "harness": "python",
+            "nodes": {"work": {"kind": "agent", "callable": "workers_pkg.basic:noop"}},
+        },
+    )
     ok = validate(graph, "--input", '{"value": 2}', "--runtime", f"@{plan}")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad_input = validate(graph, "--input", '{"value": "x"}', "--json")
     envelope = json.loads(bad_input.stdout)
     assert bad_input.returncode == 1
     assert envelope["diagnostics"][0]["path"] == [
-        {"kind": "field", "name": "input"}, {"kind": "field", "name": "value"}]
+        {"kind": "field", "name": "input"},
+        {"kind": "field", "name": "value"},
+    ]
     unbound = validate(graph, "--runtime", '{"harness": "python"}')
     assert unbound.returncode == 1 and "has no runtime binding" in unbound.stdout
     garbage = validate(graph, "--input", "{oops")
@@ -63,7 +74,8 @@ def test_registry_file_is_used_for_worker_checks(conformance: Path, tmp_path: Pa
     envelope = json.loads(result.stdout)
     assert result.returncode == 1
     assert [(d["code"], d["path"], d["relatedNodes"]) for d in envelope["diagnostics"]] == [
-        (d["code"], d["path"], d["relatedNodes"]) for d in fixture["expected"]["diagnostics"]]
+        (d["code"], d["path"], d["relatedNodes"]) for d in fixture["expected"]["diagnostics"]
+    ]
     without = validate(graph, "--json")
     assert json.loads(without.stdout)["status"] == "verified"
     missing = validate(graph, "--registry", str(tmp_path / "absent.json"))
@@ -73,8 +85,9 @@ def test_registry_file_is_used_for_worker_checks(conformance: Path, tmp_path: Pa
 def test_positive_fixture_envelope_equals_expected(conformance: Path, tmp_path: Path) -> None:
     fixture = load_json(conformance / "fixtures/verifier/positive/join-first.json")
     registry = conformance.parent / "verifier-fixture-registry.json"
-    result = validate(write(tmp_path, "g.json", fixture["graph"]), "--registry", str(registry),
-                      "--json")
+    result = validate(
+        write(tmp_path, "g.json", fixture["graph"]), "--registry", str(registry), "--json"
+    )
     envelope = json.loads(result.stdout)
     assert result.returncode == 0
     assert {k: envelope[k] for k in ("status", "diagnostics", "compiledIr")} == fixture["expected"]

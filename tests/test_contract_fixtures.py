@@ -104,9 +104,7 @@ def test_reordering_keeps_and_sequence_mutation_changes_identity(conformance: Pa
     folder = conformance / "fixtures/graph/canonical"
     base = graph_identity(CompiledGraphIr.from_wire(load_json(folder / "base.json")))
     reordered = graph_identity(CompiledGraphIr.from_wire(load_json(folder / "reordered.json")))
-    mutated = graph_identity(
-        CompiledGraphIr.from_wire(load_json(folder / "sequence-mutated.json"))
-    )
+    mutated = graph_identity(CompiledGraphIr.from_wire(load_json(folder / "sequence-mutated.json")))
     assert reordered == base
     assert mutated != base
 

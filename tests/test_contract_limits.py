@@ -20,9 +20,15 @@ from zeroshot_kernel.contract.values import (
 )
 
 STEP: dict[str, Any] = {
-    "kind": "step", "name": "work", "worker": "worker.work@1",
-    "input": {"kind": "null"}, "output": {"kind": "null"},
-    "inputBindings": [], "writeBindings": [], "timeoutMs": 60_000, "attempts": 1,
+    "kind": "step",
+    "name": "work",
+    "worker": "worker.work@1",
+    "input": {"kind": "null"},
+    "output": {"kind": "null"},
+    "inputBindings": [],
+    "writeBindings": [],
+    "timeoutMs": 60_000,
+    "attempts": 1,
 }
 GRAPH: dict[str, Any] = {
     "profile": "openengine.graph.single-worker/v1",
@@ -37,12 +43,14 @@ Edit = Callable[[dict[str, Any]], None]
 def with_root(**fields: Any) -> Edit:
     def edit(graph: dict[str, Any]) -> None:
         graph["root"].update(fields)
+
     return edit
 
 
 def with_enum(count: int) -> Edit:
     def edit(graph: dict[str, Any]) -> None:
         graph["initialInput"] = {"kind": "enum", "values": [f"v{i}" for i in range(count)]}
+
     return edit
 
 
@@ -51,6 +59,7 @@ def with_target_path(segments: int) -> Edit:
         graph["root"]["inputBindings"] = [
             {"target": ["f"] * segments, "value": {"source": "state", "path": ["x"]}}
         ]
+
     return edit
 
 
@@ -75,20 +84,29 @@ INSIDE = {
 }
 
 PAST = {
-    "name": (with_root(name="n" * (MAX_IDENTIFIER_LENGTH + 1)),
-             "root › " + "n" * (MAX_IDENTIFIER_LENGTH + 1) + " › name"),
-    "worker reference": (with_root(worker=reference(MAX_REFERENCE_LENGTH + 1)),
-                         "root › work › worker"),
+    "name": (
+        with_root(name="n" * (MAX_IDENTIFIER_LENGTH + 1)),
+        "root › " + "n" * (MAX_IDENTIFIER_LENGTH + 1) + " › name",
+    ),
+    "worker reference": (
+        with_root(worker=reference(MAX_REFERENCE_LENGTH + 1)),
+        "root › work › worker",
+    ),
     "worker version zero": (with_root(worker="worker.work@0"), "root › work › worker"),
-    "instructions": (with_root(instructions="i" * (MAX_INSTRUCTIONS_BYTES + 1)),
-                     "root › work › instructions"),
+    "instructions": (
+        with_root(instructions="i" * (MAX_INSTRUCTIONS_BYTES + 1)),
+        "root › work › instructions",
+    ),
     "instructions counted in bytes": (
         with_root(instructions="\u20ac" * (MAX_INSTRUCTIONS_BYTES // 3 + 1)),
-        "root › work › instructions"),
+        "root › work › instructions",
+    ),
     "blank instructions": (with_root(instructions=" \n\t"), "root › work › instructions"),
     "instructions with NUL": (with_root(instructions="do\0this"), "root › work › instructions"),
-    "path segments": (with_target_path(MAX_PATH_SEGMENTS + 1),
-                      "root › work › inputBindings[0] › target"),
+    "path segments": (
+        with_target_path(MAX_PATH_SEGMENTS + 1),
+        "root › work › inputBindings[0] › target",
+    ),
     "empty path": (with_target_path(0), "root › work › inputBindings[0] › target"),
     "enum labels": (with_enum(MAX_COLLECTION_ITEMS + 1), "initialInput › values"),
     "integer": (with_root(timeoutMs=MAX_SAFE_INTEGER + 1), "root › work › timeoutMs"),

@@ -16,8 +16,7 @@ from strategies import graphs, with_bounds
 from zeroshot_kernel.contract.canonical import graph_identity
 from zeroshot_kernel.contract.parse import parse_compiled_ir, parse_graph
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _sorted_labels(document: Any) -> Any:
@@ -180,8 +179,7 @@ def test_random_mutations_only_ever_produce_diagnostics(conformance: Path) -> No
     documents = _fixture_documents(conformance)
 
     @settings(max_examples=300, deadline=None)
-    @given(st.sampled_from(documents), st.randoms(use_true_random=False),
-           st.integers(1, 4))
+    @given(st.sampled_from(documents), st.randoms(use_true_random=False), st.integers(1, 4))
     def check(document: Any, rng: random.Random, rounds: int) -> None:
         mutated = document
         for _ in range(rounds):

@@ -14,11 +14,15 @@ from engine_support import assert_trace, make_workspace, trace, wire
 def async_graph(judge: str) -> g.Scenario:
     """``inc`` then the verifier ``judge``: value 3 becomes 4, which is accepted."""
     judge_node = g.verifier(
-        "judge", input=g.VALUE, reads={"value": g.state("value")},
+        "judge",
+        input=g.VALUE,
+        reads={"value": g.state("value")},
         signals={"verdict": g.VERDICT, "size": ["big", "small"]},
     )
     route = g.choice(
-        "route", g.VALUE, [(g.signalled("judge", "verdict", "accepted"), g.value_result())],
+        "route",
+        g.VALUE,
+        [(g.signalled("judge", "verdict", "accepted"), g.value_result())],
         g.fail("rejected", "rejected"),
     )
     root = g.seq("root", g.VALUE, g.value_step("inc"), judge_node, route)
@@ -27,9 +31,7 @@ def async_graph(judge: str) -> g.Scenario:
 
 @pytest.mark.parametrize("judge", ["async_judge", "awaitable_judge"])
 @pytest.mark.parametrize("in_process", [False, True], ids=["worker-process", "in-process"])
-def test_async_step_and_verifier_are_awaited(
-    tmp_path: Path, judge: str, in_process: bool
-) -> None:
+def test_async_step_and_verifier_are_awaited(tmp_path: Path, judge: str, in_process: bool) -> None:
     ws = make_workspace(tmp_path)
     graph, runtime = async_graph(judge)
     run = ws.client.submit(graph, input={"value": 3}, runtime=runtime, in_process=in_process)
@@ -38,8 +40,14 @@ def test_async_step_and_verifier_are_awaited(
     assert wire(result) == {"status": "succeeded", "output": {"value": 4}}
     assert_trace(
         trace(run),
-        ["run_started", "started inc#1", "completed inc#1 ok", "started judge#1",
-         "completed judge#1 size=small,verdict=accepted", "terminal succeeded"],
+        [
+            "run_started",
+            "started inc#1",
+            "completed inc#1 ok",
+            "started judge#1",
+            "completed judge#1 size=small,verdict=accepted",
+            "terminal succeeded",
+        ],
     )
     assert [effect["node"] for effect in ws.effects()] == ["inc", "judge"]
     if not in_process:  # in-process workers print to this process, not to the run's log

@@ -20,8 +20,12 @@ ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*ZEROSHOT, *args, "--ledger", str(ws.ledger_path)], capture_output=True, text=True,
-        timeout=60, cwd=ws.root, env={**os.environ, **env},
+        [*ZEROSHOT, *args, "--ledger", str(ws.ledger_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ws.root,
+        env={**os.environ, **env},
     )
 
 
@@ -34,8 +38,9 @@ def write(ws: Workspace, scenario: tuple[dict[str, Any], dict[str, Any]]) -> tup
 
 def test_run_attached_exits_0_on_success_and_1_on_failure(ws: Workspace) -> None:
     graph, plan = write(ws, g.seq_graph())
-    checked = zeroshot(ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan,
-                       "--validate-only")
+    checked = zeroshot(
+        ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan, "--validate-only"
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert ws.client.runs() == []
 
@@ -57,8 +62,9 @@ def test_run_attached_exits_0_on_success_and_1_on_failure(ws: Workspace) -> None
 
 def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     graph, plan = write(ws, g.single_step_graph("announce_then_hang", timeout_ms=600_000))
-    started = zeroshot(ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan,
-                       "--detach", "--json")
+    started = zeroshot(
+        ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan, "--detach", "--json"
+    )
     assert started.returncode == 0, started.stderr
     reply = json.loads(started.stdout)
     assert list(reply) == ["runId"]
@@ -73,13 +79,19 @@ def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     assert status["atCursor"].startswith("v2:")
     [active] = run.status().status.active_executions or []
     assert status["status"] == {
-        "phase": "running", "activeExecutions": [{"execution": active.execution, "node": "work"}]
+        "phase": "running",
+        "activeExecutions": [{"execution": active.execution, "node": "work"}],
     }
 
     logs = zeroshot(ws, "logs", run_id, "--json").stdout.splitlines()
     [line] = [json.loads(text) for text in logs]
-    assert line == {"cursor": line["cursor"], "kind": "safe_log",
-                    "execution": active.execution, "stream": "output", "line": "working on 3"}
+    assert line == {
+        "cursor": line["cursor"],
+        "kind": "safe_log",
+        "execution": active.execution,
+        "stream": "output",
+        "line": "working on 3",
+    }
     assert int(line["cursor"][3:]) <= int(status["atCursor"][3:])
 
     listed = zeroshot(ws, "list").stdout
@@ -94,9 +106,13 @@ def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     assert "stop requested" in watched.stdout
     assert watched.stdout.splitlines()[-1].endswith("finished  failed: force_stopped")
     assert run.status().to_wire() == {
-        "runId": run_id, "title": "graph", "atCursor": run.status().at_cursor,
-        "status": {"phase": "finished",
-                   "terminalResult": {"status": "failed", "reason": "force_stopped"}},
+        "runId": run_id,
+        "title": "graph",
+        "atCursor": run.status().at_cursor,
+        "status": {
+            "phase": "finished",
+            "terminalResult": {"status": "failed", "reason": "force_stopped"},
+        },
     }
 
 

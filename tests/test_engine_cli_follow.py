@@ -62,15 +62,25 @@ class Lines:
 def start(ws: Workspace, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """``zeroshot ARGS`` in its own process group, as a shell runs a foreground job."""
     return subprocess.Popen(
-        [*ZEROSHOT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=ws.root, env={**os.environ, **(env or {})}, start_new_session=True,
+        [*ZEROSHOT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ws.root,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
     )
 
 
-def zeroshot(ws: Workspace, *args: str, env: dict[str, str] | None = None
-             ) -> subprocess.CompletedProcess[str]:
+def zeroshot(
+    ws: Workspace, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*ZEROSHOT, *args], capture_output=True, text=True, timeout=60, cwd=ws.root,
+        [*ZEROSHOT, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ws.root,
         env={**os.environ, **(env or {})},
     )
 
@@ -85,8 +95,9 @@ def write(ws: Workspace, scenario: tuple[dict[str, Any], dict[str, Any]]) -> lis
 
 def test_ctrl_c_detaches_an_attached_run_which_then_finishes(ws: Workspace) -> None:
     ws.behave(work={"wait_for_file": GATE})
-    attached = start(ws, "run", *write(ws, g.single_step_graph("inc")),
-                     "--ledger", str(ws.ledger_path))
+    attached = start(
+        ws, "run", *write(ws, g.single_step_graph("inc")), "--ledger", str(ws.ledger_path)
+    )
     assert attached.stdout and attached.stderr
     output = Lines(attached.stdout)
     run_id = output.until(r"^started (run-\S+) \(Ctrl-C detaches")[1]
@@ -98,7 +109,9 @@ def test_ctrl_c_detaches_an_attached_run_which_then_finishes(ws: Workspace) -> N
     message = attached.stderr.read()
     found = re.search(
         rf"detached from {run_id}; it keeps running\. Reattach with: "
-        rf"zeroshot watch {run_id} --cursor (v2:\d+)", message)
+        rf"zeroshot watch {run_id} --cursor (v2:\d+)",
+        message,
+    )
     assert found, message
     run = ws.client.run(run_id)
     assert run.status().status.phase == "running"
@@ -117,8 +130,9 @@ def test_ctrl_c_detaches_an_attached_run_which_then_finishes(ws: Workspace) -> N
 def test_logs_follow_to_the_end_and_cursor_starts_after_a_line(ws: Workspace) -> None:
     ws.behave(work={"lines": ["one", "two"], "wait_for_file": GATE, "after": ["three"]})
     ledger = ["--ledger", str(ws.ledger_path)]
-    started = zeroshot(ws, "run", *write(ws, g.single_step_graph("talk")), "--detach",
-                       "--json", *ledger)
+    started = zeroshot(
+        ws, "run", *write(ws, g.single_step_graph("talk")), "--detach", "--json", *ledger
+    )
     run_id = json.loads(started.stdout)["runId"]
 
     following = start(ws, "logs", run_id, "-f", *ledger)
@@ -130,7 +144,9 @@ def test_logs_follow_to_the_end_and_cursor_starts_after_a_line(ws: Workspace) ->
     assert following.wait(TIMEOUT_S) == 0
     lines = output.rest()
     assert [line.split(None, 1)[1] for line in lines] == [
-        "[output] one", "[output] two", "[output] three"
+        "[output] one",
+        "[output] two",
+        "[output] three",
     ]
     assert wire(finish(ws.client.run(run_id))) == {"status": "succeeded", "output": {"value": 4}}
 

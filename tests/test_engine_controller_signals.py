@@ -38,10 +38,23 @@ def _foreground(ws: Workspace, **env: str) -> subprocess.Popen[str]:
     (ws.root / "plan.json").write_text(json.dumps(plan))
     ws.behave(work={"hang_until": 2})
     return subprocess.Popen(
-        [*ZEROSHOT, "run", "graph.json", "--input", '{"value": 1}', "--runtime", "@plan.json",
-         "--ledger", str(ws.ledger_path)],
-        cwd=ws.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **env})
+        [
+            *ZEROSHOT,
+            "run",
+            "graph.json",
+            "--input",
+            '{"value": 1}',
+            "--runtime",
+            "@plan.json",
+            "--ledger",
+            str(ws.ledger_path),
+        ],
+        cwd=ws.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 def _first_worker(ws: Workspace) -> tuple[str, int, int]:
@@ -75,17 +88,22 @@ def test_sigkill_the_foreground_client_says_so_and_resume_takes_over_at_once(
     assert f"resume it with `zeroshot resume {run_id}`" in line
     wait_until(lambda: not alive(worker), 10, "the orphaned worker to die")
 
-    status = json.loads(subprocess.run(
-        [*ZEROSHOT, "status", run_id, "--json", "--ledger", str(ws.ledger_path)],
-        cwd=ws.root, capture_output=True, text=True, timeout=60).stdout)
+    status = json.loads(
+        subprocess.run(
+            [*ZEROSHOT, "status", run_id, "--json", "--ledger", str(ws.ledger_path)],
+            cwd=ws.root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    )
     assert status["controller"]["phase"] == "gone"
 
     # Its lease (15 s by default) is still live, yet resume takes over at once.
     lease = ws.client.ledger.lease(run_id)
     assert lease is not None and lease.expires_at.timestamp() > time.time()
     resumed = ws.client.resume(run_id)
-    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded",
-                                                 "output": {"value": 2}}
+    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded", "output": {"value": 2}}
     assert "completed work#1 crash" in trace(resumed)
 
 
@@ -100,14 +118,14 @@ def test_sigterm_records_the_interruption_releases_the_lease_and_stops_the_worke
     wait_until(lambda: not alive(worker), 10, "its worker to be stopped")
     assert ws.client.ledger.lease(run_id) is None
     notes = [e.line for _, e in ws.client.run(run_id).logs() if e.stream == "system"]
-    assert any("interrupted (SIGTERM)" in note and f"zeroshot resume {run_id}" in note
-               for note in notes)
+    assert any(
+        "interrupted (SIGTERM)" in note and f"zeroshot resume {run_id}" in note for note in notes
+    )
     code, _, stderr = _ended(client)
     assert code == 3 and "no controller holds the run" in stderr
 
     resumed = ws.client.resume(run_id)
-    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded",
-                                                 "output": {"value": 2}}
+    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded", "output": {"value": 2}}
 
 
 def test_a_paused_controller_cannot_write_after_another_took_over(ws: Workspace) -> None:
@@ -121,16 +139,21 @@ def test_a_paused_controller_cannot_write_after_another_took_over(ws: Workspace)
         wait_until(lambda: lease.expires_at.timestamp() < time.time(), 10, "the lease to lapse")
         paused_owner = lease.owner
         resumed = ws.client.resume(run_id)
-        wait_until(lambda: (held := ws.client.ledger.lease(run_id)) is not None
-                   and held.owner != paused_owner, DEADLINE_S, "the new controller's lease")
+        wait_until(
+            lambda: (
+                (held := ws.client.ledger.lease(run_id)) is not None and held.owner != paused_owner
+            ),
+            DEADLINE_S,
+            "the new controller's lease",
+        )
         # What the paused controller would do first on waking: append. Refused.
         with pytest.raises(LeaseNotHeld):
-            ws.client.ledger.append(run_id, [SafeLog(stream="system", line="late")],
-                                    owner=paused_owner)
+            ws.client.ledger.append(
+                run_id, [SafeLog(stream="system", line="late")], owner=paused_owner
+            )
     finally:
         os.kill(controller, signal.SIGCONT)
-    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded",
-                                                 "output": {"value": 2}}
+    assert wire(finish(resumed, DEADLINE_S)) == {"status": "succeeded", "output": {"value": 2}}
     wait_until(lambda: not alive(controller), DEADLINE_S, "the paused controller to exit")
     last = last_log_line(ws.root, run_id)
     # The paused controller's own log is the resumed one's too (same file): the paused

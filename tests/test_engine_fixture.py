@@ -65,8 +65,15 @@ def test_the_all_nodes_fixture_parses_but_is_rejected_before_any_run(
     # Every node kind is read as is: the wire format round-trips exactly.
     assert GraphSpec.from_wire(document).to_wire() == document
     executables = {"work", "verify"}
-    assert {node.name for node in GraphSpec.from_wire(document).nodes()
-            if node.kind in ("step", "verifier")} == executables == set(RUNTIME["nodes"])
+    assert (
+        {
+            node.name
+            for node in GraphSpec.from_wire(document).nodes()
+            if node.kind in ("step", "verifier")
+        }
+        == executables
+        == set(RUNTIME["nodes"])
+    )
 
     with pytest.raises(AdmissionRejected) as rejected:
         ws.client.submit(conformance / FIXTURE, input=INPUT, runtime=RUNTIME, title="all nodes")
@@ -74,7 +81,9 @@ def test_the_all_nodes_fixture_parses_but_is_rejected_before_any_run(
     found = {(d.code, d.readable_path()) for d in rejected.value.diagnostics}
     assert found >= CAUSES, sorted(CAUSES - found)
     # The graph alone is at fault: the runtime plan and the input pass their checks.
-    assert all(d.severity == "error" and d.readable_path().startswith("root")
-               for d in rejected.value.diagnostics)
+    assert all(
+        d.severity == "error" and d.readable_path().startswith("root")
+        for d in rejected.value.diagnostics
+    )
     assert ws.client.runs() == []
     assert not (ws.root / ".zeroshot" / "controllers").exists()

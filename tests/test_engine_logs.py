@@ -28,14 +28,16 @@ def test_worker_lines_are_bounded_visible_and_free_of_connection_secrets(
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     ws = make_workspace(tmp_path)
-    ws.behave(work={
-        "lines": [
-            "x" * (MAX_LOG_LINE_BYTES + 100) + LONG_TAIL,  # over the bound as printed
-            "\x01" * (MAX_LOG_LINE_BYTES // 2),  # within it, but not once made visible
-            "bell\x07 esc\x1b[1m cr\r del\x7f c1\x85 tab\tend",
-        ],
-        "print_env": list(secrets),
-    })
+    ws.behave(
+        work={
+            "lines": [
+                "x" * (MAX_LOG_LINE_BYTES + 100) + LONG_TAIL,  # over the bound as printed
+                "\x01" * (MAX_LOG_LINE_BYTES // 2),  # within it, but not once made visible
+                "bell\x07 esc\x1b[1m cr\r del\x7f c1\x85 tab\tend",
+            ],
+            "print_env": list(secrets),
+        }
+    )
     graph, runtime = g.single_step_graph("talk", connections=["github", "corp"])
     runtime["connections"] = {"corp": {"env": "ZS_CORP_KEY"}}
     run = ws.submit((graph, runtime), {"value": 1})

@@ -28,14 +28,22 @@ def test_seq_runs_children_in_order(ws: Workspace) -> None:
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 8}}
     assert_trace(
         trace(run),
-        ["run_started", "started inc#1", "completed inc#1 ok", "started double#1",
-         "completed double#1 ok", "terminal succeeded"],
+        [
+            "run_started",
+            "started inc#1",
+            "completed inc#1 ok",
+            "started double#1",
+            "completed double#1 ok",
+            "terminal succeeded",
+        ],
     )
     # Each line under its own execution: stdout as output, stderr as error, none lost (the
     # stderr line is written just before the worker returns).
     executions = {_execution(run, "inc#1"): "inc", _execution(run, "double#1"): "double"}
     assert [(executions[log.execution or ""], log.stream, log.line) for _, log in run.logs()] == [
-        ("inc", "output", "inc 3"), ("inc", "error", "inc 3 done"), ("double", "output", "double 4")
+        ("inc", "output", "inc 3"),
+        ("inc", "error", "inc 3 done"),
+        ("double", "output", "double 4"),
     ]
     assert_single_terminal_last(run)
 
@@ -46,12 +54,19 @@ def test_an_in_process_controller_runs_the_same_graph(ws: Workspace) -> None:
     graph, runtime = g.seq_graph()
     run = ws.client.submit(graph, input={"value": 3}, runtime=runtime, in_process=True)
     assert wire(asyncio.run(asyncio.wait_for(run.aresult(poll_s=0.02), 30))) == {
-        "status": "succeeded", "output": {"value": 8}
+        "status": "succeeded",
+        "output": {"value": 8},
     }
     assert_trace(
         trace(run),
-        ["run_started", "started inc#1", "completed inc#1 ok", "started double#1",
-         "completed double#1 ok", "terminal succeeded"],
+        [
+            "run_started",
+            "started inc#1",
+            "completed inc#1 ok",
+            "started double#1",
+            "completed double#1 ok",
+            "terminal succeeded",
+        ],
     )
     assert {e["node"] for e in ws.effects()} == {"inc", "double"}
 
@@ -78,14 +93,20 @@ def test_choice_takes_the_first_true_branch_else_otherwise(
 
 def _branch_chain(name: str) -> list[str]:
     """A guarded par branch that completes: its writer, then its ``_ok`` step."""
-    return ["run_started", f"started {name}#1", f"completed {name}#1 ok",
-            f"started {name}_ok#1", f"completed {name}_ok#1 ok"]
+    return [
+        "run_started",
+        f"started {name}#1",
+        f"completed {name}#1 ok",
+        f"started {name}_ok#1",
+        f"completed {name}_ok#1 ok",
+    ]
 
 
 def test_par_all_joins_every_branch_and_promotes_each_write(ws: Workspace) -> None:
     run = ws.submit(g.par_all_graph(), {"value": 1})
     assert wire(finish(run)) == {
-        "status": "succeeded", "output": {"left": "left", "right": "right"}
+        "status": "succeeded",
+        "output": {"left": "left", "right": "right"},
     }
     assert_trace(
         trace(run),
@@ -118,8 +139,12 @@ def test_par_quorum_takes_the_earliest_completions_in_order(ws: Workspace) -> No
     assert wire(finish(run)) == {"status": "succeeded", "output": {"winner": "b"}}
     assert_trace(
         trace(run),
-        [*_branch_chain("a"), *_branch_chain("b")[3:], "voided c#1 parallel_join",
-         "terminal succeeded"],
+        [
+            *_branch_chain("a"),
+            *_branch_chain("b")[3:],
+            "voided c#1 parallel_join",
+            "terminal succeeded",
+        ],
         [*_branch_chain("b"), "voided c#1 parallel_join"],
         ["run_started", "started c#1", "voided c#1 parallel_join"],
     )
@@ -144,8 +169,13 @@ def test_par_first_counts_only_completions_satisfying_when(ws: Workspace) -> Non
     assert_trace(
         trace(run),
         ["run_started", "started a#1", "completed a#1 verdict=rejected"],
-        ["run_started", "started b#1", "completed b#1 verdict=accepted",
-         "voided c#1 parallel_join", "terminal succeeded"],
+        [
+            "run_started",
+            "started b#1",
+            "completed b#1 verdict=accepted",
+            "voided c#1 parallel_join",
+            "terminal succeeded",
+        ],
         ["run_started", "started c#1", "voided c#1 parallel_join"],
     )
 
@@ -156,10 +186,18 @@ def test_par_first_without_a_satisfier_routes_no_satisfier(ws: Workspace) -> Non
     assert wire(finish(run)) == {"status": "failed", "reason": "unreachable"}
     assert_trace(
         trace(run),
-        ["run_started", "started a#1", "completed a#1 verdict=accepted",
-         "terminal failed/unreachable"],
-        ["run_started", "started b#1", "completed b#1 verdict=rejected",
-         "terminal failed/unreachable"],
+        [
+            "run_started",
+            "started a#1",
+            "completed a#1 verdict=accepted",
+            "terminal failed/unreachable",
+        ],
+        [
+            "run_started",
+            "started b#1",
+            "completed b#1 verdict=rejected",
+            "terminal failed/unreachable",
+        ],
     )
 
 
@@ -168,9 +206,18 @@ def test_loop_converges_when_until_holds(ws: Workspace) -> None:
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 3}}
     assert_trace(
         trace(run),
-        ["run_started", "started bump#1", "completed bump#1 ok", "started gate#1",
-         "completed gate#1 verdict=rejected", "started bump#2", "completed bump#2 ok",
-         "started gate#2", "completed gate#2 verdict=accepted", "terminal succeeded"],
+        [
+            "run_started",
+            "started bump#1",
+            "completed bump#1 ok",
+            "started gate#1",
+            "completed gate#1 verdict=rejected",
+            "started bump#2",
+            "completed bump#2 ok",
+            "started gate#2",
+            "completed gate#2 verdict=accepted",
+            "terminal succeeded",
+        ],
     )
 
 
@@ -179,9 +226,18 @@ def test_loop_exhausted_after_max_iterations_routes_terminated(ws: Workspace) ->
     assert wire(finish(run)) == {"status": "failed", "reason": "exhausted"}
     assert_trace(
         trace(run),
-        ["run_started", "started bump#1", "completed bump#1 ok", "started gate#1",
-         "completed gate#1 verdict=rejected", "started bump#2", "completed bump#2 ok",
-         "started gate#2", "completed gate#2 verdict=rejected", "terminal failed/exhausted"],
+        [
+            "run_started",
+            "started bump#1",
+            "completed bump#1 ok",
+            "started gate#1",
+            "completed gate#1 verdict=rejected",
+            "started bump#2",
+            "completed bump#2 ok",
+            "started gate#2",
+            "completed gate#2 verdict=rejected",
+            "terminal failed/exhausted",
+        ],
     )
 
 
@@ -191,8 +247,12 @@ def test_map_runs_items_concurrently_and_promotes_by_index(ws: Workspace) -> Non
     run = ws.submit(g.map_graph(), {"items": [{"n": 3}, {"n": 1}, {"n": 2}]})
     assert wire(finish(run)) == {"status": "succeeded", "output": {"results": [9, 1, 4]}}
     chains = [
-        ["run_started", f"started square[{i}]#1", f"completed square[{i}]#1 ok",
-         "terminal succeeded"]
+        [
+            "run_started",
+            f"started square[{i}]#1",
+            f"completed square[{i}]#1 ok",
+            "terminal succeeded",
+        ]
         for i in range(3)
     ]
     items = trace(run)
@@ -215,10 +275,18 @@ def test_map_item_error_is_aggregated_by_k_of_map(ws: Workspace) -> None:
     assert wire(finish(run)) == {"status": "failed", "reason": "item_failed"}
     assert_trace(
         trace(run),
-        ["run_started", "started square[0]#1", "completed square[0]#1 ok",
-         "terminal failed/item_failed"],
-        ["run_started", "started square[1]#1", "completed square[1]#1 crash",
-         "terminal failed/item_failed"],
+        [
+            "run_started",
+            "started square[0]#1",
+            "completed square[0]#1 ok",
+            "terminal failed/item_failed",
+        ],
+        [
+            "run_started",
+            "started square[1]#1",
+            "completed square[1]#1 crash",
+            "terminal failed/item_failed",
+        ],
     )
 
 
@@ -231,12 +299,28 @@ def test_terminal_inside_a_map_item_ends_the_graph_and_voids_the_other_items(
     assert wire(finish(run)) == {"status": "failed", "reason": "bad_item"}
     assert_trace(
         trace(run),
-        ["run_started", "started check[0]#1", "completed check[0]#1 sign=pos",
-         "started settle[0]#1", "voided settle[0]#1 map_terminal", "terminal failed/bad_item"],
-        ["run_started", "started check[2]#1", "completed check[2]#1 sign=pos",
-         "started settle[2]#1", "voided settle[2]#1 map_terminal", "terminal failed/bad_item"],
-        ["run_started", "started check[1]#1", "completed check[1]#1 sign=neg",
-         "voided settle[0]#1 map_terminal"],
+        [
+            "run_started",
+            "started check[0]#1",
+            "completed check[0]#1 sign=pos",
+            "started settle[0]#1",
+            "voided settle[0]#1 map_terminal",
+            "terminal failed/bad_item",
+        ],
+        [
+            "run_started",
+            "started check[2]#1",
+            "completed check[2]#1 sign=pos",
+            "started settle[2]#1",
+            "voided settle[2]#1 map_terminal",
+            "terminal failed/bad_item",
+        ],
+        [
+            "run_started",
+            "started check[1]#1",
+            "completed check[1]#1 sign=neg",
+            "voided settle[0]#1 map_terminal",
+        ],
     )
     for instance in ("settle[0]#1", "settle[2]#1"):
         pid = ws.pid(_execution(run, instance))
@@ -251,13 +335,22 @@ def test_verifier_signal_diagnostic_and_output_are_written(ws: Workspace) -> Non
     }
     assert_trace(
         trace(run),
-        ["run_started", "started review#1", "completed review#1 verdict=rejected",
-         "terminal succeeded"],
+        [
+            "run_started",
+            "started review#1",
+            "completed review#1 verdict=rejected",
+            "terminal succeeded",
+        ],
     )
 
 
-EVERY_KIND_INPUT = {"count": 0, "enabled": True, "items": [{"text": "ab"}, {"text": "cde"}],
-                    "text": "hello", "ratio": 0.5}
+EVERY_KIND_INPUT = {
+    "count": 0,
+    "enabled": True,
+    "items": [{"text": "ab"}, {"text": "cde"}],
+    "text": "hello",
+    "ratio": 0.5,
+}
 
 
 def test_every_node_kind_in_one_graph(ws: Workspace) -> None:
@@ -268,7 +361,8 @@ def test_every_node_kind_in_one_graph(ws: Workspace) -> None:
     ws.behave(joinAnyRight=slow, joinQuorumRight=slow, joinFirstRight=slow)
     run = ws.submit(g.every_kind_graph(), EVERY_KIND_INPUT)
     assert wire(finish(run)) == {
-        "status": "succeeded", "output": {"text": "HELLO", "count": 2, "lengths": [2, 3]}
+        "status": "succeeded",
+        "output": {"text": "HELLO", "count": 2, "lengths": [2, 3]},
     }
 
     def ran(instance: str, outcome: str = "ok") -> list[str]:
@@ -279,12 +373,23 @@ def test_every_node_kind_in_one_graph(ws: Workspace) -> None:
 
     accepted, rejected = "verdict=accepted", "verdict=rejected"
     main = [
-        "run_started", *ran("work#1"), *ran("verify#1", accepted), *ran("proceed#1"),
-        *ran("joinAllLeft#1"), *ran("joinAnyLeft#1"), "voided joinAnyRight#1 parallel_join",
-        *ran("joinQuorumLeft#1"), "voided joinQuorumRight#1 parallel_join",
-        *ran("joinFirstLeft#1", accepted), "voided joinFirstRight#1 parallel_join",
-        *ran("loopStep#1"), *ran("loopCheck#1", rejected), *ran("loopStep#2"),
-        *ran("loopCheck#2", accepted), *ran("mapBody[0]#1"), "terminal succeeded",
+        "run_started",
+        *ran("work#1"),
+        *ran("verify#1", accepted),
+        *ran("proceed#1"),
+        *ran("joinAllLeft#1"),
+        *ran("joinAnyLeft#1"),
+        "voided joinAnyRight#1 parallel_join",
+        *ran("joinQuorumLeft#1"),
+        "voided joinQuorumRight#1 parallel_join",
+        *ran("joinFirstLeft#1", accepted),
+        "voided joinFirstRight#1 parallel_join",
+        *ran("loopStep#1"),
+        *ran("loopCheck#1", rejected),
+        *ran("loopStep#2"),
+        *ran("loopCheck#2", accepted),
+        *ran("mapBody[0]#1"),
+        "terminal succeeded",
     ]
     assert_trace(
         trace(run),
@@ -302,8 +407,10 @@ def test_a_first_join_may_race_on_any_racer_verdict() -> None:
     and match nothing, so "a or b accepted" is satisfiable on either branch."""
     graph, runtime = g.par_first_graph(["a", "b"], "b")
     join = graph["root"]["children"][0]["join"]
-    join["when"] = {"kind": "any", "guards": [g.signalled(name, "verdict", "accepted")
-                                              for name in ("a", "b")]}
+    join["when"] = {
+        "kind": "any",
+        "guards": [g.signalled(name, "verdict", "accepted") for name in ("a", "b")],
+    }
     admission = admit(graph, initial_input={"value": 1}, runtime=runtime)
     assert admission.ok, [d.message for d in admission.diagnostics]
 

@@ -48,9 +48,7 @@ def test_four_runs_and_two_tailing_readers_share_one_ledger(ws: Workspace) -> No
     errors: list[BaseException] = []
     threads = [
         threading.Thread(target=target, args=(reader, run.id, tail, errors), daemon=True)
-        for target, reader, reader_tails in zip(
-            (follow, follow_async), readers, tails, strict=True
-        )
+        for target, reader, reader_tails in zip((follow, follow_async), readers, tails, strict=True)
         for run, tail in zip(runs, reader_tails, strict=True)
     ]
     for thread in threads:
@@ -63,8 +61,9 @@ def test_four_runs_and_two_tailing_readers_share_one_ledger(ws: Workspace) -> No
         assert wire(finish(run)) == RESUME_RESULT
         assert_single_terminal_last(run)
         recorded = [(cursor, event.to_wire()) for cursor, event in run.events()]
-        assert [cursor for cursor, _ in recorded] == [f"v2:{n}" for n in
-                                                      range(1, len(recorded) + 1)]
+        assert [cursor for cursor, _ in recorded] == [
+            f"v2:{n}" for n in range(1, len(recorded) + 1)
+        ]
         for reader_tails in tails:
             # Neither lost nor duplicated: exactly the recorded events, in order.
             assert [(c, e.to_wire()) for c, e in reader_tails[index]] == recorded
@@ -104,7 +103,7 @@ def test_events_after_a_cursor_are_exactly_those_after_it_across_reconnects(
     # far as the run had got).
     for after, piece in asked:
         start = 0 if after is None else int(after[3:])
-        assert [(c, e.to_wire()) for c, e in piece] == everything[start:start + len(piece)]
+        assert [(c, e.to_wire()) for c, e in piece] == everything[start : start + len(piece)]
     # Cursors name positions exactly: beyond the end or malformed is an error, not a guess.
     last = int(everything[-1][0][3:])
     assert list(run.events(f"v2:{last}")) == []

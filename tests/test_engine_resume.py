@@ -33,8 +33,14 @@ from zeroshot_kernel.ledger.events import ControllerAttached, NodeCompleted, Nod
 
 INPUT = {"value": 0, "items": [{"n": 1}, {"n": 2}]}
 EXPECTED = {"status": "succeeded", "output": {"value": 3, "results": [1, 4]}}
-SLOW = {"prep": {"sleep": 0.2}, "left": {"sleep": 0.3}, "right": {"sleep": 1.0},
-        "square": {"sleep": 0.2}, "bump": {"sleep": 0.15}, "gate": {"sleep": 0.1}}
+SLOW = {
+    "prep": {"sleep": 0.2},
+    "left": {"sleep": 0.3},
+    "right": {"sleep": 1.0},
+    "square": {"sleep": 0.2},
+    "bump": {"sleep": 0.15},
+    "gate": {"sleep": 0.1},
+}
 # Four runs, five kills each: twenty distinct cursors, from before the first event to the
 # last iteration of the loop.
 KILL_POINTS = [[0, 4, 8, 12, 16], [1, 5, 9, 13, 17], [2, 6, 10, 14, 18], [3, 7, 11, 15, 19]]
@@ -164,11 +170,15 @@ def test_kill_minus_nine_at_twenty_points_then_resume(tmp_path: Path) -> None:
         assert attached == [False] + [True] * (len(found) - unattached)
         # Executions left in flight were closed as crashes and retried as new executions
         # (except a racer whose par another racer had already won).
-        lost = [e for e in events if isinstance(e, NodeCompleted) and "runtime_lost" in
-                (e.detail or "")]
+        lost = [
+            e for e in events if isinstance(e, NodeCompleted) and "runtime_lost" in (e.detail or "")
+        ]
         assert len(lost) == sum(k.active for k in found)
-        retried = {e.reference.node_instance for e in events
-                   if isinstance(e, NodeStarted) and e.attempt > 1}
+        retried = {
+            e.reference.node_instance
+            for e in events
+            if isinstance(e, NodeStarted) and e.attempt > 1
+        }
         racers = {"left#1", "right#1"}
         assert retried | racers >= {e.completion.reference.node_instance for e in lost}
     assert sum(k.active for found in kills for k in found) > 0, "some kill hit work in flight"

@@ -50,8 +50,11 @@ class Observer(threading.Thread):
 
 def stop_while_active(ws: Workspace, run: Run, active: int) -> list[str]:
     """Stop ``run`` once ``active`` executions are running; return the active instances."""
-    wait_until(lambda: len(ws.client.ledger.snapshot(run.id).active()) == active, 20,
-               f"{active} active executions")
+    wait_until(
+        lambda: len(ws.client.ledger.snapshot(run.id).active()) == active,
+        20,
+        f"{active} active executions",
+    )
     running = ws.client.ledger.snapshot(run.id).active()
     for execution in running:
         ws.pid(execution.reference.execution)  # waits for each worker to start
@@ -69,7 +72,7 @@ def stop_while_active(ws: Workspace, run: Run, active: int) -> list[str]:
     events = list(run.events())
     kinds = [event.kind for _, event in events]
     stop_at = kinds.index("force_stop_requested")
-    close = [event for _, event in events[stop_at + 1:] if event.kind != "safe_log"]
+    close = [event for _, event in events[stop_at + 1 :] if event.kind != "safe_log"]
     assert close[-1].kind == "terminal"
     refusals = [e for e in close[:-1] if isinstance(e, NodeCompleted)]
     assert len(refusals) == len(close) - 1
@@ -99,10 +102,20 @@ def test_stop_during_par_closes_the_run_atomically(ws: Workspace) -> None:
     assert stop_while_active(ws, run, 2) == ["left#1", "right#1"]
     assert_trace(
         trace(run),
-        ["run_started", "started left#1", "stop_requested", "completed left#1 refusal",
-         "terminal failed/force_stopped"],
-        ["run_started", "started right#1", "stop_requested", "completed right#1 refusal",
-         "terminal failed/force_stopped"],
+        [
+            "run_started",
+            "started left#1",
+            "stop_requested",
+            "completed left#1 refusal",
+            "terminal failed/force_stopped",
+        ],
+        [
+            "run_started",
+            "started right#1",
+            "stop_requested",
+            "completed right#1 refusal",
+            "terminal failed/force_stopped",
+        ],
     )
 
 
@@ -121,8 +134,11 @@ def test_stop_before_the_controller_starts(ws: Workspace) -> None:
     assert trace(run)[-2:] == ["stop_requested", "terminal failed/force_stopped"]
     assert not any(item.startswith("started") for item in trace(run))
     log = ws.root / ".zeroshot" / "controllers" / f"{run.id}.log"
-    wait_until(lambda: "ended" in log.read_text() or "held by" in log.read_text(), 20,
-               "the controller to finish")
+    wait_until(
+        lambda: "ended" in log.read_text() or "held by" in log.read_text(),
+        20,
+        "the controller to finish",
+    )
     assert "Traceback" not in log.read_text()
 
 
@@ -136,8 +152,9 @@ def test_stop_is_honoured_while_the_controller_is_dispatching(tmp_path: Path) ->
     runs = [ws.submit(g.spin_graph(rounds=50), {"value": 0}) for ws in workspaces]
     for index, (ws, run) in enumerate(zip(workspaces, runs, strict=True)):
         at = 120 + 10 * index
-        wait_until(lambda ws=ws, run=run, at=at: cursor_of(ws.client, run.id) >= at, 30,
-                   "the loop to spin")
+        wait_until(
+            lambda ws=ws, run=run, at=at: cursor_of(ws.client, run.id) >= at, 30, "the loop to spin"
+        )
         assert run.stop() == "requested"
     for ws, run in zip(workspaces, runs, strict=True):
         assert wire(finish(run, 10)) == FORCE_STOPPED
@@ -163,6 +180,9 @@ def test_workers_die_with_their_controller_and_stop_closes_the_orphaned_run(
     # closes the run itself as runtime_lost, its in-flight execution a crash.
     wait_until(lambda: run.stop() == "closed", 10, "the lease to lapse")
     assert wire(finish(run)) == {"status": "failed", "reason": "runtime_lost"}
-    assert trace(run)[-3:] == ["stop_requested", "completed work#1 crash",
-                               "terminal failed/runtime_lost"]
+    assert trace(run)[-3:] == [
+        "stop_requested",
+        "completed work#1 crash",
+        "terminal failed/runtime_lost",
+    ]
     assert run.stop() == "already_finished"

@@ -74,8 +74,9 @@ def test_importing_the_engine_keeps_the_hooks_lazy() -> None:
         print(sorted(m for m in sys.modules if m.split('.')[0] in
                      {'IPython', 'ipywidgets', 'matplotlib', 'zeroshot_widgets'}))
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 
@@ -111,7 +112,8 @@ def test_listing_magics_print_what_the_cli_prints(shell: InteractiveShell) -> No
     assert status == cli("status", done.run.id, "--ledger", ledger)
     assert "phase:  finished" in status
     assert line(shell, f"stop {done.run.id} --ledger {ledger}").stdout == (
-        f"{done.run.id} had already finished\n")
+        f"{done.run.id} had already finished\n"
+    )
 
 
 def test_usage_errors_are_the_cli_errors(shell: InteractiveShell, tmp_path: Path) -> None:
@@ -186,22 +188,32 @@ def test_graph_cell_shows_diagnostics_or_identity(shell: InteractiveShell) -> No
     assert '"status": "rejected"' in as_json.stdout
     assert cell(shell, "", "profile: [").stderr.startswith("error: neither JSON nor YAML")
     assert error_lines(cell(shell, "--bogus", "{}").stderr) == error_lines(
-        cli("validate", "x.json", "--bogus"))
+        cli("validate", "x.json", "--bogus")
+    )
 
 
 def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     done = finished_run()
     graph = yaml.safe_dump(expand_template("single-worker").graph)
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
-        nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
-        nbformat.v4.new_code_cell("%zeroshot templates"),
-        nbformat.v4.new_code_cell(f"%zeroshot monitor {done.run.id} --ledger {done.client.url}"),
-        nbformat.v4.new_code_cell(f"%%zeroshot_graph\n{graph}"),
-        nbformat.v4.new_code_cell("%unload_ext zeroshot_kernel\n%zeroshot templates"),
-    ])
-    NotebookClient(notebook, timeout=120, startup_timeout=120, allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
+            nbformat.v4.new_code_cell("%load_ext zeroshot_kernel"),
+            nbformat.v4.new_code_cell("%zeroshot templates"),
+            nbformat.v4.new_code_cell(
+                f"%zeroshot monitor {done.run.id} --ledger {done.client.url}"
+            ),
+            nbformat.v4.new_code_cell(f"%%zeroshot_graph\n{graph}"),
+            nbformat.v4.new_code_cell("%unload_ext zeroshot_kernel\n%zeroshot templates"),
+        ]
+    )
+    NotebookClient(
+        notebook,
+        timeout=120,
+        startup_timeout=120,
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
     outputs = [c.outputs for c in notebook.cells]
     texts = ["".join(o.get("text", "") for o in cell_outputs) for cell_outputs in outputs]
     assert all(o.output_type != "error" for cell_outputs in outputs[:5] for o in cell_outputs)
@@ -234,8 +246,7 @@ def test_wait_and_report_mean_the_run_shown_last(
 def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell) -> None:
     graph = expand_template("single-worker").graph
     shell.user_ns.pop("authored", None)
-    assert cell(shell, "--as authored", yaml.safe_dump(graph)).stdout.startswith(
-        "graph: verified")
+    assert cell(shell, "--as authored", yaml.safe_dump(graph)).stdout.startswith("graph: verified")
     assert shell.user_ns["authored"] == graph
     refused = cell(shell, "--as 1st", yaml.safe_dump(graph))
     assert "error: --as '1st': not a Python variable name" in refused.stderr

@@ -77,8 +77,14 @@ def install(site: Path, name: str, entry: str, module: str | None = None) -> Non
 def zeroshot(workspace: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(site)}
     env.pop("ZEROSHOT_LEDGER", None)
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=workspace,
-                          env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -95,7 +101,8 @@ def test_the_built_in_features_are_found_through_their_entry_points() -> None:
 
 
 def test_a_third_party_feature_adds_a_template_a_harness_and_a_command(
-        tmp_path: Path, site: Path) -> None:
+    tmp_path: Path, site: Path
+) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     listed = zeroshot(workspace, site, "template", "list")
@@ -105,31 +112,40 @@ def test_a_third_party_feature_adds_a_template_a_harness_and_a_command(
     hello = zeroshot(workspace, site, "acme", "hello")
     assert (hello.returncode, hello.stdout.strip()) == (0, "hello from acme")
 
-    shown = zeroshot(workspace, site, "template", "show", "shout-once", "--task", "hi",
-                     "--json")
+    shown = zeroshot(workspace, site, "template", "show", "shout-once", "--task", "hi", "--json")
     assert shown.returncode == 0, shown.stderr
     expansion = json.loads(shown.stdout)
     (workspace / "graph.json").write_text(json.dumps(expansion["graph"]))
     (workspace / "plan.json").write_text(json.dumps(expansion["runtime"]))
     # The detached controller is another process: it finds the harness the same way.
-    ran = zeroshot(workspace, site, "run", "graph.json", "--input", '{"task": "hi"}',
-                   "--runtime", "@plan.json")
+    ran = zeroshot(
+        workspace, site, "run", "graph.json", "--input", '{"task": "hi"}', "--runtime", "@plan.json"
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "shouting HI" in ran.stdout
     assert "succeeded" in ran.stdout
 
 
-def test_a_plan_naming_a_harness_nobody_installed_is_refused_at_admission(
-        tmp_path: Path) -> None:
+def test_a_plan_naming_a_harness_nobody_installed_is_refused_at_admission(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     empty = tmp_path / "empty-site"
     empty.mkdir()
-    (workspace / "graph.json").write_text(json.dumps(
-        json.loads(zeroshot(workspace, empty, "template", "show", "single-worker",
-                            "--json").stdout)["graph"]))
-    checked = zeroshot(workspace, empty, "validate", "graph.json", "--runtime",
-                       '{"harness": "shout", "nodes": {"worker": {"kind": "agent"}}}')
+    (workspace / "graph.json").write_text(
+        json.dumps(
+            json.loads(
+                zeroshot(workspace, empty, "template", "show", "single-worker", "--json").stdout
+            )["graph"]
+        )
+    )
+    checked = zeroshot(
+        workspace,
+        empty,
+        "validate",
+        "graph.json",
+        "--runtime",
+        '{"harness": "shout", "nodes": {"worker": {"kind": "agent"}}}',
+    )
     assert checked.returncode == 1
     assert 'the harness "shout" is not installed here' in checked.stdout + checked.stderr
     assert "runtime › harness" in checked.stdout + checked.stderr
@@ -138,7 +154,8 @@ def test_a_plan_naming_a_harness_nobody_installed_is_refused_at_admission(
 
 
 def test_a_broken_feature_is_left_out_with_a_warning_and_the_rest_works(
-        tmp_path: Path, site: Path) -> None:
+    tmp_path: Path, site: Path
+) -> None:
     install(site, "broken_feature", "broken = broken_feature_missing:FEATURE")
     workspace = tmp_path / "ws"
     workspace.mkdir()

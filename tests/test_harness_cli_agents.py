@@ -82,8 +82,8 @@ def test_a_verifier_runs_read_only(
     if cli == "claude":
         assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
         assert argv[argv.index("--allowedTools") + 1] == (
-            "Read,Grep,Glob,Bash(git diff:*),Bash(git log:*),Bash(git show:*),"
-            "Bash(git status:*)")
+            "Read,Grep,Glob,Bash(git diff:*),Bash(git log:*),Bash(git show:*),Bash(git status:*)"
+        )
         assert "--disallowedTools" not in argv
     else:
         assert argv[argv.index("--sandbox") + 1] == "read-only"
@@ -95,8 +95,10 @@ def test_a_malformed_reply_is_corrected_in_the_same_session(
 ) -> None:
     install_standin(tmp_path, cli, monkeypatch)
     ws = make_workspace(tmp_path / "ws")
-    script(ws, work=[{"text": "Sure! The answer is 8."}, {"json": {"value": "8"}},
-                     {"json": {"value": 8}}])
+    script(
+        ws,
+        work=[{"text": "Sure! The answer is 8."}, {"json": {"value": "8"}}, {"json": {"value": 8}}],
+    )
     run = ws.submit(one_step(cli), {"value": 7})
 
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 8}}
@@ -125,7 +127,10 @@ def test_three_malformed_replies_are_malformed(
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 7}}
     [completed] = completions(run)
     assert completed.completion.outcome.to_wire() == {
-        "status": "error", "code": "malformed", "reason": "malformed_result"}
+        "status": "error",
+        "code": "malformed",
+        "reason": "malformed_result",
+    }
     assert completed.detail is not None and "output.extra: unknown field" in completed.detail
     assert len(calls(ws)) == 3
 
@@ -140,13 +145,18 @@ def test_a_hang_is_killed_with_its_whole_process_group_at_the_timeout(
     run = ws.submit(one_step(cli, timeout_ms=3_000), {"value": 7})
 
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 7}}
-    assert_trace(trace(run), ["run_started", "started work#1", "completed work#1 timeout",
-                              "terminal succeeded"])
+    assert_trace(
+        trace(run),
+        ["run_started", "started work#1", "completed work#1 timeout", "terminal succeeded"],
+    )
     pids, group = hung_pids(ws), hung_group(ws)
     assert len(pids) == 2
     assert group not in pids  # the guard leads the group the harness kills
-    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=5,
-               message="the agent and its child to be gone")
+    wait_until(
+        lambda: not any(alive(pid) for pid in pids),
+        timeout=5,
+        message="the agent and its child to be gone",
+    )
     wait_until(lambda: group_gone(group), timeout=5, message="the process group to be gone")
 
 
@@ -160,7 +170,10 @@ def test_a_crash_is_a_crash(cli: str, tmp_path: Path, monkeypatch: pytest.Monkey
     finish(run)
     [completed] = completions(run)
     assert completed.completion.outcome.to_wire() == {
-        "status": "error", "code": "crash", "reason": "declared_failure"}
+        "status": "error",
+        "code": "crash",
+        "reason": "declared_failure",
+    }
     assert completed.detail is not None and "exit" in completed.detail
     assert any("crashed on purpose" in log.line for _, log in run.logs())
 
@@ -191,7 +204,10 @@ def test_a_declined_task_is_a_refusal(
     finish(run)
     [completed] = completions(run)
     assert completed.completion.outcome.to_wire() == {
-        "status": "error", "code": "refusal", "reason": "policy_denied"}
+        "status": "error",
+        "code": "refusal",
+        "reason": "policy_denied",
+    }
     assert completed.detail == "the agent declined: this would delete the production database"
     assert len(calls(ws)) == 1
 
@@ -209,7 +225,10 @@ def test_the_cli_reporting_missing_credentials_is_authentication_required(
     finish(run)
     [completed] = completions(run)
     assert completed.completion.outcome.to_wire() == {
-        "status": "error", "code": "refusal", "reason": "authentication_required"}
+        "status": "error",
+        "code": "refusal",
+        "reason": "authentication_required",
+    }
     assert len(calls(ws)) == 1
 
 
@@ -275,8 +294,11 @@ def test_an_unclean_turn_drops_the_node_instance_session(
     install_standin(tmp_path, cli, monkeypatch)
     ws = make_workspace(tmp_path / "ws")
     # iteration 1 fine, iteration 2 crashes (bump errors, the loop goes on), then fine
-    script(ws, bump=[{"increment": "value"}, {"crash": True}, {"increment": "value"}],
-           gate=[{"gate": 2}])
+    script(
+        ws,
+        bump=[{"increment": "value"}, {"crash": True}, {"increment": "value"}],
+        gate=[{"gate": 2}],
+    )
     run = ws.submit(refine_loop(cli, "node_instance", "execution"), {"value": 0})
 
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
@@ -295,10 +317,13 @@ def test_a_connection_secret_reaches_the_agent_but_no_record(
     monkeypatch.setenv(CREDENTIAL[cli], secret)
     ws = make_workspace(tmp_path / "ws")
     # The agent has the key (it prints it), and echoes it in a reply that gets corrected.
-    script(ws, work=[
-        {"require_env": CREDENTIAL[cli], "leak_env": CREDENTIAL[cli], "text": f"key {secret}"},
-        {"require_env": CREDENTIAL[cli], "increment": "value"},
-    ])
+    script(
+        ws,
+        work=[
+            {"require_env": CREDENTIAL[cli], "leak_env": CREDENTIAL[cli], "text": f"key {secret}"},
+            {"require_env": CREDENTIAL[cli], "increment": "value"},
+        ],
+    )
     run = ws.submit(one_step(cli, connections=[CONNECTION[cli]]), {"value": 1})
 
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
@@ -321,23 +346,49 @@ def test_status_shows_the_tokens_and_cost_agents_reported(
     finish(run)
 
     shown = subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "status", run.id, "--ledger",
-         str(ws.ledger_path)], capture_output=True, text=True, timeout=60, cwd=ws.root,
+        [
+            sys.executable,
+            "-m",
+            "zeroshot_kernel",
+            "status",
+            run.id,
+            "--ledger",
+            str(ws.ledger_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ws.root,
     )
     assert shown.returncode == 0, shown.stderr
     # two turns of 115 input (100 + 10 cache creation + 5 cache read) and 20 output tokens
     assert "  usage:  230 input + 40 output tokens, $0.0030" in shown.stdout
-    (execution,) = [e.completion.reference.execution for _, e in
-                    run.events(kinds={"node_completed"})]
+    (execution,) = [
+        e.completion.reference.execution for _, e in run.events(kinds={"node_completed"})
+    ]
     assert f"    work             {execution}  230 input + 40 output tokens" in shown.stdout
     as_json = subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "status", run.id, "--json", "--ledger",
-         str(ws.ledger_path)], capture_output=True, text=True, timeout=60, cwd=ws.root,
+        [
+            sys.executable,
+            "-m",
+            "zeroshot_kernel",
+            "status",
+            run.id,
+            "--json",
+            "--ledger",
+            str(ws.ledger_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ws.root,
     )
     usage = json.loads(as_json.stdout)["usage"]
     each = {"inputTokens": 230, "outputTokens": 40, "costUsd": usage["total"]["costUsd"]}
-    assert usage == {"total": each, "executions": [
-        {"execution": execution, "node": "work", "usage": each}]}
+    assert usage == {
+        "total": each,
+        "executions": [{"execution": execution, "node": "work", "usage": each}],
+    }
     assert round(each["costUsd"], 4) == 0.003
 
 
@@ -355,8 +406,11 @@ def test_an_agent_dies_with_its_controller(
     assert all(alive(pid) for pid in pids)
 
     kill(controller_pid(ws.client, run.id))
-    wait_until(lambda: not any(alive(pid) for pid in pids), timeout=5,
-               message="the orphaned agent and its child to be killed")
+    wait_until(
+        lambda: not any(alive(pid) for pid in pids),
+        timeout=5,
+        message="the orphaned agent and its child to be killed",
+    )
     wait_until(lambda: group_gone(hung_group(ws)), timeout=5, message="the group to be gone")
 
 
@@ -389,12 +443,14 @@ def test_an_error_the_agent_reports_twice_is_a_crash(
     assert len(calls(ws)) == (2 if cli == "codex" else 1)
 
 
-@pytest.mark.parametrize("stderr", [
-    "OAuth token has expired. Please obtain a new token or refresh your existing token.",
-    "Error: session expired; log in again",
-])
-def test_an_expired_login_reported_on_stderr_only_is_authentication_required(
-        stderr: str) -> None:
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "OAuth token has expired. Please obtain a new token or refresh your existing token.",
+        "Error: session expired; log in again",
+    ],
+)
+def test_an_expired_login_reported_on_stderr_only_is_authentication_required(stderr: str) -> None:
     """The CLI exits non-zero with no JSON result and says why only on stderr."""
     from zeroshot_kernel.harness.agent_cli import CliRun
     from zeroshot_kernel.harness.claude_harness import read_result

@@ -30,8 +30,10 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ZEROSHOT_HTTP_BACKOFF_S", "0.01")
 
 
-def with_connection(scenario: tuple[dict[str, Any], dict[str, Any]], base_url: str,
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+def with_connection(
+    scenario: tuple[dict[str, Any], dict[str, Any]],
+    base_url: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every node uses the ``local`` connection: ``base_url`` and ``$ZS_LOCAL_LLM_KEY``."""
     graph, plan = scenario
     plan["connections"] = {"local": {"env": KEY_ENV, "baseUrl": base_url}}
@@ -64,9 +66,14 @@ def test_structured_output_from_the_declared_type_and_usage_recorded(
     assert body["response_format"] == {
         "type": "json_schema",
         "json_schema": {
-            "name": "response", "strict": True,
-            "schema": {"type": "object", "properties": {"value": {"type": "integer"}},
-                       "required": ["value"], "additionalProperties": False},
+            "name": "response",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"value": {"type": "integer"}},
+                "required": ["value"],
+                "additionalProperties": False,
+            },
         },
     }
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -85,7 +92,8 @@ def test_a_verifier_answers_with_signals(tmp_path: Path, monkeypatch: pytest.Mon
     schema = server.completions()[0]["body"]["response_format"]["json_schema"]["schema"]
     assert schema["required"] == ["output", "signals", "diagnostic"]
     assert schema["properties"]["signals"]["properties"] == {
-        "verdict": {"type": "string", "enum": ["accepted", "rejected"]}}
+        "verdict": {"type": "string", "enum": ["accepted", "rejected"]}
+    }
 
 
 def test_the_openai_connection_honours_openai_base_url(
@@ -132,8 +140,11 @@ def test_a_rejected_key_is_authentication_required(
     with chat_server({"status": 401}) as server:
         run = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
         finish(run)
-    assert outcome(run) == {"status": "error", "code": "refusal",
-                            "reason": "authentication_required"}
+    assert outcome(run) == {
+        "status": "error",
+        "code": "refusal",
+        "reason": "authentication_required",
+    }
     assert len(server.completions()) == 1
     [completed] = completions(run)
     assert completed.detail is not None and f"refused the key in {KEY_ENV}" in completed.detail
@@ -168,8 +179,11 @@ def test_a_server_wanting_a_key_when_none_is_set_names_the_variable(
         plan["connections"] = {"openai": {"env": "OPENAI_API_KEY", "baseUrl": server.base_url}}
         run = ws.submit((graph, plan), {"value": 1})
         finish(run)
-    assert outcome(run) == {"status": "error", "code": "refusal",
-                            "reason": "authentication_required"}
+    assert outcome(run) == {
+        "status": "error",
+        "code": "refusal",
+        "reason": "authentication_required",
+    }
     [request] = server.completions()  # asked once, not retried
     assert "authorization" not in {name.lower() for name in request["headers"]}
     [completed] = completions(run)
@@ -177,16 +191,16 @@ def test_a_server_wanting_a_key_when_none_is_set_names_the_variable(
     assert "none was sent" in completed.detail and "set OPENAI_API_KEY" in completed.detail
 
 
-def test_every_request_carries_max_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
+def test_every_request_carries_max_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """4096 by default; the plan's ``maxTokens``, and a node's over the plan's."""
     monkeypatch.setenv(KEY_ENV, "local-key-1234")
     ws = make_workspace(tmp_path)
     with chat_server({"reply": "increment"}) as server:
         default = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
         assert wire(finish(default)) == {"status": "succeeded", "output": {"value": 2}}
-        graph, plan = with_connection(refine_loop("openai", "execution", "execution"),
-                                      server.base_url)
+        graph, plan = with_connection(
+            refine_loop("openai", "execution", "execution"), server.base_url
+        )
         plan["maxTokens"] = 300
         plan["nodes"]["gate"]["maxTokens"] = 20
         plan["nodes"]["gate"]["model"] = "gate-model"
@@ -194,8 +208,10 @@ def test_every_request_carries_max_tokens(tmp_path: Path, monkeypatch: pytest.Mo
         assert wire(finish(configured)) == {"status": "succeeded", "output": {"value": 3}}
     first, *rest = [r["body"] for r in server.completions()]
     assert first["max_tokens"] == 4096
-    assert {(b["model"], b["max_tokens"]) for b in rest} == {("gpt-test-mini", 300),
-                                                               ("gate-model", 20)}
+    assert {(b["model"], b["max_tokens"]) for b in rest} == {
+        ("gpt-test-mini", 300),
+        ("gate-model", 20),
+    }
 
 
 def test_a_reply_cut_at_max_tokens_is_corrected_then_malformed(
@@ -204,7 +220,7 @@ def test_a_reply_cut_at_max_tokens_is_corrected_then_malformed(
     monkeypatch.setenv(KEY_ENV, "local-key-1234")
     ws = make_workspace(tmp_path)
     # A cut reply may even parse: it is never accepted.
-    with chat_server({"content": "{\"value\": 2}", "finish_reason": "length"}) as server:
+    with chat_server({"content": '{"value": 2}', "finish_reason": "length"}) as server:
         graph, plan = with_connection(one_step("openai"), server.base_url)
         plan["maxTokens"] = 64
         run = ws.submit((graph, plan), {"value": 1})
@@ -226,8 +242,9 @@ def test_a_cut_reply_corrected_in_time_succeeds(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "local-key-1234")
     ws = make_workspace(tmp_path)
-    with chat_server({"content": "{\"val", "finish_reason": "length"},
-                     {"reply": "increment"}) as server:
+    with chat_server(
+        {"content": '{"val', "finish_reason": "length"}, {"reply": "increment"}
+    ) as server:
         run = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
         assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
     _, second = server.completions()
@@ -248,8 +265,7 @@ def test_the_openai_key_is_sent_but_never_recorded(
         plan["connections"] = {"openai": {"env": "OPENAI_API_KEY", "baseUrl": server.base_url}}
         run = ws.submit((graph, plan), {"value": 1})
         assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
-    assert all(r["headers"]["Authorization"] == f"Bearer {secret}"
-               for r in server.completions())
+    assert all(r["headers"]["Authorization"] == f"Bearer {secret}" for r in server.completions())
     lines = [log.line for _, log in run.logs()]
     assert any("<redacted>" in line for line in lines)
     assert all(secret not in line for line in lines)
@@ -262,13 +278,13 @@ def test_a_malformed_reply_is_corrected_in_the_conversation(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "local-key-1234")
     ws = make_workspace(tmp_path)
-    with chat_server({"content": "{\"value\": 1.5}"}, {"reply": "increment"}) as server:
+    with chat_server({"content": '{"value": 1.5}'}, {"reply": "increment"}) as server:
         run = ws.submit(with_connection(one_step("openai"), server.base_url), {"value": 1})
         assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 2}}
     _, second = server.completions()
     messages = second["body"]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
-    assert messages[2]["content"] == "{\"value\": 1.5}"
+    assert messages[2]["content"] == '{"value": 1.5}'
     assert "output.value: expected an integer without a fraction" in messages[3]["content"]
     [completed] = completions(run)
     assert completed.usage is not None and completed.usage.input_tokens == 22
@@ -301,8 +317,9 @@ def test_node_instance_continues_the_conversation_and_execution_never_does(
     monkeypatch.setenv(KEY_ENV, "local-key-1234")
     ws = make_workspace(tmp_path)
     with chat_server({"reply": "increment"}) as server:
-        graph, plan = with_connection(refine_loop("openai", "node_instance", "execution"),
-                                      server.base_url)
+        graph, plan = with_connection(
+            refine_loop("openai", "node_instance", "execution"), server.base_url
+        )
         plan["nodes"]["gate"]["model"] = "gate-model"
         run = ws.submit((graph, plan), {"value": 0})
         assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 3}}
@@ -334,7 +351,6 @@ def test_a_connection_secret_is_sent_but_never_recorded(
     assert secret not in controller_logs(ws)
 
 
-
 def test_without_a_model_the_servers_only_model_is_used_else_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -346,7 +362,9 @@ def test_without_a_model_the_servers_only_model_is_used_else_refused(
         graph, plan = with_connection(one_step("openai"), server.base_url)
         del plan["model"]
         assert wire(finish(ws.submit((graph, plan), {"value": 1}))) == {
-            "status": "succeeded", "output": {"value": 2}}
+            "status": "succeeded",
+            "output": {"value": 2},
+        }
         [request] = server.completions()
         assert request["body"]["model"] == "standin"
         server.models = ["llama-3-8b", "qwen-2-7b"]

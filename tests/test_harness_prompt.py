@@ -29,8 +29,9 @@ from zeroshot_kernel.harness.prompt import (
 from zeroshot_kernel.harness.sessions import SessionPool, occurrence_key
 from zeroshot_kernel.ledger.events import Usage
 
-OUTPUT = g.rec(title=g.STR, score=g.field({"kind": "number"}), tags=g.arr(g.enum("a", "b")),
-               note=g.opt(g.STR))
+OUTPUT = g.rec(
+    title=g.STR, score=g.field({"kind": "number"}), tags=g.arr(g.enum("a", "b")), note=g.opt(g.STR)
+)
 
 
 def step_node(output: dict[str, Any] = OUTPUT) -> StepNode:
@@ -40,9 +41,13 @@ def step_node(output: dict[str, Any] = OUTPUT) -> StepNode:
 
 
 def verifier_node() -> VerifierNode:
-    node = g.verifier("review", input=g.VALUE, reads={"value": g.state("value")},
-                      signals={"verdict": ["accepted", "rejected"], "risk": ["high", "low"]},
-                      diagnostic=g.rec(reason=g.STR))
+    node = g.verifier(
+        "review",
+        input=g.VALUE,
+        reads={"value": g.state("value")},
+        signals={"verdict": ["accepted", "rejected"], "risk": ["high", "low"]},
+        diagnostic=g.rec(reason=g.STR),
+    )
     node["instructions"] = "Review the value."
     return VerifierNode.from_wire(node)
 
@@ -69,8 +74,10 @@ def test_a_verifier_schema_has_output_signals_with_labels_and_diagnostic() -> No
     assert schema["properties"]["output"] == {"type": "null"}
     assert schema["properties"]["signals"] == {
         "type": "object",
-        "properties": {"risk": {"type": "string", "enum": ["high", "low"]},
-                       "verdict": {"type": "string", "enum": ["accepted", "rejected"]}},
+        "properties": {
+            "risk": {"type": "string", "enum": ["high", "low"]},
+            "verdict": {"type": "string", "enum": ["accepted", "rejected"]},
+        },
         "required": ["risk", "verdict"],
         "additionalProperties": False,
     }
@@ -105,8 +112,10 @@ def test_a_fitting_reply_is_accepted_wherever_the_json_sits(text: str) -> None:
     parsed = parse_reply(step_node(), text)
     assert isinstance(parsed, Accepted)
     assert parsed.outcome.to_wire() == {
-        "status": "verified", "output": {"title": "t", "score": 1, "tags": ["a"]},
-        "artifacts": []}
+        "status": "verified",
+        "output": {"title": "t", "score": 1, "tags": ["a"]},
+        "artifacts": [],
+    }
 
 
 def test_problems_name_the_path_and_what_was_wrong() -> None:
@@ -128,13 +137,20 @@ def test_problems_name_the_path_and_what_was_wrong() -> None:
 
 def test_a_verifier_reply_is_checked_signal_by_signal() -> None:
     node = verifier_node()
-    good = {"output": None, "signals": {"verdict": "accepted", "risk": "low"},
-            "diagnostic": {"reason": "fine"}}
+    good = {
+        "output": None,
+        "signals": {"verdict": "accepted", "risk": "low"},
+        "diagnostic": {"reason": "fine"},
+    }
     parsed = parse_reply(node, json.dumps(good))
     assert isinstance(parsed, Accepted)
     assert parsed.outcome.to_wire()["signals"] == {"verdict": "accepted", "risk": "low"}
-    bad = {"output": 1, "signals": {"verdict": "maybe", "mood": "x"}, "diagnostic": {},
-           "extra": True}
+    bad = {
+        "output": 1,
+        "signals": {"verdict": "maybe", "mood": "x"},
+        "diagnostic": {},
+        "extra": True,
+    }
     rejected = parse_reply(node, json.dumps(bad))
     assert isinstance(rejected, Rejected)
     assert rejected.problems == [
@@ -164,13 +180,21 @@ def test_extract_json_and_correction_text() -> None:
     assert "only the corrected JSON value" in text
 
 
-def request_for(node: StepNode | VerifierNode, scope: str = "execution",
-                instance: str = "write#1") -> ExecutionRequest:
+def request_for(
+    node: StepNode | VerifierNode, scope: str = "execution", instance: str = "write#1"
+) -> ExecutionRequest:
     binding = AgentBinding(session_scope=scope)  # type: ignore[arg-type]
     plan = RuntimePlan(harness="openai", model="m", nodes={node.name: binding})
     return ExecutionRequest(
-        run_id="run-x", node=node, execution="e1", node_instance=instance, attempt=1,
-        input={"value": 1}, binding=binding, plan=plan, workspace=Path("."),
+        run_id="run-x",
+        node=node,
+        execution="e1",
+        node_instance=instance,
+        attempt=1,
+        input={"value": 1},
+        binding=binding,
+        plan=plan,
+        workspace=Path("."),
     )
 
 
@@ -183,15 +207,21 @@ class FakeAgent:
 
     async def send(self, prompt: str, session: str | None) -> Turn[str]:
         self.prompts.append((prompt, session))
-        return Turn(text=self.replies.pop(0), usage=Usage(input_tokens=10, output_tokens=2),
-                    session=session or "s-1")
+        return Turn(
+            text=self.replies.pop(0),
+            usage=Usage(input_tokens=10, output_tokens=2),
+            session=session or "s-1",
+        )
 
 
 def test_two_corrections_then_malformed() -> None:
     agent = FakeAgent("nope", "still nope", '{"title": 1}', '{"never": "asked"}')
     conversation = asyncio.run(converse(request_for(step_node()), agent.send))
     assert conversation.result.outcome.to_wire() == {
-        "status": "error", "code": "malformed", "reason": "malformed_result"}
+        "status": "error",
+        "code": "malformed",
+        "reason": "malformed_result",
+    }
     assert conversation.session is None
     assert len(agent.prompts) == 3
     assert [session for _, session in agent.prompts] == [None, "s-1", "s-1"]
@@ -216,7 +246,8 @@ def test_a_correction_without_a_session_repeats_the_contract() -> None:
 def test_usage_sums_what_is_reported() -> None:
     assert add_usage(None, None) is None
     assert add_usage(Usage(cost_usd=0.5), Usage(input_tokens=3, cost_usd=0.25)) == Usage(
-        input_tokens=3, cost_usd=0.75)
+        input_tokens=3, cost_usd=0.75
+    )
 
 
 def test_sessions_are_kept_per_occurrence_for_node_instance_scope_only() -> None:

@@ -17,14 +17,25 @@ from chat_server import chat_server
 from harness_support import BIN_ENV, install_standin
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel", "providers"]
-CREDENTIALS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GH_TOKEN",
-               "OPENAI_BASE_URL")
+CREDENTIALS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GH_TOKEN",
+    "OPENAI_BASE_URL",
+)
 
 
 def providers(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
-    return subprocess.run([*ZEROSHOT, *args], capture_output=True, text=True, timeout=60,
-                          cwd=cwd, env={**clean, **env})
+    return subprocess.run(
+        [*ZEROSHOT, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**clean, **env},
+    )
 
 
 def report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -38,9 +49,13 @@ def test_lists_clis_with_versions_and_connections_by_name(
     install_standin(tmp_path, "claude", monkeypatch)
     secret = f"sk-{uuid.uuid4().hex}"
     missing = str(tmp_path / "no-such-codex")
-    result = providers(tmp_path, "--json", OPENAI_API_KEY=secret,
-                       ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]],
-                       ZEROSHOT_CODEX_BIN=missing)
+    result = providers(
+        tmp_path,
+        "--json",
+        OPENAI_API_KEY=secret,
+        ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]],
+        ZEROSHOT_CODEX_BIN=missing,
+    )
     assert result.returncode == 0, result.stderr
     assert secret not in result.stdout
     found = report(result)
@@ -48,12 +63,20 @@ def test_lists_clis_with_versions_and_connections_by_name(
     assert clis["claude"]["installed"] and "Claude Code stand-in" in clis["claude"]["version"]
     assert not clis["codex"]["installed"]
     connections = {c["name"]: c for c in found["connections"]}
-    assert connections["openai"] == {"name": "openai", "env": "OPENAI_API_KEY",
-                                     "satisfied": True, "baseUrl": "https://api.openai.com/v1"}
+    assert connections["openai"] == {
+        "name": "openai",
+        "env": "OPENAI_API_KEY",
+        "satisfied": True,
+        "baseUrl": "https://api.openai.com/v1",
+    }
     assert connections["github"]["satisfied"] is False
 
-    text = providers(tmp_path, OPENAI_API_KEY=secret, ZEROSHOT_CODEX_BIN=missing,
-                     ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]])
+    text = providers(
+        tmp_path,
+        OPENAI_API_KEY=secret,
+        ZEROSHOT_CODEX_BIN=missing,
+        ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]],
+    )
     assert "claude     2.0.0 (Claude Code stand-in)" in text.stdout
     assert "not installed (put it on PATH or set ZEROSHOT_CODEX_BIN)" in text.stdout
     assert "openai     OPENAI_API_KEY       set" in text.stdout
@@ -69,8 +92,13 @@ def test_check_sends_one_tiny_request_per_configured_provider(
     with chat_server({"reply": "increment"}) as server:
         plan["connections"]["local"]["baseUrl"] = server.base_url
         result = providers(
-            tmp_path, "--check", "--json", "--runtime", json.dumps(plan),
-            ZS_LOCAL_LLM_KEY="local-key-1234", ANTHROPIC_API_KEY="ak-test-1234",
+            tmp_path,
+            "--check",
+            "--json",
+            "--runtime",
+            json.dumps(plan),
+            ZS_LOCAL_LLM_KEY="local-key-1234",
+            ANTHROPIC_API_KEY="ak-test-1234",
             ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]],
             ZEROSHOT_CODEX_BIN=os.environ[BIN_ENV["codex"]],
         )
@@ -90,12 +118,16 @@ def test_a_failing_check_exits_nonzero(tmp_path: Path) -> None:
     codex.write_text(
         "#!/bin/sh\n"
         'if [ "$1" = --version ]; then echo "codex-cli 0.0.1 (stand-in)"; exit 0; fi\n'
-        "echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"401 Unauthorized\"}}'\n"
+        'echo \'{"type":"turn.failed","error":{"message":"401 Unauthorized"}}\'\n'
         "exit 1\n"
     )
     codex.chmod(0o755)
-    result = providers(tmp_path, "--check", ZEROSHOT_CLAUDE_BIN=str(tmp_path / "none"),
-                       ZEROSHOT_CODEX_BIN=str(codex))
+    result = providers(
+        tmp_path,
+        "--check",
+        ZEROSHOT_CLAUDE_BIN=str(tmp_path / "none"),
+        ZEROSHOT_CODEX_BIN=str(codex),
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     [line] = [line for line in result.stdout.splitlines() if "FAIL" in line]
     assert line.startswith("  codex      FAIL codex is not authenticated")

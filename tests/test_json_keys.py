@@ -13,14 +13,30 @@ import pytest
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 # Keys whose values are user data (names a task or a worker chose), not output structure.
-DATA = {"output", "input", "initialInput", "parameters", "params", "signals", "values",
-        "results", "state", "metrics", "edits", "files", "diagnostic", "graph", "runtime"}
+DATA = {
+    "output",
+    "input",
+    "initialInput",
+    "parameters",
+    "params",
+    "signals",
+    "values",
+    "results",
+    "state",
+    "metrics",
+    "edits",
+    "files",
+    "diagnostic",
+    "graph",
+    "runtime",
+}
 
 
 def _zeroshot(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZEROSHOT_")}
-    return subprocess.run([*ZEROSHOT, *args], cwd=root, capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [*ZEROSHOT, *args], cwd=root, capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +63,30 @@ def _structure_keys(value: Any, path: str = "") -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("command", [
-    "list", "status RUN", "logs RUN", "research show RUN", "research studies",
-    "profile list", "target list", "providers",
-])
-def test_every_json_output_uses_camel_case_keys(finished: tuple[Path, str],
-                                                command: str) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        "list",
+        "status RUN",
+        "logs RUN",
+        "research show RUN",
+        "research studies",
+        "profile list",
+        "target list",
+        "providers",
+    ],
+)
+def test_every_json_output_uses_camel_case_keys(finished: tuple[Path, str], command: str) -> None:
     root, run_id = finished
     shown = _zeroshot(root, *command.replace("RUN", run_id).split(), "--json")
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout.strip()
     # `logs --json` prints one JSON object a line; the others one document
-    documents = [json.loads(line) for line in text.splitlines()] if command.startswith(
-        "logs") else [json.loads(text)]
+    documents = (
+        [json.loads(line) for line in text.splitlines()]
+        if command.startswith("logs")
+        else [json.loads(text)]
+    )
     keys = [key for document in documents for key in _structure_keys(document)]
     assert [key for key in keys if "_" in key.rsplit("/", 1)[-1]] == []
     if command != "logs RUN":

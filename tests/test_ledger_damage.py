@@ -60,10 +60,18 @@ def _one_file(ledger: Path) -> bool:
     return [path.name for path in ledger.parent.glob("ledger.db*")] == ["ledger.db"]
 
 
-def zeroshot(ws: Workspace, *args: str, preexec: Callable[[], None] | None = None,
-             **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ZEROSHOT, *args], cwd=ws.root, capture_output=True, text=True,
-                          timeout=120, preexec_fn=preexec, env={**os.environ, **env})
+def zeroshot(
+    ws: Workspace, *args: str, preexec: Callable[[], None] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*ZEROSHOT, *args],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec,
+        env={**os.environ, **env},
+    )
 
 
 def one_line(ran: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -82,8 +90,10 @@ def history(ws: Workspace) -> dict[str, list[str]]:
     """Every run's events, read afresh through a new client."""
     client = Client(ws.ledger_path, workspace=str(ws.root))
     try:
-        return {summary.run_id: [event.kind for _, event in client.run(summary.run_id).events()]
-                for summary in client.runs()}
+        return {
+            summary.run_id: [event.kind for _, event in client.run(summary.run_id).events()]
+            for summary in client.runs()
+        }
     finally:
         client.close()
 
@@ -94,9 +104,7 @@ def each_command(ws: Workspace, *words: str, **env: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage pages"])
-def test_a_damaged_ledger_is_named_in_one_line_by_every_command(
-    ws: Workspace, damage: str
-) -> None:
+def test_a_damaged_ledger_is_named_in_one_line_by_every_command(ws: Workspace, damage: str) -> None:
     before = history(ws)
     backup = ws.root / "ledger.backup"
     shutil.copy(ws.ledger_path, backup)
@@ -133,8 +141,9 @@ def test_a_controller_that_cannot_write_is_explained_by_status(ws: Workspace) ->
     def limited() -> None:  # room to create the run, not for what its controller writes
         resource.setrlimit(resource.RLIMIT_FSIZE, (96 * 1024, 96 * 1024))
 
-    started = zeroshot(ws, *COMMANDS["run"], "--detach", "--json", "--ledger",
-                       str(ws.ledger_path), preexec=limited)
+    started = zeroshot(
+        ws, *COMMANDS["run"], "--detach", "--json", "--ledger", str(ws.ledger_path), preexec=limited
+    )
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["runId"]
 
@@ -143,8 +152,11 @@ def test_a_controller_that_cannot_write_is_explained_by_status(ws: Workspace) ->
         assert shown.returncode == 0, shown.stderr
         return dict(json.loads(shown.stdout))
 
-    wait_until(lambda: status()["controller"]["phase"] == "gone",  # type: ignore[index]
-               60, "status to see the controller gone")
+    wait_until(
+        lambda: status()["controller"]["phase"] == "gone",  # type: ignore[index]
+        60,
+        "status to see the controller gone",
+    )
     controller = status()["controller"]
     assert isinstance(controller, dict)
     assert f"{STOPPED} {run_id}: the ledger failed" in controller["lastLogLine"]
@@ -194,16 +206,29 @@ sys.stdin.read()
 
 def test_a_ledger_locked_past_the_busy_timeout_is_named_in_one_line(ws: Workspace) -> None:
     before = history(ws)
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(ws.ledger_path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(ws.ledger_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         # Reading takes no write lock: listing goes on while a writer holds the ledger.
         listed = zeroshot(ws, *COMMANDS["list"], "--ledger", str(ws.ledger_path))
         assert listed.returncode == 0 and list(before) == [
-            line.split()[0] for line in listed.stdout.splitlines()], listed.stderr
-        one_line(zeroshot(ws, *COMMANDS["run"], "--ledger", str(ws.ledger_path),
-                          ZEROSHOT_LEDGER_BUSY_TIMEOUT_S="0.5"), "locked by another process")
+            line.split()[0] for line in listed.stdout.splitlines()
+        ], listed.stderr
+        one_line(
+            zeroshot(
+                ws,
+                *COMMANDS["run"],
+                "--ledger",
+                str(ws.ledger_path),
+                ZEROSHOT_LEDGER_BUSY_TIMEOUT_S="0.5",
+            ),
+            "locked by another process",
+        )
     finally:
         holder.communicate("")
     assert history(ws) == before
@@ -239,8 +264,13 @@ main()
 
 
 def test_an_unexpected_error_is_one_line_and_a_report_file(ws: Workspace) -> None:
-    ran = subprocess.run([sys.executable, "-c", CRASHING_COMMAND], cwd=ws.root,
-                         capture_output=True, text=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-c", CRASHING_COMMAND],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ran.returncode == 2 and "Traceback" not in ran.stderr
     [line] = ran.stderr.splitlines()
     assert line.startswith("error: internal error: RuntimeError: an unforeseen bug; ")

@@ -140,8 +140,11 @@ def test_appends_are_fenced_by_the_lease(ledger: Ledger, run_id: str, clock: Clo
     ledger.append(run_id, [log("from b")], owner="controller-b")
     with pytest.raises(LeaseNotHeld):
         ledger.append(run_id, [log("from a, taken over")], owner="controller-a")
-    lines = [event.line for _, event in ledger.snapshot_and_tail(run_id, None)[1]
-             if isinstance(event, SafeLog)]
+    lines = [
+        event.line
+        for _, event in ledger.snapshot_and_tail(run_id, None)[1]
+        if isinstance(event, SafeLog)
+    ]
     assert lines == ["from a", "from b"]
 
 

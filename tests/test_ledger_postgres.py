@@ -184,8 +184,13 @@ def test_a_version_1_ledger_on_postgresql_is_migrated_in_place(
     finished, stopping = "run-finished0000", "run-stopping0000"
     runs: dict[str, list[RunEvent]] = {
         finished: one_of_each_kind(finished),
-        stopping: [RunStarted(), started(ref(stopping, 1)), started(ref(stopping, 2)),
-                   completed(ref(stopping, 2)), ForceStopRequested()],
+        stopping: [
+            RunStarted(),
+            started(ref(stopping, 1)),
+            started(ref(stopping, 2)),
+            completed(ref(stopping, 2)),
+            ForceStopRequested(),
+        ],
     }
     with admin.begin() as connection:
         for statement in V1_SCHEMA:
@@ -194,17 +199,32 @@ def test_a_version_1_ledger_on_postgresql_is_migrated_in_place(
             snapshot = replay(admitted_snapshot(run_id, run_id), history)
             terminal = None if snapshot.terminal is None else snapshot.terminal.model_dump_json()
             connection.execute(
-                text("INSERT INTO ledger_runs VALUES (:run, NULL, 'digest', :run, :phase, "
-                     ":sequence, :terminal, :document, 1.0, 2.0)"),
-                {"run": run_id, "phase": snapshot.phase, "sequence": len(history),
-                 "terminal": terminal, "document": snapshot.model_dump_json()},
+                text(
+                    "INSERT INTO ledger_runs VALUES (:run, NULL, 'digest', :run, :phase, "
+                    ":sequence, :terminal, :document, 1.0, 2.0)"
+                ),
+                {
+                    "run": run_id,
+                    "phase": snapshot.phase,
+                    "sequence": len(history),
+                    "terminal": terminal,
+                    "document": snapshot.model_dump_json(),
+                },
             )
-            connection.execute(text("INSERT INTO ledger_admitted VALUES (:run, '{}')"),
-                               {"run": run_id})
+            connection.execute(
+                text("INSERT INTO ledger_admitted VALUES (:run, '{}')"), {"run": run_id}
+            )
             connection.execute(
                 text("INSERT INTO ledger_events VALUES (:run, :sequence, :kind, :document)"),
-                [{"run": run_id, "sequence": n + 1, "kind": e.kind,
-                  "document": e.model_dump_json()} for n, e in enumerate(history)],
+                [
+                    {
+                        "run": run_id,
+                        "sequence": n + 1,
+                        "kind": e.kind,
+                        "document": e.model_dump_json(),
+                    }
+                    for n, e in enumerate(history)
+                ],
             )
 
     with Ledger(postgres_url) as ledger:

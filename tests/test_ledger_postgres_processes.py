@@ -94,8 +94,12 @@ def test_two_detached_controllers_and_a_reader_lose_no_event(
 
 def _zeroshot(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args], capture_output=True, text=True,
-        timeout=60, cwd=workspace, env={**os.environ, **env},
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=workspace,
+        env={**os.environ, **env},
     )
 
 
@@ -116,8 +120,11 @@ def test_a_password_in_the_ledger_url_is_never_shown(
         client.close()
     # The controller logs its last line after it recorded the terminal event: wait for it.
     log_path = controller_log(workspace, run.id)
-    wait_until(lambda: f"run {run.id} ended" in log_path.read_text(), DEADLINE_S,
-               "the controller to log its end")
+    wait_until(
+        lambda: f"run {run.id} ended" in log_path.read_text(),
+        DEADLINE_S,
+        "the controller to log its end",
+    )
     assert SECRET not in log_path.read_text()
 
     listed = _zeroshot(workspace, "list", "--ledger", url)

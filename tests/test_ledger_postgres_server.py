@@ -43,8 +43,9 @@ def test_a_stopped_server_leaves_no_process_and_no_files() -> None:
     with server.database() as url:
         assert url.startswith(f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/")
         database = url.rsplit("/", 1)[1]
-        with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres",
-                             dbname=database) as connection:
+        with psycopg.connect(
+            host="127.0.0.1", port=server.port, user="postgres", dbname=database
+        ) as connection:
             listening = connection.execute("SHOW listen_addresses").fetchone()
             socket_dir = connection.execute("SHOW unix_socket_directories").fetchone()
         assert listening == ("127.0.0.1",)
@@ -69,7 +70,9 @@ KILLED_PROCESS = textwrap.dedent(
 def test_a_killed_test_process_does_not_leave_its_server_running() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", KILLED_PROCESS, str(Path(__file__).parent)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         assert child.stdout is not None

@@ -148,8 +148,13 @@ def test_a_version_1_ledger_is_migrated_and_keeps_every_run(tmp_path: Path) -> N
     finished, stopping, fresh = "run-finished0000", "run-stopping0000", "run-admitted0000"
     runs: dict[str, list[RunEvent]] = {
         finished: one_of_each_kind(finished),
-        stopping: [RunStarted(), started(ref(stopping, 1)), started(ref(stopping, 2)),
-                   completed(ref(stopping, 2)), ForceStopRequested()],
+        stopping: [
+            RunStarted(),
+            started(ref(stopping, 1)),
+            started(ref(stopping, 2)),
+            completed(ref(stopping, 2)),
+            ForceStopRequested(),
+        ],
         fresh: [],
     }
     path = tmp_path / "ledger.db"

@@ -63,6 +63,9 @@ def test_a_writer_waits_for_a_held_write_lock_instead_of_failing(tmp_path: Path)
         assert not writer.is_alive()
         [cursor] = outcome
         assert isinstance(cursor, str) and parse_cursor(cursor) == 2
-        lines = [event.line for _, event in ledger.snapshot_and_tail(run_id)[1]
-                 if isinstance(event, SafeLog)]
+        lines = [
+            event.line
+            for _, event in ledger.snapshot_and_tail(run_id)[1]
+            if isinstance(event, SafeLog)
+        ]
         assert lines == ["written after the wait"]

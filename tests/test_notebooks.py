@@ -38,18 +38,25 @@ def execute(source: Path, root: Path, **parameters: Any) -> nbformat.NotebookNod
     folder = root / "notebooks"
     folder.mkdir(exist_ok=True)
     target = folder / source.name
-    papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                               prepare_only=True, progress_bar=False)
+    papermill.execute_notebook(
+        str(source), str(target), parameters=parameters, prepare_only=True, progress_bar=False
+    )
     notebook = nbformat.read(target, as_version=4)
-    NotebookClient(notebook, timeout=300, startup_timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(
+        notebook,
+        timeout=300,
+        startup_timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
+    ).execute()
     nbformat.write(notebook, target)
     return notebook
 
 
 def outputs(notebook: nbformat.NotebookNode) -> list[dict[str, Any]]:
-    return [output for cell in notebook.cells if cell.cell_type == "code"
-            for output in cell.outputs]
+    return [
+        output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+    ]
 
 
 def text(notebook: nbformat.NotebookNode) -> str:
@@ -57,8 +64,11 @@ def text(notebook: nbformat.NotebookNode) -> str:
 
 
 def pngs(notebook: nbformat.NotebookNode) -> list[bytes]:
-    return [base64.b64decode(output["data"]["image/png"]) for output in outputs(notebook)
-            if "image/png" in output.get("data", {})]
+    return [
+        base64.b64decode(output["data"]["image/png"])
+        for output in outputs(notebook)
+        if "image/png" in output.get("data", {})
+    ]
 
 
 def widget_models(notebook: nbformat.NotebookNode, name: str) -> list[dict[str, Any]]:
@@ -73,9 +83,11 @@ def html(notebook: nbformat.NotebookNode) -> str:
 
 def report_rows(notebook: nbformat.NotebookNode) -> int:
     """Rows of the report's rounds table (one per round; not the monitor's snapshot)."""
-    return sum(o.get("data", {}).get("text/html", "").count('<tr class="zeroshot-')
-               for o in outputs(notebook)
-               if "zeroshot-snapshot" not in o.get("data", {}).get("text/html", ""))
+    return sum(
+        o.get("data", {}).get("text/html", "").count('<tr class="zeroshot-')
+        for o in outputs(notebook)
+        if "zeroshot-snapshot" not in o.get("data", {}).get("text/html", "")
+    )
 
 
 def has_parameters_cells(notebook: nbformat.NotebookNode) -> bool:
@@ -92,8 +104,11 @@ def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
     assert f"started {run.run_id}" in text(notebook)
     assert f"{run.run_id} succeeded" in text(notebook)
 
-    (progress,) = [m for m in widget_models(notebook, "IntProgressModel")
-                   if m["state"]["description"] == "rounds"]
+    (progress,) = [
+        m
+        for m in widget_models(notebook, "IntProgressModel")
+        if m["state"]["description"] == "rounds"
+    ]
     assert (progress["state"]["value"], progress["state"]["max"]) == (2, 2)
     phases = [m["state"]["value"] for m in widget_models(notebook, "HTMLModel")]
     assert any(">succeeded</span>" in value for value in phases)
@@ -102,8 +117,11 @@ def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
 
     # The monitor's output ends as its static snapshot (it needs no kernel, no widget
     # manager); the report's chart follows.
-    (snapshot,) = [o for o in outputs(notebook) if "zeroshot-snapshot" in
-                   o.get("data", {}).get("text/html", "")]
+    (snapshot,) = [
+        o
+        for o in outputs(notebook)
+        if "zeroshot-snapshot" in o.get("data", {}).get("text/html", "")
+    ]
     assert WIDGET_VIEW not in snapshot["data"] and "image/png" in snapshot["data"]
     assert ">succeeded</span>" in snapshot["data"]["text/html"]
     snapshot_chart, report_chart = pngs(notebook)
@@ -152,12 +170,15 @@ def test_review_loop_tutorial_rejects_each_mistake_then_runs_the_saved_profile(
     assert profile.title == "Build a review loop"
     assert [saved.name for saved in client.profiles.list()] == ["review-loop"]
     (run,) = client.runs()
-    assert run.terminal == SucceededResult(status="succeeded",
-                                           output={"subject": "Fix the monitor freezing"})
+    assert run.terminal == SucceededResult(
+        status="succeeded", output={"subject": "Fix the monitor freezing"}
+    )
     assert client.ledger.admitted(run.run_id)["identity"] == profile.identity
-    verdicts = [event.completion.outcome.signals["verdict"]
-                for _, event in client.run(run.run_id).events(kinds={"node_completed"})
-                if isinstance(event, NodeCompleted) and event.completion.reference.node == "review"]
+    verdicts = [
+        event.completion.outcome.signals["verdict"]
+        for _, event in client.run(run.run_id).events(kinds={"node_completed"})
+        if isinstance(event, NodeCompleted) and event.completion.reference.node == "review"
+    ]
     assert verdicts == ["rejected", "rejected", "rejected", "accepted"]  # fed back, then fixed
     assert f"{run.run_id} succeeded after 4 rounds" in printed
     phases = [m["state"]["value"] for m in widget_models(notebook, "HTMLModel")]
@@ -167,8 +188,9 @@ def test_review_loop_tutorial_rejects_each_mistake_then_runs_the_saved_profile(
 
 def test_report_renders_a_finished_run_from_the_ledger_alone(tmp_path: Path) -> None:
     done = finished_run()
-    notebook = execute(NOTEBOOKS / "report.ipynb", tmp_path, ledger=done.client.url,
-                       run_id=done.run.id)
+    notebook = execute(
+        NOTEBOOKS / "report.ipynb", tmp_path, ledger=done.client.url, run_id=done.run.id
+    )
     assert has_parameters_cells(notebook)
     (chart,) = pngs(notebook)
     assert chart.startswith(PNG_SIGNATURE)
@@ -178,13 +200,23 @@ def test_report_renders_a_finished_run_from_the_ledger_alone(tmp_path: Path) -> 
 def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path) -> None:
     workspace = tmp_path / "item"
     ledger = tmp_path / "shared.db"
-    notebook = execute(RESEARCH_NOTEBOOK, tmp_path, task="branin", iterations=2,
-                       workspace=str(workspace), ledger=str(ledger))
+    notebook = execute(
+        RESEARCH_NOTEBOOK,
+        tmp_path,
+        task="branin",
+        iterations=2,
+        workspace=str(workspace),
+        ledger=str(ledger),
+    )
     results = read_results(tmp_path / "notebooks" / RESEARCH_NOTEBOOK.name)
     view = load_research_view(Client(ledger).ledger, results["run_id"])
     assert results == {
-        "task": "branin", "run_id": results["run_id"], "status": "succeeded", "rounds": 2,
-        "metric": "branin", "best": view.incumbent.metric if view.incumbent else None,
+        "task": "branin",
+        "run_id": results["run_id"],
+        "status": "succeeded",
+        "rounds": 2,
+        "metric": "branin",
+        "best": view.incumbent.metric if view.incumbent else None,
         "incumbent": view.incumbent.candidate_id if view.incumbent else None,
         "plateau": view.plateau,
     }
@@ -193,12 +225,20 @@ def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path)
 
 
 def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Path) -> None:
-    notebook = execute(NOTEBOOKS / "batch.ipynb", tmp_path, tasks=["rosenbrock", "branin"],
-                       iterations=1, workers=2, output_dir="out")
+    notebook = execute(
+        NOTEBOOKS / "batch.ipynb",
+        tmp_path,
+        tasks=["rosenbrock", "branin"],
+        iterations=1,
+        workers=2,
+        output_dir="out",
+    )
     ledger = tmp_path / "notebooks" / "out" / "ledger.db"
     runs = Client(ledger).runs()
-    assert sorted(run.title for run in runs) == ["auto-research: branin",
-                                                 "auto-research: rosenbrock"]
+    assert sorted(run.title for run in runs) == [
+        "auto-research: branin",
+        "auto-research: rosenbrock",
+    ]
     (batch,) = open_store(ledger).batches()
     assert [item.status for item in batch.items] == ["succeeded", "succeeded"]
     for item, task in zip(batch.items, ("rosenbrock", "branin"), strict=True):
@@ -210,8 +250,9 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
         assert item.results["run_id"] in html(notebook)
     assert len(pngs(notebook)) == 1
 
-    report = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path / "report",
-                     ledger=str(ledger), metric="best")
+    report = execute(
+        NOTEBOOKS / "batch-report.ipynb", tmp_path / "report", ledger=str(ledger), metric="best"
+    )
     assert batch.batch_id in text(report)
     assert html(report).count('<tr class="zeroshot-batch-succeeded"') == 2
     (chart,) = pngs(report)
@@ -227,19 +268,25 @@ def test_batch_report_without_a_batch_says_what_to_do(tmp_path: Path) -> None:
     assert not [o for o in outputs(report) if o["output_type"] == "error"]
     assert not pngs(report)
 
-    unknown = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path / "unknown",
-                      batch_id="batch-nosuchbatchxx")
-    assert ("no batch 'batch-nosuchbatchxx' in this workspace's ledger; its batches, newest "
-            "first: none yet: run one first") in text(unknown)
+    unknown = execute(
+        NOTEBOOKS / "batch-report.ipynb", tmp_path / "unknown", batch_id="batch-nosuchbatchxx"
+    )
+    assert (
+        "no batch 'batch-nosuchbatchxx' in this workspace's ledger; its batches, newest "
+        "first: none yet: run one first"
+    ) in text(unknown)
     assert not [o for o in outputs(unknown) if o["output_type"] == "error"]
 
 
 def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from zeroshot_kernel.batch import record\n"
-                                  "record(metric=1.5, rounds=2)"),
-        nbformat.v4.new_code_cell("record(metric=0.5, note='better')"),
-    ])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "from zeroshot_kernel.batch import record\nrecord(metric=1.5, rounds=2)"
+            ),
+            nbformat.v4.new_code_cell("record(metric=0.5, note='better')"),
+        ]
+    )
     NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
     path = tmp_path / "recorded.ipynb"
     nbformat.write(notebook, path)
@@ -249,10 +296,15 @@ def test_later_records_add_to_and_override_earlier_ones(tmp_path: Path) -> None:
 
 def test_every_shipped_notebook_has_a_parameters_cell_and_no_outputs() -> None:
     shipped = [*sorted(NOTEBOOKS.glob("*.ipynb")), RESEARCH_NOTEBOOK]
-    assert {path.name for path in shipped} >= {"quickstart.ipynb", "custom-graph.ipynb",
-                                               "report.ipynb", "batch.ipynb",
-                                               "batch-report.ipynb", "research.ipynb",
-                                               "review-loop.ipynb"}
+    assert {path.name for path in shipped} >= {
+        "quickstart.ipynb",
+        "custom-graph.ipynb",
+        "report.ipynb",
+        "batch.ipynb",
+        "batch-report.ipynb",
+        "research.ipynb",
+        "review-loop.ipynb",
+    }
     for path in shipped:
         notebook = nbformat.read(path, as_version=4)
         nbformat.validate(notebook)

@@ -33,19 +33,40 @@ class ResearchModel:
     def __call__(self, body: dict[str, Any]) -> Any:
         properties = body["response_format"]["json_schema"]["schema"]["properties"]
         if "change" in properties:
-            return {"change": {"parentId": "c000", "strategy": "exploration",
-                               "approach": "exploration:optimum", "rationale": "near pi",
-                               "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275})}}
+            return {
+                "change": {
+                    "parentId": "c000",
+                    "strategy": "exploration",
+                    "approach": "exploration:optimum",
+                    "rationale": "near pi",
+                    "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
+                }
+            }
         output = properties["output"]
         if "proposal" in output.get("properties", {}):
-            return {"output": {"proposal": {
-                "strategy": "exploration", "approach": "exploration:optimum",
-                "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
-                "rationale": "a known optimum"}}, "signals": {}, "diagnostic": None}
-        return {"output": None, "signals": {"verdict": "accepted"},
-                "diagnostic": {"reason": "measured better", "corrections": "",
-                               "title": "Move to the optimum", "description": "x near pi",
-                               "adopt": True}}
+            return {
+                "output": {
+                    "proposal": {
+                        "strategy": "exploration",
+                        "approach": "exploration:optimum",
+                        "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
+                        "rationale": "a known optimum",
+                    }
+                },
+                "signals": {},
+                "diagnostic": None,
+            }
+        return {
+            "output": None,
+            "signals": {"verdict": "accepted"},
+            "diagnostic": {
+                "reason": "measured better",
+                "corrections": "",
+                "title": "Move to the optimum",
+                "description": "x near pi",
+                "adopt": True,
+            },
+        }
 
 
 @pytest.fixture
@@ -59,12 +80,24 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 
 def zeroshot(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in (KEY_ENV, "OPENAI_BASE_URL", "ZEROSHOT_OPENAI_BASE_URL")}
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          env={**clean, "GIT_CEILING_DIRECTORIES": str(cwd.parent),
-                               "ZEROSHOT_HTTP_BACKOFF_S": "0.01", **env})
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in (KEY_ENV, "OPENAI_BASE_URL", "ZEROSHOT_OPENAI_BASE_URL")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env={
+            **clean,
+            "GIT_CEILING_DIRECTORIES": str(cwd.parent),
+            "ZEROSHOT_HTTP_BACKOFF_S": "0.01",
+            **env,
+        },
+    )
 
 
 def agents_reached(server: ChatServer) -> list[dict[str, Any]]:
@@ -76,8 +109,11 @@ def agents_reached(server: ChatServer) -> list[dict[str, Any]]:
 
 
 def completed_agents(client: Client, run_id: str) -> list[NodeCompleted]:
-    return [e for _, e in client.run(run_id).events()
-            if isinstance(e, NodeCompleted) and e.completion.reference.node in AGENTS]
+    return [
+        e
+        for _, e in client.run(run_id).events()
+        if isinstance(e, NodeCompleted) and e.completion.reference.node in AGENTS
+    ]
 
 
 def assert_every_agent_verified(client: Client, run_id: str) -> None:
@@ -90,11 +126,19 @@ def assert_every_agent_verified(client: Client, run_id: str) -> None:
 
 
 def test_the_openai_plan_declares_its_connection_and_token_budget() -> None:
-    runtime = expand_template("auto-research", TemplateOptions(
-        task="branin", harness="openai", model="m", base_url="http://127.0.0.1:8080/v1/",
-        max_tokens=2048)).runtime
+    runtime = expand_template(
+        "auto-research",
+        TemplateOptions(
+            task="branin",
+            harness="openai",
+            model="m",
+            base_url="http://127.0.0.1:8080/v1/",
+            max_tokens=2048,
+        ),
+    ).runtime
     assert runtime["connections"] == {
-        "openai": {"env": KEY_ENV, "baseUrl": "http://127.0.0.1:8080/v1"}}
+        "openai": {"env": KEY_ENV, "baseUrl": "http://127.0.0.1:8080/v1"}
+    }
     assert runtime["maxTokens"] == 2048
     for name, binding in runtime["nodes"].items():
         expected = ["openai"] if name in AGENTS else None
@@ -102,25 +146,38 @@ def test_the_openai_plan_declares_its_connection_and_token_budget() -> None:
     hosted = expand_template("auto-research", TemplateOptions(task="branin", harness="openai"))
     assert hosted.runtime["connections"] == {"openai": {"env": KEY_ENV}}
     assert "maxTokens" not in hosted.runtime
-    local = expand_template("auto-research", TemplateOptions(
-        task="branin", base_url="http://127.0.0.1:8080/v1")).runtime
+    local = expand_template(
+        "auto-research", TemplateOptions(task="branin", base_url="http://127.0.0.1:8080/v1")
+    ).runtime
     assert "connections" not in local
     assert all("connections" not in b for b in local["nodes"].values())
     with pytest.raises(ValueError, match="not an http"):
-        expand_template("auto-research", TemplateOptions(
-            task="branin", harness="openai", base_url="127.0.0.1:8080"))
+        expand_template(
+            "auto-research",
+            TemplateOptions(task="branin", harness="openai", base_url="127.0.0.1:8080"),
+        )
 
 
 def test_template_show_takes_the_base_url_from_the_environment(tmp_path: Path) -> None:
-    shown = zeroshot(tmp_path, "template", "show", "auto-research", "--harness", "openai",
-                     "--max-tokens", "333", "--json",
-                     ZEROSHOT_OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    shown = zeroshot(
+        tmp_path,
+        "template",
+        "show",
+        "auto-research",
+        "--harness",
+        "openai",
+        "--max-tokens",
+        "333",
+        "--json",
+        ZEROSHOT_OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+    )
     assert shown.returncode == 0, shown.stderr
     runtime = json.loads(shown.stdout)["runtime"]
     assert runtime["connections"]["openai"]["baseUrl"] == "http://127.0.0.1:9/v1"
     assert runtime["maxTokens"] == 333
-    wrong = zeroshot(tmp_path, "template", "show", "auto-research", "--harness", "openai",
-                     "--max-tokens", "0")
+    wrong = zeroshot(
+        tmp_path, "template", "show", "auto-research", "--harness", "openai", "--max-tokens", "0"
+    )
     assert wrong.returncode == 2 and "--max-tokens" in wrong.stderr
 
 
@@ -129,14 +186,27 @@ def test_template_show_takes_the_base_url_from_the_environment(tmp_path: Path) -
 
 def test_the_headline_example_validates_on_the_openai_harness(tmp_path: Path) -> None:
     examples = PROJECT_ROOT / "examples"
-    checked = zeroshot(tmp_path, "validate", str(examples / "headline.yaml"),
-                       "--input", '{"topic": "ledgers"}',
-                       "--runtime", f"@{examples / 'headline.openai.yaml'}", "--json")
+    checked = zeroshot(
+        tmp_path,
+        "validate",
+        str(examples / "headline.yaml"),
+        "--input",
+        '{"topic": "ledgers"}',
+        "--runtime",
+        f"@{examples / 'headline.openai.yaml'}",
+        "--json",
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads(checked.stdout)["diagnostics"] == []
-    python = zeroshot(tmp_path, "validate", str(examples / "headline.yaml"),
-                      "--input", '{"topic": "ledgers"}',
-                      "--runtime", f"@{examples / 'headline-runtime.json'}")
+    python = zeroshot(
+        tmp_path,
+        "validate",
+        str(examples / "headline.yaml"),
+        "--input",
+        '{"topic": "ledgers"}',
+        "--runtime",
+        f"@{examples / 'headline-runtime.json'}",
+    )
     assert python.returncode == 0, python.stdout + python.stderr
 
 
@@ -147,9 +217,22 @@ def test_research_run_from_the_cli_reaches_a_keyless_server(
     tmp_path: Path, server: ChatServer
 ) -> None:
     workspace = new_workspace(tmp_path / "ws")
-    ran = zeroshot(workspace, "research", "run", "branin", "--harness", "openai",
-                   "--base-url", server.base_url, "--iterations", "1", "--model", "standin",
-                   "--max-tokens", "1500")
+    ran = zeroshot(
+        workspace,
+        "research",
+        "run",
+        "branin",
+        "--harness",
+        "openai",
+        "--base-url",
+        server.base_url,
+        "--iterations",
+        "1",
+        "--model",
+        "standin",
+        "--max-tokens",
+        "1500",
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.startswith("started run-")
     assert "finished: succeeded" in ran.stdout
@@ -175,9 +258,12 @@ def test_the_research_magic_takes_the_server_and_token_budget(
     zeroshot_kernel.load_ipython_extension(shell)
     try:
         with capture_output() as captured:
-            shell.run_line_magic("zeroshot", f"research branin --harness openai --base-url "
-                                 f"{server.base_url} --model standin --max-tokens 777 "
-                                 "--iterations 1")
+            shell.run_line_magic(
+                "zeroshot",
+                f"research branin --harness openai --base-url "
+                f"{server.base_url} --model standin --max-tokens 777 "
+                "--iterations 1",
+            )
         assert captured.stdout.startswith("started run-"), captured.stdout + captured.stderr
         run_id = captured.stdout.split()[1].rstrip(";")
         client = Client(workspace=str(workspace))
@@ -233,24 +319,47 @@ def test_the_launcher_shows_the_server_field_for_openai_and_launches_on_it(
 
 def test_a_saved_profile_keeps_the_server_and_token_budget(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
-    saved = zeroshot(workspace, "profile", "save", "branin-local", "--template",
-                     "auto-research", "--task", "branin", "--harness", "openai", "--model",
-                     "standin", "--base-url", "http://127.0.0.1:8080/v1", "--max-tokens", "640")
+    saved = zeroshot(
+        workspace,
+        "profile",
+        "save",
+        "branin-local",
+        "--template",
+        "auto-research",
+        "--task",
+        "branin",
+        "--harness",
+        "openai",
+        "--model",
+        "standin",
+        "--base-url",
+        "http://127.0.0.1:8080/v1",
+        "--max-tokens",
+        "640",
+    )
     assert saved.returncode == 0, saved.stdout + saved.stderr
     shown = zeroshot(workspace, "profile", "show", "branin-local", "--json")
     assert shown.returncode == 0, shown.stderr
     profile = json.loads(shown.stdout)
     assert profile["runtime"]["connections"] == {
-        "openai": {"env": KEY_ENV, "baseUrl": "http://127.0.0.1:8080/v1"}}
+        "openai": {"env": KEY_ENV, "baseUrl": "http://127.0.0.1:8080/v1"}
+    }
     assert profile["runtime"]["maxTokens"] == 640
     assert profile["template"]["options"]["base_url"] == "http://127.0.0.1:8080/v1"
     assert profile["template"]["options"]["max_tokens"] == 640
     # the environment's default is not recorded for a harness that does not read it
-    local = zeroshot(workspace, "profile", "save", "branin-embedded", "--template",
-                     "auto-research", "--task", "branin",
-                     ZEROSHOT_OPENAI_BASE_URL="http://127.0.0.1:8080/v1")
+    local = zeroshot(
+        workspace,
+        "profile",
+        "save",
+        "branin-embedded",
+        "--template",
+        "auto-research",
+        "--task",
+        "branin",
+        ZEROSHOT_OPENAI_BASE_URL="http://127.0.0.1:8080/v1",
+    )
     assert local.returncode == 0, local.stdout + local.stderr
-    shown = json.loads(zeroshot(workspace, "profile", "show", "branin-embedded",
-                                "--json").stdout)
+    shown = json.loads(zeroshot(workspace, "profile", "show", "branin-embedded", "--json").stdout)
     assert not shown["runtime"]["connections"]
     assert set(shown["template"]["options"]) == {"task", "harness", "push"}

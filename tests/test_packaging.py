@@ -10,8 +10,17 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 
-UI_PREFIXES = ("ipywidgets", "matplotlib", "jupyter", "jupyterlab", "notebook", "IPython",
-               "ipykernel", "nbclient", "papermill")
+UI_PREFIXES = (
+    "ipywidgets",
+    "matplotlib",
+    "jupyter",
+    "jupyterlab",
+    "notebook",
+    "IPython",
+    "ipykernel",
+    "nbclient",
+    "papermill",
+)
 
 
 def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
@@ -24,8 +33,9 @@ def test_importing_the_engine_imports_no_ui_or_jupyter_package() -> None:
         print(','.join(bad))
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == ""
 
 
@@ -51,7 +61,11 @@ def _pytest_in(directory: Path, env: dict[str, str]) -> subprocess.CompletedProc
     )
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test)],
-        capture_output=True, text=True, cwd=directory, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=directory,
+        env=env,
+        timeout=120,
     )
 
 
@@ -71,12 +85,17 @@ def test_the_console_script_is_installed_and_validates_the_example() -> None:
     script = Path(sys.executable).with_name("zeroshot")
     assert script.is_file(), f"no console script beside {sys.executable}"
     example = PROJECT_ROOT / "examples" / "headline.yaml"
-    done = subprocess.run([str(script), "validate", str(example)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [str(script), "validate", str(example)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{example}: verified (identity ")
-    assert "Usage: zeroshot" in subprocess.run([str(script), "--help"], capture_output=True,
-                                               text=True, timeout=60).stdout
+    assert (
+        "Usage: zeroshot"
+        in subprocess.run(
+            [str(script), "--help"], capture_output=True, text=True, timeout=60
+        ).stdout
+    )
 
 
 def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> None:
@@ -85,19 +104,43 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
     import zipfile
 
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path),
-         str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(tmp_path),
+            str(PROJECT_ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"zeroshot_kernel/py.typed", "zeroshot_widgets/py.typed"} <= names  # typed package
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from zeroshot_kernel.auto_research.task import BUNDLED_TASKS, bundled_tasks;"
-            "print(BUNDLED_TASKS); print(bundled_tasks());"
-            "print((BUNDLED_TASKS / 'research.ipynb').is_file())")
-    shown = subprocess.run([sys.executable, "-c", code, str(unpacked)], capture_output=True,
-                           text=True, timeout=60, cwd=tmp_path, check=True).stdout.splitlines()
-    assert shown == [str(unpacked / "zeroshot_kernel" / "research_templates"),
-                     "['branin', 'quadrature', 'rosenbrock', 'svc-digits']", "True"]
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from zeroshot_kernel.auto_research.task import BUNDLED_TASKS, bundled_tasks;"
+        "print(BUNDLED_TASKS); print(bundled_tasks());"
+        "print((BUNDLED_TASKS / 'research.ipynb').is_file())"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, str(unpacked)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=True,
+    ).stdout.splitlines()
+    assert shown == [
+        str(unpacked / "zeroshot_kernel" / "research_templates"),
+        "['branin', 'quadrature', 'rosenbrock', 'svc-digits']",
+        "True",
+    ]

@@ -23,8 +23,10 @@ STR = {"kind": "string"}
 
 
 def record(**fields: tuple[dict[str, Any], bool]) -> dict[str, Any]:
-    return {"kind": "record",
-            "fields": {k: {"type": v, "required": r} for k, (v, r) in fields.items()}}
+    return {
+        "kind": "record",
+        "fields": {k: {"type": v, "required": r} for k, (v, r) in fields.items()},
+    }
 
 
 @pytest.mark.parametrize(

@@ -81,8 +81,14 @@ def test_the_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("ZS_ALLOWED", "yes")
     monkeypatch.setenv("ZS_SECRET", "no")
     assert allowed_env(["ZS_ALLOWED", "ZS_UNSET"], {"ZS_NODE": "1"}) == {
-        "ZS_ALLOWED": "yes", "ZS_NODE": "1"}
-    child = spawn([sys.executable, "-c", "import os; print(sorted(os.environ))"],
-                  env=allowed_env(["ZS_ALLOWED"]), stdout=PIPE, text=True)
+        "ZS_ALLOWED": "yes",
+        "ZS_NODE": "1",
+    }
+    child = spawn(
+        [sys.executable, "-c", "import os; print(sorted(os.environ))"],
+        env=allowed_env(["ZS_ALLOWED"]),
+        stdout=PIPE,
+        text=True,
+    )
     output, _ = child.popen.communicate(timeout=60)
     assert "ZS_ALLOWED" in output and "ZS_SECRET" not in output

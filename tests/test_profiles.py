@@ -33,21 +33,37 @@ def write_scenario(ws: Workspace) -> None:
 
 
 def test_save_list_show_run_and_delete_a_profile_at_a_target(
-        ws: Workspace, ledger_url: str) -> None:
+    ws: Workspace, ledger_url: str
+) -> None:
     write_scenario(ws)
     ok(zeroshot(ws, "target", "add", "shared", "--ledger", ledger_url))
-    saved = ok(zeroshot(ws, "profile", "save", "inc-double", "--graph", "graph.json",
-                        "--runtime", "plan.json", "--input", "input.json",
-                        "--title", "inc then double", "--target", "shared"))
+    saved = ok(
+        zeroshot(
+            ws,
+            "profile",
+            "save",
+            "inc-double",
+            "--graph",
+            "graph.json",
+            "--runtime",
+            "plan.json",
+            "--input",
+            "input.json",
+            "--title",
+            "inc then double",
+            "--target",
+            "shared",
+        )
+    )
     assert "saved profile inc-double" in saved
 
     listed = json.loads(ok(zeroshot(ws, "profile", "list", "--json", "--target", "shared")))
     assert [p["name"] for p in listed] == ["inc-double"]
-    shown = json.loads(ok(zeroshot(ws, "profile", "show", "inc-double", "--json",
-                                   "--target", "shared")))
+    shown = json.loads(
+        ok(zeroshot(ws, "profile", "show", "inc-double", "--json", "--target", "shared"))
+    )
     graph, runtime = g.seq_graph()
-    expected = Client(workspace=str(ws.root)).validate(graph, input={"value": 3},
-                                                       runtime=runtime)
+    expected = Client(workspace=str(ws.root)).validate(graph, input={"value": 3}, runtime=runtime)
     assert expected.admitted is not None
     assert shown["graph"] == graph and shown["runtime"] == expected.admitted.runtime.to_wire()
     assert shown["input"] == {"value": 3} and shown["title"] == "inc then double"
@@ -65,14 +81,36 @@ def test_save_list_show_run_and_delete_a_profile_at_a_target(
     assert summary.title == "inc then double"
     assert shared.ledger.admitted(summary.run_id)["identity"] == shown["identity"]
     assert wire(shared.run(summary.run_id).wait(5)) == {
-        "status": "succeeded", "output": {"value": 8}}
-    again = zeroshot(ws, "run", "--profile", "inc-double", "--input", '{"value": 10}',
-                     "--detach", "--json", "--target", "shared")
+        "status": "succeeded",
+        "output": {"value": 8},
+    }
+    again = zeroshot(
+        ws,
+        "run",
+        "--profile",
+        "inc-double",
+        "--input",
+        '{"value": 10}',
+        "--detach",
+        "--json",
+        "--target",
+        "shared",
+    )
     run_id = json.loads(ok(again))["runId"]
     assert wire(finish(shared.run(run_id))) == {"status": "succeeded", "output": {"value": 22}}
 
-    taken = zeroshot(ws, "profile", "save", "inc-double", "--graph", "graph.json",
-                     "--runtime", "plan.json", "--target", "shared")
+    taken = zeroshot(
+        ws,
+        "profile",
+        "save",
+        "inc-double",
+        "--graph",
+        "graph.json",
+        "--runtime",
+        "plan.json",
+        "--target",
+        "shared",
+    )
     assert taken.returncode == 2 and "--replace" in taken.stderr
     ok(zeroshot(ws, "profile", "delete", "inc-double", "--target", "shared"))
     assert json.loads(ok(zeroshot(ws, "profile", "list", "--json", "--target", "shared"))) == []
@@ -85,13 +123,35 @@ def test_save_list_show_run_and_delete_a_profile_at_a_target(
 
 def test_validate_only_reports_what_the_inline_graph_would(ws: Workspace) -> None:
     write_scenario(ws)
-    ok(zeroshot(ws, "profile", "save", "p", "--graph", "graph.json", "--runtime",
-                "plan.json", "--input", "input.json"))
+    ok(
+        zeroshot(
+            ws,
+            "profile",
+            "save",
+            "p",
+            "--graph",
+            "graph.json",
+            "--runtime",
+            "plan.json",
+            "--input",
+            "input.json",
+        )
+    )
     assert "admissible" in ok(zeroshot(ws, "run", "--profile", "p", "--validate-only"))
 
     def both(*extra: str) -> tuple[subprocess.CompletedProcess[str], ...]:
-        inline = zeroshot(ws, "run", "graph.json", "--runtime", "plan.json", "--input",
-                          "input.json", "--validate-only", "--json", *extra)
+        inline = zeroshot(
+            ws,
+            "run",
+            "graph.json",
+            "--runtime",
+            "plan.json",
+            "--input",
+            "input.json",
+            "--validate-only",
+            "--json",
+            *extra,
+        )
         profiled = zeroshot(ws, "run", "--profile", "p", "--validate-only", "--json", *extra)
         return inline, profiled
 
@@ -112,8 +172,18 @@ def test_validate_only_reports_what_the_inline_graph_would(ws: Workspace) -> Non
 
 def test_a_rejected_submission_is_not_saved(ws: Workspace) -> None:
     write_scenario(ws)
-    bad = zeroshot(ws, "profile", "save", "p", "--graph", "graph.json", "--runtime",
-                   "plan.json", "--input", '{"value": "three"}')
+    bad = zeroshot(
+        ws,
+        "profile",
+        "save",
+        "p",
+        "--graph",
+        "graph.json",
+        "--runtime",
+        "plan.json",
+        "--input",
+        '{"value": "three"}',
+    )
     assert bad.returncode == 1
     assert "schema_safety at input › value" in bad.stdout and "not saved" in bad.stderr
     assert "no profiles at" in ok(zeroshot(ws, "profile", "list"))
@@ -125,17 +195,23 @@ WORKER = "def work(value, context):\n    return None\n"
 
 
 def test_a_profile_keeps_its_graph_after_its_template_changes(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (ws.root / "sw_workers.py").write_text(WORKER)
     monkeypatch.syspath_prepend(str(ws.root))
     expansion = expand_template("single-worker", TemplateOptions(task="tidy up"))
-    runtime = {"harness": "python",
-               "nodes": {"worker": {"kind": "agent", "callable": "sw_workers:work"}}}
+    runtime = {
+        "harness": "python",
+        "nodes": {"worker": {"kind": "agent", "callable": "sw_workers:work"}},
+    }
     client = ws.client
-    saved = client.save_profile("tidy", expansion.graph, runtime=runtime,
-                                input=expansion.input,
-                                template=TemplateSource(name="single-worker",
-                                                        options={"task": "tidy up"}))
+    saved = client.save_profile(
+        "tidy",
+        expansion.graph,
+        runtime=runtime,
+        input=expansion.input,
+        template=TemplateSource(name="single-worker", options={"task": "tidy up"}),
+    )
     before = client.submit_profile("tidy", in_process=True)
     assert wire(finish(before))["status"] == "succeeded"
 
@@ -159,22 +235,36 @@ def test_a_profile_keeps_its_graph_after_its_template_changes(
 
 
 def test_profile_save_expands_a_template(ws: Workspace) -> None:
-    saved = ok(zeroshot(ws, "profile", "save", "branin", "--template", "auto-research",
-                        "--task", "branin", "--iterations", "2"))
+    saved = ok(
+        zeroshot(
+            ws,
+            "profile",
+            "save",
+            "branin",
+            "--template",
+            "auto-research",
+            "--task",
+            "branin",
+            "--iterations",
+            "2",
+        )
+    )
     assert "saved profile branin" in saved
     shown = json.loads(ok(zeroshot(ws, "profile", "show", "branin", "--json")))
     expansion = expand_template("auto-research", TemplateOptions(task="branin", iterations=2))
     assert shown["graph"] == expansion.graph and shown["input"] == expansion.input
-    assert shown["template"] == {"name": "auto-research", "options": {
-        "task": "branin", "iterations": 2, "push": False, "harness": "local"}}
+    assert shown["template"] == {
+        "name": "auto-research",
+        "options": {"task": "branin", "iterations": 2, "push": False, "harness": "local"},
+    }
     assert "template: auto-research --task branin --iterations 2" in ok(
-        zeroshot(ws, "profile", "show", "branin"))
+        zeroshot(ws, "profile", "show", "branin")
+    )
     assert "admissible" in ok(zeroshot(ws, "run", "--profile", "branin", "--validate-only"))
     refused = zeroshot(ws, "profile", "save", "c", "--template", "software-change")
     assert refused.returncode == 2 and "zeroshot change run" in refused.stderr
     neither = zeroshot(ws, "profile", "save", "c")
     assert neither.returncode == 2 and "exactly one of --template and --graph" in neither.stderr
-
 
 
 def test_workers_in_the_workspace_import_from_any_folder_below_it(ws: Workspace) -> None:

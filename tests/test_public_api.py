@@ -18,24 +18,28 @@ import zeroshot_kernel
 from zeroshot_kernel import Client, LedgerError, LedgerUnavailable, ZeroshotError
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"zeroshot_kernel": ROOT / "zeroshot_kernel",
-            "zeroshot_widgets": ROOT / "widgets" / "zeroshot_widgets"}
+PACKAGES = {
+    "zeroshot_kernel": ROOT / "zeroshot_kernel",
+    "zeroshot_widgets": ROOT / "widgets" / "zeroshot_widgets",
+}
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 
 
 def _fresh(code: str) -> str:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=120).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
 
 
 def test_the_public_names_import_in_a_fresh_process_and_the_package_stays_light() -> None:
     heavy = ("sqlalchemy", "httpx", "IPython")
-    probe = ("import sys, zeroshot_kernel; "
-             f"print([m for m in {heavy!r} if m in sys.modules])")
+    probe = f"import sys, zeroshot_kernel; print([m for m in {heavy!r} if m in sys.modules])"
     assert _fresh(probe) == "[]"
-    shown = _fresh("import sys; from zeroshot_kernel import Client, Run, ZeroshotError; "
-                   "print(Client.__name__, Run.__name__, ZeroshotError.__name__, "
-                   f"[m for m in {heavy[1:]!r} if m in sys.modules])")
+    shown = _fresh(
+        "import sys; from zeroshot_kernel import Client, Run, ZeroshotError; "
+        "print(Client.__name__, Run.__name__, ZeroshotError.__name__, "
+        f"[m for m in {heavy[1:]!r} if m in sys.modules])"
+    )
     assert shown == "Client Run ZeroshotError []"
 
 
@@ -99,8 +103,11 @@ def _exception_classes() -> dict[str, type[BaseException]]:
                 continue
             parts = path.relative_to(folder).with_suffix("").parts
             module = ".".join((package, *parts)).removesuffix(".__init__")
-            classes = [node.name for node in ast.parse(path.read_text()).body
-                       if isinstance(node, ast.ClassDef)]
+            classes = [
+                node.name
+                for node in ast.parse(path.read_text()).body
+                if isinstance(node, ast.ClassDef)
+            ]
             if not classes:
                 continue
             loaded = importlib.import_module(module)
@@ -128,10 +135,15 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 def _list(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
-    return subprocess.run([*ZEROSHOT, "list", *args], cwd=workspace, capture_output=True,
-                          text=True, timeout=120, env=env)
+    env = {k: v for k, v in os.environ.items() if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
+    return subprocess.run(
+        [*ZEROSHOT, "list", *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_reading_a_workspace_without_a_ledger_creates_nothing(tmp_path: Path) -> None:

@@ -63,8 +63,14 @@ N = record(n=INT)
 
 def counter(name: str, attempts: int = 1) -> dict[str, Any]:
     """A step that reads ``n`` and writes its output's ``n`` back."""
-    return step(name, input=N, output=N, inputs=[bind("n", state("n"))],
-                writes=[write("n", name)], attempts=attempts)
+    return step(
+        name,
+        input=N,
+        output=N,
+        inputs=[bind("n", state("n"))],
+        writes=[write("n", name)],
+        attempts=attempts,
+    )
 
 
 def chain(prefix: str, length: int) -> list[dict[str, Any]]:
@@ -75,19 +81,28 @@ GRAPHS = {
     "long seq": seq("root", *chain("s", 12), succeed(), state_type=N),
     "nested seqs": seq(
         "root",
-        seq("a", *chain("a", 3), seq("aa", *chain("aa", 3), state_type=N), promote=["n"],
-            state_type=N),
+        seq(
+            "a",
+            *chain("a", 3),
+            seq("aa", *chain("aa", 3), state_type=N),
+            promote=["n"],
+            state_type=N,
+        ),
         counter("mid", attempts=3),
-        seq("b", seq("bb", *chain("bb", 2), state_type=N), *chain("b", 2), promote=["n"],
-            state_type=N),
+        seq(
+            "b",
+            seq("bb", *chain("bb", 2), state_type=N),
+            *chain("b", 2),
+            promote=["n"],
+            state_type=N,
+        ),
         succeed(),
         state_type=N,
     ),
     "par joins in a seq": seq(
         "root",
         *chain("p", 2),
-        par("any", counter("l1"), seq("r", *chain("r", 2), state_type=N),
-            join={"kind": "any"}),
+        par("any", counter("l1"), seq("r", *chain("r", 2), state_type=N), join={"kind": "any"}),
         par("all", counter("x"), counter("y"), join={"kind": "all"}),
         *chain("q", 2),
         succeed(),
@@ -96,23 +111,42 @@ GRAPHS = {
     "loop, map and verifier": seq(
         "root",
         counter("first"),
-        loop("again", seq("body", counter("work"), verifier("check"), state_type=N),
-             max_iterations=3, until=in_({"name": "check", "source": "signal",
-                                          "field": "verdict"}, "accepted")),
-        map_("each", step("per", input=N, output=N, inputs=[bind("n", item("n"))]),
-             over=state("items"), max_items=4),
+        loop(
+            "again",
+            seq("body", counter("work"), verifier("check"), state_type=N),
+            max_iterations=3,
+            until=in_({"name": "check", "source": "signal", "field": "verdict"}, "accepted"),
+        ),
+        map_(
+            "each",
+            step("per", input=N, output=N, inputs=[bind("n", item("n"))]),
+            over=state("items"),
+            max_items=4,
+        ),
         counter("last"),
         succeed(),
         state_type=record(n=INT, items=array(N)),
     ),
     "loops in loops": seq(
         "root",
-        loop("rounds", seq(
-            "round", counter("open"),
-            loop("passes", seq("pass", counter("work"), verifier("check"), state_type=N),
-                 max_iterations=3, until=in_({"name": "check", "source": "signal",
-                                              "field": "verdict"}, "accepted")),
-            counter("close"), state_type=N), max_iterations=6),
+        loop(
+            "rounds",
+            seq(
+                "round",
+                counter("open"),
+                loop(
+                    "passes",
+                    seq("pass", counter("work"), verifier("check"), state_type=N),
+                    max_iterations=3,
+                    until=in_(
+                        {"name": "check", "source": "signal", "field": "verdict"}, "accepted"
+                    ),
+                ),
+                counter("close"),
+                state_type=N,
+            ),
+            max_iterations=6,
+        ),
         counter("after"),
         succeed(),
         state_type=N,
@@ -191,16 +225,21 @@ def test_histories_in_any_order_reduce_as_fresh(name: str) -> None:
 @pytest.mark.parametrize(
     "rewrite",
     [
-        pytest.param(lambda e: dataclasses.replace(e, input={"n": float(e.input["n"])}),
-                     id="int-input-becomes-float"),
-        pytest.param(lambda e: dataclasses.replace(e, state=Settled(e.state.position,
-                                                                    ok({"n": 1.0}))),
-                     id="output-becomes-float"),
-        pytest.param(lambda e: dataclasses.replace(e, state=Settled(e.state.position,
-                                                                    fails("crash"))),
-                     id="success-becomes-crash"),
-        pytest.param(lambda e: dataclasses.replace(e, dispatch_position=e.dispatch_position),
-                     id="equal-copy"),
+        pytest.param(
+            lambda e: dataclasses.replace(e, input={"n": float(e.input["n"])}),
+            id="int-input-becomes-float",
+        ),
+        pytest.param(
+            lambda e: dataclasses.replace(e, state=Settled(e.state.position, ok({"n": 1.0}))),
+            id="output-becomes-float",
+        ),
+        pytest.param(
+            lambda e: dataclasses.replace(e, state=Settled(e.state.position, fails("crash"))),
+            id="success-becomes-crash",
+        ),
+        pytest.param(
+            lambda e: dataclasses.replace(e, dispatch_position=e.dispatch_position), id="equal-copy"
+        ),
     ],
 )
 def test_a_rewritten_early_entry_is_seen_after_the_memo_took_it(rewrite: Any) -> None:
@@ -254,24 +293,35 @@ def test_a_controller_reducing_book_histories_decides_as_fresh(name: str, seed: 
         references = {e.reference.execution: e.reference for e in snapshot.executions.values()}
         events: list[RunEvent]
         if decisions.voids:
-            events = [ExecutionVoided(reference=references[void.execution], reason=void.reason)
-                      for void in decisions.voids]
+            events = [
+                ExecutionVoided(reference=references[void.execution], reason=void.reason)
+                for void in decisions.voids
+            ]
         elif decisions.finished:
             return
         elif decisions.dispatches:
             events = [
                 NodeStarted(
-                    reference=ExecutionReference(run_id=RUN_ID, node=d.occurrence.node,
-                                                 node_instance=d.node_instance,
-                                                 execution=d.execution),
-                    occurrence=d.occurrence, attempt=d.attempt, input=d.input)
+                    reference=ExecutionReference(
+                        run_id=RUN_ID,
+                        node=d.occurrence.node,
+                        node_instance=d.node_instance,
+                        execution=d.execution,
+                    ),
+                    occurrence=d.occurrence,
+                    attempt=d.attempt,
+                    input=d.input,
+                )
                 for d in decisions.dispatches
             ]
         else:
             waiting = history.by_execution[decisions.waiting[0]]
             outcome = worker(waiting)
-            events = [NodeCompleted(completion=Completion(
-                reference=references[waiting.execution], outcome=outcome))]
+            events = [
+                NodeCompleted(
+                    completion=Completion(reference=references[waiting.execution], outcome=outcome)
+                )
+            ]
         snapshot = replay(snapshot, events)
     raise AssertionError("the run did not finish")
 
@@ -284,10 +334,14 @@ def _tables_agree(history: History) -> None:
 
 def test_the_history_book_keeps_unchanged_entries_and_converts_like_history_entry() -> None:
     run = "run-aaaaaaaaaaaa"
-    refs = [ExecutionReference(run_id=run, node="w", node_instance=f"w#{i}", execution=f"e{i}")
-            for i in (1, 2, 3)]
-    started = [NodeStarted(reference=r, occurrence=Occurrence(node="w"), attempt=1,
-                           input={"n": 1}) for r in refs]
+    refs = [
+        ExecutionReference(run_id=run, node="w", node_instance=f"w#{i}", execution=f"e{i}")
+        for i in (1, 2, 3)
+    ]
+    started = [
+        NodeStarted(reference=r, occurrence=Occurrence(node="w"), attempt=1, input={"n": 1})
+        for r in refs
+    ]
     snapshot = replay(admitted_snapshot(run, "t"), [RunStarted(), *started[:2]])
     book = HistoryBook()
     first = book.entries(snapshot)
@@ -310,10 +364,15 @@ def test_a_book_history_with_two_claims_on_one_attempt_is_still_a_mismatch() -> 
     sim = Sim(ir, {"n": 0})
     sim.step()
     (entry,) = sim.history
-    references = [ExecutionReference(run_id=run, node="s0", node_instance=entry.node_instance,
-                                     execution=execution)
-                  for execution in (entry.execution, "another")]
-    events = [NodeStarted(reference=r, occurrence=entry.occurrence, attempt=1, input={"n": 0})
-              for r in references]
+    references = [
+        ExecutionReference(
+            run_id=run, node="s0", node_instance=entry.node_instance, execution=execution
+        )
+        for execution in (entry.execution, "another")
+    ]
+    events = [
+        NodeStarted(reference=r, occurrence=entry.occurrence, attempt=1, input={"n": 0})
+        for r in references
+    ]
     history = HistoryBook().entries(replay(admitted_snapshot(run, "t"), [RunStarted(), *events]))
     assert "recorded twice" in str(outcome_of(ir, {"n": 0}, history))

@@ -73,9 +73,15 @@ def descriptor(conformance: Path) -> dict[str, Any]:
 
 def _step_graph(worker: str, **overrides: Any) -> dict[str, Any]:
     step = {
-        "kind": "step", "name": "work", "worker": worker,
-        "input": {"kind": "string"}, "output": {"kind": "string"},
-        "inputBindings": [], "writeBindings": [], "timeoutMs": 10, "attempts": 1,
+        "kind": "step",
+        "name": "work",
+        "worker": worker,
+        "input": {"kind": "string"},
+        "output": {"kind": "string"},
+        "inputBindings": [],
+        "writeBindings": [],
+        "timeoutMs": 10,
+        "attempts": 1,
     }
     return {
         "profile": "openengine.graph.full/v1",
@@ -107,7 +113,9 @@ def test_invalid_file_entry_is_reported_at_the_node_not_at_load(
     registry = FileRegistry.load(path)  # loading does not judge entries
     [finding] = registry_diagnostics(_graph(_step_graph("mock.acp@1")), registry)
     assert (finding.code, finding.path, finding.related_nodes) == (
-        "invalid_graph_shape", [field("root"), node("work")], ["work"]
+        "invalid_graph_shape",
+        [field("root"), node("work")],
+        ["work"],
     )
     assert "add crash, malformed, refusal" in finding.message
 
@@ -165,13 +173,17 @@ def test_verifier_findings_follow_the_reference_order(descriptor: dict[str, Any]
         "diagnostic": {"kind": "string"},
     }
     graph = _step_graph(
-        "mock.acp@1", kind="verifier", signals={"a": ["x"], "verdict": ["accepted"]},
+        "mock.acp@1",
+        kind="verifier",
+        signals={"a": ["x"], "verdict": ["accepted"]},
         diagnostic={"kind": "integer"},
     )
     found = registry_diagnostics(_graph(graph), MappingRegistry({"mock.acp@1": verifier}))
     # reference: diagnostic, labels (a), absent signal (b)
     assert [d.message.split(" of ")[0].split(" emitted")[0] for d in found] == [
-        "diagnostic type", "labels", "signal b",
+        "diagnostic type",
+        "labels",
+        "signal b",
     ]
     assert {d.code for d in found} == {"schema_safety"}
 
@@ -193,8 +205,16 @@ def test_nested_executables_are_checked_in_source_order(conformance: Path) -> No
     parallel = [field("root"), node("root"), field("children"), index(0), node("parallel")]
     assert [(d.path, d.related_nodes) for d in found] == [
         (
-            [*parallel, field("branches"), index(0), node("outerMap"), field("body"),
-             node("innerLoop"), field("body"), node("verify")],
+            [
+                *parallel,
+                field("branches"),
+                index(0),
+                node("outerMap"),
+                field("body"),
+                node("innerLoop"),
+                field("body"),
+                node("verify"),
+            ],
             ["verify"],
         ),
         ([*parallel, field("branches"), index(1), node("peer")], ["peer"]),

@@ -12,9 +12,14 @@ from zeroshot_kernel.client import Client
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def test_tasks_lists_the_bundled_tasks_with_their_metrics(tmp_path: Path) -> None:

@@ -35,8 +35,10 @@ from zeroshot_kernel.harness.python_call import call_worker
 from zeroshot_kernel.workers import WorkerContext
 
 TASK = TEMPLATES / "quadrature"
-MESSAGE = ("task quadrature has no searchSpace: the embedded agents search parameters only; "
-           "run it with --harness claude|codex|openai")
+MESSAGE = (
+    "task quadrature has no searchSpace: the embedded agents search parameters only; "
+    "run it with --harness claude|codex|openai"
+)
 START = (TASK / "candidate" / "quadrature.py").read_text()
 
 SIMPSON = '''"""Composite Simpson's rule: the most (even) intervals the budget allows."""
@@ -54,7 +56,8 @@ def integrate(f, a, b, budget):
 TRAPEZOID = START.replace(
     "    h = (b - a) / budget\n    return h * sum(f(a + i * h) for i in range(budget))\n",
     "    h = (b - a) / (budget - 1)\n    ys = [f(a + i * h) for i in range(budget)]\n"
-    "    return h * (sum(ys) - (ys[0] + ys[-1]) / 2)\n")
+    "    return h * (sum(ys) - (ys[0] + ys[-1]) / 2)\n",
+)
 
 GREEDY = "def integrate(f, a, b, budget):\n    return sum(f(a) for _ in range(budget + 1))\n"
 
@@ -64,8 +67,11 @@ def edit(path: str, kind: str, text: str) -> dict[str, str]:
 
 
 def diff_of(before: str, after: str, path: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                        f"a/{path}", f"b/{path}"))
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(True), after.splitlines(True), f"a/{path}", f"b/{path}"
+        )
+    )
 
 
 @pytest.fixture
@@ -96,10 +102,12 @@ def test_the_code_task_loads_and_its_baseline_is_far_from_the_target() -> None:
 
 
 def test_a_whole_contents_edit_reaches_the_target_and_is_recorded_with_its_diff(
-    workspace: Path, tmp_path: Path,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
-    evidence = measure_pass(TASK, workspace, 1, change(
-        {}, edits=[edit("quadrature.py", "contents", SIMPSON)]))
+    evidence = measure_pass(
+        TASK, workspace, 1, change({}, edits=[edit("quadrature.py", "contents", SIMPSON)])
+    )
     assert evidence.status == "measured" and evidence.experiment_status == "ok", evidence
     assert evidence.candidate_id == "c001" and evidence.incumbent_id == "c000"
     assert evidence.metric is not None and evidence.metric < -5.0 and evidence.target_met
@@ -120,8 +128,15 @@ def test_a_whole_contents_edit_reaches_the_target_and_is_recorded_with_its_diff(
     assert (TASK / "candidate" / "quadrature.py").read_text() == START, "the task is untouched"
 
     # The embedded reviewer judges evidence, not parameters: it works on a code task.
-    verdict = reviewer(ReviewerInput(task=str(TASK), study=STUDY, workspace=str(workspace),
-                                     change=record.passes[-1].change, evidence=evidence))
+    verdict = reviewer(
+        ReviewerInput(
+            task=str(TASK),
+            study=STUDY,
+            workspace=str(workspace),
+            change=record.passes[-1].change,
+            evidence=evidence,
+        )
+    )
     assert verdict.verdict == "accepted" and verdict.adopt
     result = decide(TASK, workspace, evidence, verdict.verdict, verdict.adopt)
     assert result.disposition == "adopt"
@@ -130,21 +145,27 @@ def test_a_whole_contents_edit_reaches_the_target_and_is_recorded_with_its_diff(
 
 
 def test_a_unified_diff_edit_applies(workspace: Path) -> None:
-    evidence = measure_pass(TASK, workspace, 1, change(
-        {}, edits=[edit("quadrature.py", "diff", diff_of(START, TRAPEZOID, "quadrature.py"))]))
+    evidence = measure_pass(
+        TASK,
+        workspace,
+        1,
+        change(
+            {}, edits=[edit("quadrature.py", "diff", diff_of(START, TRAPEZOID, "quadrature.py"))]
+        ),
+    )
     assert evidence.status == "measured" and evidence.experiment_status == "ok", evidence
     assert "+    ys = [f(a + i * h) for i in range(budget)]" in evidence.diff
     records = ResearchRecords(workspace, STUDY)
-    assert (records.source_dir(evidence.candidate_id) / "quadrature.py").read_text() == \
-        TRAPEZOID
+    assert (records.source_dir(evidence.candidate_id) / "quadrature.py").read_text() == TRAPEZOID
     # The trapezoid rule is a real gain, but a second-order rule still misses the target.
     assert evidence.supports_adoption and evidence.metric is not None
     assert -5.0 < evidence.metric < -2.5 and not evidence.target_met
 
 
 def test_spending_more_than_the_budget_is_a_recorded_failed_run(workspace: Path) -> None:
-    evidence = measure_pass(TASK, workspace, 1, change(
-        {}, edits=[edit("quadrature.py", "contents", GREEDY)]))
+    evidence = measure_pass(
+        TASK, workspace, 1, change({}, edits=[edit("quadrature.py", "contents", GREEDY)])
+    )
     assert evidence.status == "measured" and evidence.experiment_status == "crashed"
     assert evidence.metric is None and not evidence.supports_adoption
     assert "more than 64 evaluations" in evidence.summary
@@ -164,19 +185,29 @@ def _rejected(workspace: Path, proposed: Any, reason: str) -> None:
 
 
 def test_an_edit_of_the_objective_is_a_recorded_rejection(workspace: Path) -> None:
-    cheat = "print('ZEROSHOT_METRIC {\"name\": \"log10_error\", \"value\": -15}')\n"
-    _rejected(workspace, change({}, edits=[edit("objective.py", "contents", cheat)]),
-              "'objective.py' is outside the task's editable files (quadrature.py)")
+    cheat = 'print(\'ZEROSHOT_METRIC {"name": "log10_error", "value": -15}\')\n'
+    _rejected(
+        workspace,
+        change({}, edits=[edit("objective.py", "contents", cheat)]),
+        "'objective.py' is outside the task's editable files (quadrature.py)",
+    )
     assert (TASK / "candidate" / "objective.py").read_text() != cheat
 
 
-@pytest.mark.parametrize("edits", [[], [edit("quadrature.py", "contents", SIMPSON)]],
-                         ids=["params-only", "params-and-edit"])
+@pytest.mark.parametrize(
+    "edits",
+    [[], [edit("quadrature.py", "contents", SIMPSON)]],
+    ids=["params-only", "params-and-edit"],
+)
 def test_parameters_on_a_task_without_a_search_space_are_a_recorded_rejection(
-    workspace: Path, edits: list[dict[str, str]],
+    workspace: Path,
+    edits: list[dict[str, str]],
 ) -> None:
-    _rejected(workspace, change({"budget": 128}, edits=edits),
-              "parameters given (budget), but the task has no search space")
+    _rejected(
+        workspace,
+        change({"budget": 128}, edits=edits),
+        "parameters given (budget), but the task has no search space",
+    )
 
 
 def test_a_task_with_nothing_to_change_is_invalid(tmp_path: Path) -> None:
@@ -202,10 +233,23 @@ def test_research_run_with_the_local_harness_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
     (tmp_path / ".zeroshot").mkdir()
-    ran = subprocess.run([sys.executable, "-m", "zeroshot_kernel", "research", "run",
-                          "quadrature", "--iterations", "1"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zeroshot_kernel",
+            "research",
+            "run",
+            "quadrature",
+            "--iterations",
+            "1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)},
+    )
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert ran.stderr.strip() == f"error: --harness local: {MESSAGE}. Nothing was started."
     assert ran.stdout == ""
@@ -216,32 +260,68 @@ def test_research_run_with_the_local_harness_is_refused_before_anything_starts(
 def test_the_embedded_agents_refuse_a_task_without_a_search_space(workspace: Path) -> None:
     for strategy in ("exploration", "synthesis", "challenge"):
         with pytest.raises(NoSearchSpace) as caught:
-            scout(ScoutInput(task=str(TASK), study=STUDY, workspace=str(workspace), round=1,
-                             strategy=strategy, seed=1))
+            scout(
+                ScoutInput(
+                    task=str(TASK),
+                    study=STUDY,
+                    workspace=str(workspace),
+                    round=1,
+                    strategy=strategy,
+                    seed=1,
+                )
+            )
         assert str(caught.value) == MESSAGE
     with pytest.raises(NoSearchSpace, match="embedded agents search parameters only"):
-        researcher(ResearcherInput(task=str(TASK), study=STUDY, workspace=str(workspace),
-                                   round=1, proposals=[propose({})], corrections="",
-                                   reconsideration_due=False, seed=1))
+        researcher(
+            ResearcherInput(
+                task=str(TASK),
+                study=STUDY,
+                workspace=str(workspace),
+                round=1,
+                proposals=[propose({})],
+                corrections="",
+                reconsideration_due=False,
+                seed=1,
+            )
+        )
     with pytest.raises(TaskError):  # a NoSearchSpace is a TaskError
-        scout(ScoutInput(task="quadrature", study=STUDY, workspace=str(workspace), round=1,
-                         strategy="exploration", seed=1))
+        scout(
+            ScoutInput(
+                task="quadrature",
+                study=STUDY,
+                workspace=str(workspace),
+                round=1,
+                strategy="exploration",
+                seed=1,
+            )
+        )
 
 
 def test_the_local_harness_records_a_one_line_refusal_not_a_crash(workspace: Path) -> None:
     """As the local harness calls them: a refusal with the reason (never retried)."""
-    context = WorkerContext(run_id="run-test", node="n", execution="e", attempt=1,
-                            workspace=workspace)
+    context = WorkerContext(
+        run_id="run-test", node="n", execution="e", attempt=1, workspace=workspace
+    )
     proposal = propose({}).to_wire()
-    graph_input: dict[str, Any] = {"task": "quadrature", "study": STUDY, "corrections": "",
-                                   **{s: proposal for s in
-                                      ("exploration", "synthesis", "challenge")}}
+    graph_input: dict[str, Any] = {
+        "task": "quadrature",
+        "study": STUDY,
+        "corrections": "",
+        **{s: proposal for s in ("exploration", "synthesis", "challenge")},
+    }
     engine = {"round": 1, "seed": 1, "reconsiderationDue": False}
-    calls = [(local_agents.scout_exploration, True), (local_agents.scout_synthesis, True),
-             (local_agents.scout_challenge, True), (local_agents.researcher, False)]
+    calls = [
+        (local_agents.scout_exploration, True),
+        (local_agents.scout_synthesis, True),
+        (local_agents.scout_challenge, True),
+        (local_agents.researcher, False),
+    ]
     for function, verifier in calls:
-        reply = asyncio.run(call_worker(function, {"input": graph_input, "engine": engine},
-                                        context, verifier=verifier))
+        reply = asyncio.run(
+            call_worker(
+                function, {"input": graph_input, "engine": engine}, context, verifier=verifier
+            )
+        )
         assert reply == ("refusal", "policy_denied", MESSAGE), reply
     assert "\n" not in MESSAGE
 
@@ -255,10 +335,13 @@ def test_a_run_submitted_past_the_cli_fails_with_the_one_line_reason(tmp_path: P
     (tmp_path / ".zeroshot").mkdir()
     shutil.copytree(TASK, tmp_path / "quadrature")
     client = Client(workspace=str(tmp_path))
-    expansion = expand_template("auto-research", TemplateOptions(task="quadrature",
-                                                                 iterations=1))
-    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                        title="auto-research: quadrature")
+    expansion = expand_template("auto-research", TemplateOptions(task="quadrature", iterations=1))
+    run = client.submit(
+        expansion.graph,
+        input=expansion.input,
+        runtime=expansion.runtime,
+        title="auto-research: quadrature",
+    )
     terminal = run.wait(120)
     assert terminal.status == "failed"
     cause = explain_failure(event for _, event in run.events())

@@ -72,8 +72,9 @@ def test_hanging_experiment_is_killed_with_its_whole_process_group(
     assert 1.0 <= result.duration_seconds < 10
     assert "hanging" in result.output_tail
     leader, child = map(int, read_pid_file(pid_file).split())
-    wait_until(lambda: not alive(leader) and not alive(child), 5,
-               "the whole process group to be gone")
+    wait_until(
+        lambda: not alive(leader) and not alive(child), 5, "the whole process group to be gone"
+    )
 
 
 def test_repeats_run_in_parallel_and_keep_seed_order(tmp_path: Path) -> None:
@@ -81,7 +82,8 @@ def test_repeats_run_in_parallel_and_keep_seed_order(tmp_path: Path) -> None:
     results = run_repeats(task, task.candidate_dir, [5, 6, 7], parallel=2)
     assert [r.seed for r in results] == [5, 6, 7]
     assert [r.metric for r in results] == [
-        run_experiment(task, task.candidate_dir, seed=s).metric for s in (5, 6, 7)]
+        run_experiment(task, task.candidate_dir, seed=s).metric for s in (5, 6, 7)
+    ]
 
 
 def test_timed_out_and_crashed_runs_are_recorded_rounds(tmp_path: Path) -> None:
@@ -90,17 +92,30 @@ def test_timed_out_and_crashed_runs_are_recorded_rounds(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     for number, x, status in ((1, 1.9, "timed_out"), (2, 0.05, "crashed")):
-        proposed = researcher(ResearcherInput(study=STUDY, task=str(root),
-                                              workspace=str(workspace), round=number,
-                                              proposals=[propose({"x": x})]))
+        proposed = researcher(
+            ResearcherInput(
+                study=STUDY,
+                task=str(root),
+                workspace=str(workspace),
+                round=number,
+                proposals=[propose({"x": x})],
+            )
+        )
         evidence = measure_pass(root, workspace, number, proposed)
         assert evidence.experiment_status == status and not evidence.supports_adoption
         assert len(evidence.metric_repeats) == 0 and evidence.metric is None
         record = ResearchRecords(workspace, STUDY).read_round(number)
         assert record is not None and record.passes[-1].evidence == evidence
         assert [m.experiment.status for m in record.passes[-1].measurements] == [status]
-        verdict = reviewer(ReviewerInput(study=STUDY, task=str(root), workspace=str(workspace),
-                                         change=proposed, evidence=evidence))
+        verdict = reviewer(
+            ReviewerInput(
+                study=STUDY,
+                task=str(root),
+                workspace=str(workspace),
+                change=proposed,
+                evidence=evidence,
+            )
+        )
         assert verdict.verdict == "accepted" and not verdict.adopt, verdict.reason
         result = decide(root, workspace, evidence, verdict.verdict, verdict.adopt)
         assert result.disposition == "reject" and status in result.justification
@@ -113,8 +128,10 @@ def test_warm_runs_measure_what_cold_runs_measure(tmp_path: Path) -> None:
     warm = load_task(line_task(tmp_path / "warm", warm=True))
     assert warm.spec.preload and not cold.spec.preload
     for seed in (1, 2):
-        assert run_experiment(cold, cold.candidate_dir, seed=seed).metric == \
-            run_experiment(warm, warm.candidate_dir, seed=seed).metric
+        assert (
+            run_experiment(cold, cold.candidate_dir, seed=seed).metric
+            == run_experiment(warm, warm.candidate_dir, seed=seed).metric
+        )
     assert load_task(TEMPLATES / "svc-digits").spec.preload, "the scikit-learn task runs warm"
 
 

@@ -25,9 +25,14 @@ sys.exit(3)
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def test_an_experiment_failing_at_the_baseline_ends_the_run_with_its_stderr(

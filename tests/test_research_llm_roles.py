@@ -29,17 +29,36 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 KEY_ENV = "ZS_ROLES_LLM_KEY"
 NEW_PARAMS = '{\n  "x1": 3.14159,\n  "x2": 2.275\n}\n'
-PROPOSAL = {"strategy": "exploration", "approach": "exploration:optimum",
-            "paramsJson": json.dumps({"x1": 3.1, "x2": 2.3}), "rationale": "near an optimum"}
+PROPOSAL = {
+    "strategy": "exploration",
+    "approach": "exploration:optimum",
+    "paramsJson": json.dumps({"x1": 3.1, "x2": 2.3}),
+    "rationale": "near an optimum",
+}
 SCOUT = {"output": {"proposal": PROPOSAL}, "signals": {}, "diagnostic": None}
-REVIEW = {"output": None, "signals": {"verdict": "accepted"},
-          "diagnostic": {"reason": "the evidence beats the noise floor", "corrections": "",
-                         "title": "Move to the optimum", "description": "d", "adopt": True}}
+REVIEW = {
+    "output": None,
+    "signals": {"verdict": "accepted"},
+    "diagnostic": {
+        "reason": "the evidence beats the noise floor",
+        "corrections": "",
+        "title": "Move to the optimum",
+        "description": "d",
+        "adopt": True,
+    },
+}
 
 
 def change(**fields: Any) -> dict[str, Any]:
-    return {"change": {"parentId": "c000", "strategy": "exploration",
-                       "approach": "exploration:optimum", "rationale": "r", **fields}}
+    return {
+        "change": {
+            "parentId": "c000",
+            "strategy": "exploration",
+            "approach": "exploration:optimum",
+            "rationale": "r",
+            **fields,
+        }
+    }
 
 
 def code_task(workspace: Path) -> str:
@@ -47,22 +66,29 @@ def code_task(workspace: Path) -> str:
     return copy_task(workspace, "branin", repeats=2, editable=["params.json"])
 
 
-def start(workspace: Path, task: str, harness: str, *, iterations: int = 1,
-          **runtime: Any) -> Research:
+def start(
+    workspace: Path, task: str, harness: str, *, iterations: int = 1, **runtime: Any
+) -> Research:
     client = Client(workspace=str(workspace))
-    expansion = expand_template("auto-research", TemplateOptions(
-        task=task, iterations=iterations, harness=harness, model="standin-model"))
+    expansion = expand_template(
+        "auto-research",
+        TemplateOptions(task=task, iterations=iterations, harness=harness, model="standin-model"),
+    )
     plan = {**expansion.runtime, **runtime}
     if "connections" in runtime:
-        plan["nodes"] = {name: b if b["kind"] == "trusted" else {**b, "connections": ["local"]}
-                         for name, b in expansion.runtime["nodes"].items()}
-    run = client.submit(expansion.graph, input=expansion.input, runtime=plan,
-                        title=f"{harness} roles")
+        plan["nodes"] = {
+            name: b if b["kind"] == "trusted" else {**b, "connections": ["local"]}
+            for name, b in expansion.runtime["nodes"].items()
+        }
+    run = client.submit(
+        expansion.graph, input=expansion.input, runtime=plan, title=f"{harness} roles"
+    )
     return Research(workspace, task, client, run)
 
 
 def test_openai_roles_are_briefed_from_the_records(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "local-key")
     workspace = new_workspace(tmp_path / "ws")
     task = code_task(workspace)
@@ -73,15 +99,22 @@ def test_openai_roles_are_briefed_from_the_records(
         node = prompt.split("`", 2)[1]
         prompts.setdefault(node, []).append(prompt)
         if node.startswith("scout_"):
-            return {**SCOUT, "output": {"proposal": {**PROPOSAL,
-                                                     "strategy": node.removeprefix("scout_")}}}
+            return {
+                **SCOUT,
+                "output": {"proposal": {**PROPOSAL, "strategy": node.removeprefix("scout_")}},
+            }
         if node == "researcher":
             return change(edits=[{"path": "params.json", "kind": "contents", "text": NEW_PARAMS}])
         return REVIEW
 
     with chat_server({"respond": respond}) as server:
-        research = start(workspace, task, "openai", iterations=2,
-                         connections={"local": {"env": KEY_ENV, "baseUrl": server.base_url}})
+        research = start(
+            workspace,
+            task,
+            "openai",
+            iterations=2,
+            connections={"local": {"env": KEY_ENV, "baseUrl": server.base_url}},
+        )
         assert isinstance(research.wait(), SucceededResult)
     records = ResearchRecords(workspace, task)
     first, second = research.view().rounds
@@ -98,8 +131,7 @@ def test_openai_roles_are_briefed_from_the_records(
     assert "### params.json\n```\n" + start_params in researcher
     # Round 2: the incumbent and round 1 as the engine measured them, the incumbent's file.
     researcher = prompts["researcher"][-1]
-    assert (f"{first.candidate_id} (adopted in round 1): branin {adopted.metric:.4g}"
-            in researcher)
+    assert f"{first.candidate_id} (adopted in round 1): branin {adopted.metric:.4g}" in researcher
     assert f"- round 1: {first.candidate_id} from c000" in researcher
     assert "### params.json\n```\n" + NEW_PARAMS in researcher
     reviewer = prompts["reviewer"][0]
@@ -112,20 +144,31 @@ def test_openai_roles_are_briefed_from_the_records(
 
 @pytest.mark.parametrize("cli", ["claude", "codex"])
 def test_a_researcher_with_tools_edits_a_checkout_and_the_engine_collects_the_change(
-        cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install_standin(tmp_path, cli, monkeypatch)
     workspace = new_workspace(tmp_path / "ws")
     task = code_task(workspace)
     task_bytes = (workspace / task / "candidate" / "params.json").read_bytes()
-    script(workspace, {
-        **{f"scout_{s}": [{"json": {**SCOUT, "output": {"proposal": {**PROPOSAL,
-                                                                   "strategy": s}}}}]
-           for s in ("exploration", "synthesis", "challenge")},
-        # The reply names another parent and edits nothing: the checkout decides both.
-        "researcher": [{"write": {"params.json": NEW_PARAMS, "notes.txt": "scratch"},
-                        "json": change(parentId="c999", edits=[])}],
-        "reviewer": [{"json": REVIEW}],
-    })
+    script(
+        workspace,
+        {
+            **{
+                f"scout_{s}": [
+                    {"json": {**SCOUT, "output": {"proposal": {**PROPOSAL, "strategy": s}}}}
+                ]
+                for s in ("exploration", "synthesis", "challenge")
+            },
+            # The reply names another parent and edits nothing: the checkout decides both.
+            "researcher": [
+                {
+                    "write": {"params.json": NEW_PARAMS, "notes.txt": "scratch"},
+                    "json": change(parentId="c999", edits=[]),
+                }
+            ],
+            "reviewer": [{"json": REVIEW}],
+        },
+    )
     research = start(workspace, task, cli)
     assert isinstance(research.wait(), SucceededResult), research.view()
     [adopted] = research.view().rounds
@@ -136,7 +179,8 @@ def test_a_researcher_with_tools_edits_a_checkout_and_the_engine_collects_the_ch
     [row] = record.passes
     assert row.change is not None and row.change.parent_id == "c000"
     assert [(e.path, e.kind, e.text) for e in row.change.edits] == [
-        ("params.json", "contents", NEW_PARAMS)]  # notes.txt is not editable: left out
+        ("params.json", "contents", NEW_PARAMS)
+    ]  # notes.txt is not editable: left out
     assert row.evidence is not None and '+  "x1": 3.14159,' in row.evidence.diff
     # The agent worked below .zeroshot/scratch, never in the task folder.
     assert (workspace / task / "candidate" / "params.json").read_bytes() == task_bytes
@@ -146,25 +190,37 @@ def test_a_researcher_with_tools_edits_a_checkout_and_the_engine_collects_the_ch
 
 @pytest.mark.parametrize("outside", ["task", "records"])
 def test_a_researcher_writing_outside_its_checkout_is_refused_and_recorded(
-        outside: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     install_standin(tmp_path, "claude", monkeypatch)
     workspace = new_workspace(tmp_path / "ws")
     task = code_task(workspace)
     # The checkout is .zeroshot/scratch/<key>/: three levels below the workspace.
-    target = {"task": f"../../../{task}/candidate/params.json",
-              "records": f"../../research/{task}/charter.md"}[outside]
-    script(workspace, {
-        **{f"scout_{s}": [{"json": {**SCOUT, "output": {"proposal": {**PROPOSAL,
-                                                                   "strategy": s}}}}]
-           for s in ("exploration", "synthesis", "challenge")},
-        "researcher": [{"write": {target: NEW_PARAMS}, "json": change(edits=[])}],
-        "reviewer": [{"json": REVIEW}],
-    })
+    target = {
+        "task": f"../../../{task}/candidate/params.json",
+        "records": f"../../research/{task}/charter.md",
+    }[outside]
+    script(
+        workspace,
+        {
+            **{
+                f"scout_{s}": [
+                    {"json": {**SCOUT, "output": {"proposal": {**PROPOSAL, "strategy": s}}}}
+                ]
+                for s in ("exploration", "synthesis", "challenge")
+            },
+            "researcher": [{"write": {target: NEW_PARAMS}, "json": change(edits=[])}],
+            "reviewer": [{"json": REVIEW}],
+        },
+    )
     research = start(workspace, task, "claude")
     terminal = research.wait()
     assert isinstance(terminal, FailedResult) and terminal.reason == "research_failed"
-    refusals = [e for _, e in research.run.events() if isinstance(e, NodeCompleted)
-                and e.detail and "outside its scratch checkout" in e.detail]
+    refusals = [
+        e
+        for _, e in research.run.events()
+        if isinstance(e, NodeCompleted) and e.detail and "outside its scratch checkout" in e.detail
+    ]
     assert refusals, "the refusal is recorded in the ledger"
     assert all(e.completion.outcome.status == "error" for e in refusals)
     assert ResearchRecords(workspace, task).read_round(1) is None  # nothing was measured
@@ -179,7 +235,8 @@ def script(workspace: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def test_an_llm_researcher_works_with_the_embedded_scouts_and_reviewer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The researcher's output type is the reviewer's input type whatever runs each: an
     openai researcher between embedded scouts and an embedded reviewer."""
     monkeypatch.setenv(KEY_ENV, "local-key")
@@ -187,14 +244,24 @@ def test_an_llm_researcher_works_with_the_embedded_scouts_and_reviewer(
     task = code_task(workspace)
     client = Client(workspace=str(workspace))
     expansion = expand_template("auto-research", TemplateOptions(task=task, iterations=2))
-    with chat_server({"respond": lambda body: change(
-            edits=[{"path": "params.json", "kind": "contents", "text": NEW_PARAMS}])}) as server:
-        plan = {**expansion.runtime,
-                "connections": {"local": {"env": KEY_ENV, "baseUrl": server.base_url}}}
-        plan["nodes"] = {**plan["nodes"], "researcher": {
-            "kind": "agent", "harness": "openai", "connections": ["local"]}}
-        run = client.submit(expansion.graph, input=expansion.input, runtime=plan,
-                            title="mixed harnesses")
+    with chat_server(
+        {
+            "respond": lambda body: change(
+                edits=[{"path": "params.json", "kind": "contents", "text": NEW_PARAMS}]
+            )
+        }
+    ) as server:
+        plan = {
+            **expansion.runtime,
+            "connections": {"local": {"env": KEY_ENV, "baseUrl": server.base_url}},
+        }
+        plan["nodes"] = {
+            **plan["nodes"],
+            "researcher": {"kind": "agent", "harness": "openai", "connections": ["local"]},
+        }
+        run = client.submit(
+            expansion.graph, input=expansion.input, runtime=plan, title="mixed harnesses"
+        )
         research = Research(workspace, task, client, run)
         assert isinstance(research.wait(), SucceededResult)
     rounds = research.view().rounds

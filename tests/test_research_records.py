@@ -50,12 +50,29 @@ def research(researched: tuple[Path, Run], tmp_path: Path) -> tuple[Path, Path, 
 
 def _next_round(task_root: Path, workspace: Path, number: int) -> Evidence:
     """The embedded researcher's change for round ``number``, measured."""
-    proposals = [scout(ScoutInput(study=STUDY,
-                                  task=str(task_root), workspace=str(workspace), round=number,
-                                  strategy=s, seed=5)) for s in STRATEGIES]
-    proposed = researcher(ResearcherInput(study=STUDY, task=str(task_root),
-                                          workspace=str(workspace), round=number,
-                                          proposals=proposals, seed=5))
+    proposals = [
+        scout(
+            ScoutInput(
+                study=STUDY,
+                task=str(task_root),
+                workspace=str(workspace),
+                round=number,
+                strategy=s,
+                seed=5,
+            )
+        )
+        for s in STRATEGIES
+    ]
+    proposed = researcher(
+        ResearcherInput(
+            study=STUDY,
+            task=str(task_root),
+            workspace=str(workspace),
+            round=number,
+            proposals=proposals,
+            seed=5,
+        )
+    )
     return measure_pass(task_root, workspace, number, proposed)
 
 
@@ -75,16 +92,20 @@ def test_restored_incumbent_reproduces_its_metric(
     assert tree_hashes(fresh) == incumbent.files
     assert content_sha256(tree_hashes(fresh)) == incumbent.content_sha256
 
-    floor = compare(task.spec, state.candidates, incumbent.candidate_id,
-                    incumbent.candidate_id).noise_floor
+    floor = compare(
+        task.spec, state.candidates, incumbent.candidate_id, incumbent.candidate_id
+    ).noise_floor
     assert incumbent.metric is not None and floor > 0
     # the recorded seeds reproduce every recorded value exactly
-    again = [run_experiment(task, fresh, seed=m.experiment.seed).metric
-             for m in incumbent.measurements]
+    again = [
+        run_experiment(task, fresh, seed=m.experiment.seed).metric for m in incumbent.measurements
+    ]
     assert again == incumbent.values
     # fresh seeds reproduce the metric within the noise floor
-    fresh_values = [run_experiment(task, fresh, seed=derive_seed("re-run", i)).metric
-                    for i in range(len(incumbent.values))]
+    fresh_values = [
+        run_experiment(task, fresh, seed=derive_seed("re-run", i)).metric
+        for i in range(len(incumbent.values))
+    ]
     assert all(v is not None for v in fresh_values)
     mean = sum(v for v in fresh_values if v is not None) / len(fresh_values)
     assert abs(mean - incumbent.metric) <= floor
@@ -109,8 +130,9 @@ def test_tampered_bytes_are_never_adopted(research: tuple[Path, Path, Run]) -> N
     records = ResearchRecords(workspace, STUDY)
     incumbent = records.read_incumbent()
     assert incumbent is not None
-    evidence = measure_pass(task_root, workspace, 6, change({"x1": 3.1416, "x2": 2.275},
-                                                            parent=incumbent.candidate_id))
+    evidence = measure_pass(
+        task_root, workspace, 6, change({"x1": 3.1416, "x2": 2.275}, parent=incumbent.candidate_id)
+    )
     assert evidence.status == "measured" and evidence.candidate_id == "c006"
     assert evidence.supports_adoption  # the optimum: a real gain over any incumbent
     target = records.source_dir("c006") / "objective.py"
@@ -203,9 +225,21 @@ def test_rounds_recorded_before_the_trusted_measure_step_are_kept_and_skipped(
     its incumbent and candidates carry on; the old round files are left as they are."""
     task_root, workspace, _ = research
     records = ResearchRecords(workspace, STUDY)
-    old = {"round": 1, "passes": [{"status": "done", "corrections": "", "proposals": [],
-                                   "proposal": None, "parentId": "c000", "candidateId": "c001",
-                                   "incumbentBefore": "c000", "plan": None}]}
+    old = {
+        "round": 1,
+        "passes": [
+            {
+                "status": "done",
+                "corrections": "",
+                "proposals": [],
+                "proposal": None,
+                "parentId": "c000",
+                "candidateId": "c001",
+                "incumbentBefore": "c000",
+                "plan": None,
+            }
+        ],
+    }
     text = json.dumps(old)
     records.round_path(1).write_text(text)
     evidence = _next_round(task_root, workspace, 6)

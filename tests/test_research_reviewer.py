@@ -32,19 +32,30 @@ class Lab:
         self.records = ResearchRecords(self.workspace, STUDY)
 
     def propose(self, number: int, x: float, corrections: str = "") -> Change:
-        return researcher(ResearcherInput(study=STUDY, task=str(self.task),
-                                          workspace=str(self.workspace), round=number,
-                                          proposals=[propose({"x": x})],
-                                          corrections=corrections))
+        return researcher(
+            ResearcherInput(
+                study=STUDY,
+                task=str(self.task),
+                workspace=str(self.workspace),
+                round=number,
+                proposals=[propose({"x": x})],
+                corrections=corrections,
+            )
+        )
 
     def measure(self, number: int, proposed: Change, pass_number: int = 1) -> Evidence:
-        return measure_pass(self.task, self.workspace, number, proposed,
-                            pass_number=pass_number)
+        return measure_pass(self.task, self.workspace, number, proposed, pass_number=pass_number)
 
     def review(self, proposed: Change, evidence: Evidence) -> ReviewVerdict:
-        return reviewer(ReviewerInput(study=STUDY, task=str(self.task),
-                                      workspace=str(self.workspace), change=proposed,
-                                      evidence=evidence))
+        return reviewer(
+            ReviewerInput(
+                study=STUDY,
+                task=str(self.task),
+                workspace=str(self.workspace),
+                change=proposed,
+                evidence=evidence,
+            )
+        )
 
     def incumbent(self) -> str:
         current = self.records.read_incumbent()
@@ -95,23 +106,26 @@ def test_a_real_gain_is_adopted(lab: Lab) -> None:
     result = decide(lab.task, lab.workspace, evidence, verdict.verdict, verdict.adopt)
     assert result.disposition == "adopt" and lab.incumbent() == "c001"
     assert (result.metric, result.gain, result.noise_floor) == (
-        evidence.metric, evidence.gain, evidence.noise_floor)
+        evidence.metric,
+        evidence.gain,
+        evidence.noise_floor,
+    )
 
 
 def test_a_reviewer_may_refuse_a_real_gain_but_cannot_adopt_noise(lab: Lab) -> None:
     real = lab.measure(1, change({"x": 0.2}))
     assert real.supports_adoption
     refused = decide(lab.task, lab.workspace, real, "accepted", adopt_it=False)
-    assert refused.disposition == "reject" and "the reviewer declined c001" in \
-        refused.justification
+    assert refused.disposition == "reject" and "the reviewer declined c001" in refused.justification
     assert lab.incumbent() == "c000"
 
     noise = lab.measure(2, change({"x": 0.9}))
     assert not noise.supports_adoption
     eager = decide(lab.task, lab.workspace, noise, "accepted", adopt_it=True)
     assert eager.disposition == "reject"
-    assert "the reviewer asked to adopt, but the evidence does not support it" in \
-        eager.justification
+    assert (
+        "the reviewer asked to adopt, but the evidence does not support it" in eager.justification
+    )
     assert lab.incumbent() == "c000"
 
 

@@ -28,8 +28,10 @@ def test_ten_rounds_on_a_bundled_task(tmp_path: Path, name: str) -> None:
     assert baseline is not None and baseline.metric is not None
 
     types = payload_types()
-    declared = {name: RecordType.from_wire(getattr(auto_research, name))
-                for name in ("PROPOSAL", "CHANGE", "EVIDENCE", "RESULT", "REVIEW")}
+    declared = {
+        name: RecordType.from_wire(getattr(auto_research, name))
+        for name in ("PROPOSAL", "CHANGE", "EVIDENCE", "RESULT", "REVIEW")
+    }
     incumbent, incumbent_metric = "c000", baseline.metric
     for result, verdict in zip(run.results, run.verdicts, strict=True):
         assert verdict.verdict == "accepted", verdict.reason

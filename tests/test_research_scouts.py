@@ -21,15 +21,27 @@ from zeroshot_kernel.auto_research.protocol import (
 )
 
 
-def _ask(task: Path, workspace: Path, strategy: Strategy, number: int = 4,
-         seed: int = 0) -> ScoutProposal:
-    return scout(ScoutInput(study=STUDY, task=str(task), workspace=str(workspace), round=number,
-                            strategy=strategy, seed=seed))
+def _ask(
+    task: Path, workspace: Path, strategy: Strategy, number: int = 4, seed: int = 0
+) -> ScoutProposal:
+    return scout(
+        ScoutInput(
+            study=STUDY,
+            task=str(task),
+            workspace=str(workspace),
+            round=number,
+            strategy=strategy,
+            seed=seed,
+        )
+    )
 
 
 def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
-    return {str(p): (p.stat().st_mtime_ns, p.read_bytes())
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +59,9 @@ def test_scouts_are_read_only_and_deterministic(rosenbrock: tuple[Path, Path]) -
         assert first == _ask(task, workspace, strategy, 7, seed=1)
         assert first.strategy == strategy and first.rationale
         load_task(task).spec.check_params(first.params)
-    assert _ask(task, workspace, "exploration", 7, seed=1) != \
-        _ask(task, workspace, "exploration", 7, seed=2)
+    assert _ask(task, workspace, "exploration", 7, seed=1) != _ask(
+        task, workspace, "exploration", 7, seed=2
+    )
     assert _tree(workspace) == before
 
 
@@ -94,18 +107,28 @@ def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: 
     assert challenge.approach == REMEASURE and challenge.params == {"x": 1.0}
     assert "the lead may be noise" in challenge.rationale
 
-    proposed = researcher(ResearcherInput(study=STUDY,
-                                          task=str(task), workspace=str(workspace), round=2,
-                                          proposals=[challenge]))
+    proposed = researcher(
+        ResearcherInput(
+            study=STUDY, task=str(task), workspace=str(workspace), round=2, proposals=[challenge]
+        )
+    )
     assert proposed.params == {} and proposed.measurement == "discriminating"
     remeasured = measure_pass(task, workspace, 2, proposed)
     assert remeasured.candidate_id == remeasured.incumbent_id == "c000"
     assert len(remeasured.metric_repeats) == 6
-    verdict = reviewer(ReviewerInput(study=STUDY, task=str(task), workspace=str(workspace),
-                                     change=proposed, evidence=remeasured))
+    verdict = reviewer(
+        ReviewerInput(
+            study=STUDY,
+            task=str(task),
+            workspace=str(workspace),
+            change=proposed,
+            evidence=remeasured,
+        )
+    )
     assert verdict.verdict == "accepted" and not verdict.adopt
-    assert decide(task, workspace, remeasured, verdict.verdict, verdict.adopt).disposition == \
-        "reject"
+    assert (
+        decide(task, workspace, remeasured, verdict.verdict, verdict.adopt).disposition == "reject"
+    )
     assert _ask(task, workspace, "challenge", 3).approach == "challenge:perturb"
 
 
@@ -119,7 +142,8 @@ def test_every_strategy_respects_int_and_categorical_parameters(tmp_path: Path) 
     ]
     (task / "task.yaml").write_text(json.dumps(spec))
     (task / "candidate" / "params.json").write_text(
-        json.dumps({"x": 1.0, "depth": 4, "kind": "a", "rate": 0.1}))
+        json.dumps({"x": 1.0, "depth": 4, "kind": "a", "rate": 0.1})
+    )
     workspace = tmp_path / "ws"
     workspace.mkdir()
     run = drive(task, workspace, 4, seed=9)
@@ -133,6 +157,7 @@ def test_every_strategy_respects_int_and_categorical_parameters(tmp_path: Path) 
             assert proposal.params["kind"] in ("a", "b", "c")
     manifest = ResearchRecords(workspace, STUDY).read_manifest("c001")
     assert manifest is not None
-    written = json.loads((ResearchRecords(workspace, STUDY).source_dir("c001") / "params.json")
-                         .read_text())
+    written = json.loads(
+        (ResearchRecords(workspace, STUDY).source_dir("c001") / "params.json").read_text()
+    )
     assert written == manifest.params  # proposals edit the params file, nothing else

@@ -27,9 +27,14 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def research(workspace: Path, task: str, *extra: str) -> str:
@@ -39,16 +44,22 @@ def research(workspace: Path, task: str, *extra: str) -> str:
 
 
 def fingerprint(folder: Path) -> dict[str, str]:
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 def recorded(folder: Path) -> dict[str, bytes]:
     """What a study's runs recorded: its rounds and candidates (not the current summary
     files and incumbent, which a later run rewrites by design)."""
-    return {str(path.relative_to(folder)): path.read_bytes()
-            for part in ("rounds", "candidates") for path in sorted((folder / part).rglob("*"))
-            if path.is_file()}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for part in ("rounds", "candidates")
+        for path in sorted((folder / part).rglob("*"))
+        if path.is_file()
+    }
 
 
 def assert_kept(earlier: dict[str, bytes], folder: Path) -> None:
@@ -59,7 +70,7 @@ def assert_kept(earlier: dict[str, bytes], folder: Path) -> None:
         if path.endswith("manifest.json") and now != content:
             old = CandidateManifest.from_wire(json.loads(content))
             new = CandidateManifest.from_wire(json.loads(now))
-            assert new.measurements[:len(old.measurements)] == old.measurements, path
+            assert new.measurements[: len(old.measurements)] == old.measurements, path
             assert new.model_copy(update={"measurements": old.measurements}) == old, path
         else:
             assert now == content, path
@@ -108,18 +119,21 @@ def test_two_tasks_each_run_twice_never_touch_each_other(
         assert [r["round"] for r in later_rounds] == [3, 4]
         # The later run starts from the incumbent the earlier one left.
         assert later_rounds[0]["incumbentId"] == before["incumbent"]["candidateId"]  # type: ignore[index]
-        manifests = sorted(p.parent.name for p in (studies / task / "candidates").glob(
-            "*/manifest.json"))
+        manifests = sorted(
+            p.parent.name for p in (studies / task / "candidates").glob("*/manifest.json")
+        )
         assert manifests.count("c000") == 1
         # The chart of the later run starts where the study was, not at round 0.
         view = load_research_view(Client(workspace=str(workspace)).ledger, later)
-        (best,) = [line for line in plateau_figure(view).axes[0].lines
-                   if line.get_label() == "best so far"]
+        (best,) = [
+            line for line in plateau_figure(view).axes[0].lines if line.get_label() == "best so far"
+        ]
         assert list(best.get_xdata()) == [2, 3, 4]
 
     listed = json.loads(zeroshot(workspace, "research", "studies", "--json").stdout)
     assert [(s["name"], s["runs"], s["rounds"]) for s in listed] == sorted(
-        [(first, 2, 5), (second, 2, 5)])
+        [(first, 2, 5), (second, 2, 5)]
+    )
 
 
 GATED_OBJECTIVE = """import pathlib, runpy, time
@@ -184,22 +198,33 @@ def test_records_from_before_studies_are_kept_and_can_be_continued(
     shutil.copytree(BEFORE_STUDIES, root)
     before = fingerprint(root)
     # Two readers at once move them once, into one study.
-    readers = [subprocess.Popen([sys.executable, "-m", "zeroshot_kernel", "research",
-                                 "studies", "--json"], cwd=workspace, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "zeroshot_kernel", "research", "studies", "--json"],
+            cwd=workspace,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [reader.communicate(timeout=120) for reader in readers]
     assert [reader.returncode for reader in readers] == [0, 0], outputs
     assert sorted(p.name for p in root.iterdir()) == ["legacy"]
     assert fingerprint(root / "legacy") == before
     [listed] = json.loads(outputs[0][0])
     assert (listed["name"], listed["task"], listed["rounds"], listed["incumbentId"]) == (
-        "legacy", None, 4, "c002")
+        "legacy",
+        None,
+        4,
+        "c002",
+    )
 
     restored = tmp_path_factory.mktemp("restored")
-    assert zeroshot(workspace, "research", "restore", "legacy", "c002", str(restored)
-                    ).returncode == 0
-    assert fingerprint(restored) == fingerprint(root / "legacy" / "candidates" / "c002" /
-                                                "source")
+    assert (
+        zeroshot(workspace, "research", "restore", "legacy", "c002", str(restored)).returncode == 0
+    )
+    assert fingerprint(restored) == fingerprint(root / "legacy" / "candidates" / "c002" / "source")
 
     # The task's own study starts afresh; the legacy study continues only when named.
     fresh = shown(workspace, research(workspace, "branin"))
@@ -235,14 +260,14 @@ def test_restore_writes_verified_source_and_refuses_tampered_bytes(
     outside.write_text("{}")
     (by_run / "params.json").unlink()
     (by_run / "params.json").symlink_to(outside)
-    forced = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent, str(by_run),
-                      "--force")
+    forced = zeroshot(
+        workspace, "research", "restore", "rosenbrock", incumbent, str(by_run), "--force"
+    )
     assert forced.returncode == 0, forced.stderr
     assert outside.read_text() == "{}" and not (by_run / "params.json").is_symlink()
     assert fingerprint(by_run) == fingerprint(stored)
     for unusable in (outside, outside / "below-a-file"):
-        refused = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent,
-                           str(unusable))
+        refused = zeroshot(workspace, "research", "restore", "rosenbrock", incumbent, str(unusable))
         assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
         assert "internal error" not in refused.stderr
 
@@ -259,10 +284,23 @@ def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path) -> Non
     """The check and the submission happen under one lock: racing submitters cannot both
     find the study free."""
     gate = gated_task(workspace)
-    command = [sys.executable, "-m", "zeroshot_kernel", "research", "run", "gated",
-               "--iterations", "1", "--detach"]
-    racers = [subprocess.Popen(command, cwd=workspace, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    command = [
+        sys.executable,
+        "-m",
+        "zeroshot_kernel",
+        "research",
+        "run",
+        "gated",
+        "--iterations",
+        "1",
+        "--detach",
+    ]
+    racers = [
+        subprocess.Popen(
+            command, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     try:
         codes = sorted(racer.wait(timeout=120) for racer in racers)
         assert codes == [0, 2]

@@ -44,25 +44,40 @@ def _edit_yaml(root: Path, **changes: object) -> None:
     (root / "task.yaml").write_text(yaml.safe_dump(document))
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"direction": "sideways"}, "direction"),
-    ({"metric": None}, "metric: Field required"),
-    ({"colour": "blue"}, "colour: Extra inputs are not permitted"),
-    ({"repeats": 1}, "repeats"),
-    ({"budgetSeconds": 0}, "budgetSeconds"),
-    ({"command": []}, "command"),
-    ({"searchSpace": [{"name": "x", "type": "float", "low": 2.0, "high": -2.0}]},
-     "'low' must be below 'high'"),
-    ({"searchSpace": [{"name": "x", "type": "float", "low": 0.0, "high": 1.0, "log": True}]},
-     "log-scale parameter needs 'low' > 0"),
-    ({"searchSpace": [{"name": "x", "type": "categorical", "choices": ["a", 1]}]},
-     "all of one kind"),
-    ({"searchSpace": [{"name": "x", "type": "float", "low": -2.0, "high": 2.0},
-                      {"name": "x", "type": "float", "low": -2.0, "high": 2.0}]},
-     "names must be unique"),
-    ({"paramsFile": "../params.json"}, "paramsFile"),
-    ({"preload": ["json"], "command": ["bash", "run.sh"]}, "preload needs a command"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"direction": "sideways"}, "direction"),
+        ({"metric": None}, "metric: Field required"),
+        ({"colour": "blue"}, "colour: Extra inputs are not permitted"),
+        ({"repeats": 1}, "repeats"),
+        ({"budgetSeconds": 0}, "budgetSeconds"),
+        ({"command": []}, "command"),
+        (
+            {"searchSpace": [{"name": "x", "type": "float", "low": 2.0, "high": -2.0}]},
+            "'low' must be below 'high'",
+        ),
+        (
+            {"searchSpace": [{"name": "x", "type": "float", "low": 0.0, "high": 1.0, "log": True}]},
+            "log-scale parameter needs 'low' > 0",
+        ),
+        (
+            {"searchSpace": [{"name": "x", "type": "categorical", "choices": ["a", 1]}]},
+            "all of one kind",
+        ),
+        (
+            {
+                "searchSpace": [
+                    {"name": "x", "type": "float", "low": -2.0, "high": 2.0},
+                    {"name": "x", "type": "float", "low": -2.0, "high": 2.0},
+                ]
+            },
+            "names must be unique",
+        ),
+        ({"paramsFile": "../params.json"}, "paramsFile"),
+        ({"preload": ["json"], "command": ["bash", "run.sh"]}, "preload needs a command"),
+    ],
+)
 def test_invalid_task_yaml_names_the_field(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
@@ -87,14 +102,17 @@ def test_missing_pieces_are_reported(tmp_path: Path) -> None:
         load_task(root)
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    (None, "params.json is missing"),
-    ("{not json", "is not JSON"),
-    ("[1, 2]", "JSON object"),
-    ('{"x": 0.0}', "missing parameters: y"),
-    ('{"x": 5.0, "y": 0.0}', "x=5.0 is outside"),
-    ('{"x": "left", "y": 0.0}', "is not a number"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (None, "params.json is missing"),
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"x": 0.0}', "missing parameters: y"),
+        ('{"x": 5.0, "y": 0.0}', "x=5.0 is outside"),
+        ('{"x": "left", "y": 0.0}', "is not a number"),
+    ],
+)
 def test_bad_params_file(tmp_path: Path, params: str | None, message: str) -> None:
     root = _task_copy(tmp_path)
     target = root / "candidate" / "params.json"
@@ -145,15 +163,17 @@ def test_int_and_categorical_parameters_are_checked(tmp_path: Path) -> None:
 
 
 def test_metric_line_parsing() -> None:
-    out = "\n".join([
-        "noise",
-        'ZEROSHOT_METRIC {"name": "loss", "value": 3}',
-        'ZEROSHOT_METRIC {"name": "other", "value": 1.0}',
-        "ZEROSHOT_METRIC {broken",
-        'ZEROSHOT_METRIC {"name": "loss", "value": NaN}',
-        'ZEROSHOT_METRIC {"name": "loss", "value": true}',
-        '  ZEROSHOT_METRIC {"name": "loss", "value": 9.0}',
-    ])
+    out = "\n".join(
+        [
+            "noise",
+            'ZEROSHOT_METRIC {"name": "loss", "value": 3}',
+            'ZEROSHOT_METRIC {"name": "other", "value": 1.0}',
+            "ZEROSHOT_METRIC {broken",
+            'ZEROSHOT_METRIC {"name": "loss", "value": NaN}',
+            'ZEROSHOT_METRIC {"name": "loss", "value": true}',
+            '  ZEROSHOT_METRIC {"name": "loss", "value": 9.0}',
+        ]
+    )
     assert parse_metric(out, "loss") == 3.0
     assert parse_metric(out + '\nZEROSHOT_METRIC {"name": "loss", "value": 0.5}', "loss") == 0.5
     assert parse_metric("nothing here", "loss") is None
@@ -163,22 +183,28 @@ def test_payloads_fit_their_contract_types() -> None:
     types = payload_types()
     request = ScoutInput(task="t", study="s", workspace="w", round=1, strategy="synthesis")
     assert check_value(request.to_wire(), types["ScoutInput"]) == []
-    verdict = ReviewVerdict(verdict="accepted", reason="r", corrections="", title="t",
-                            description="d", adopt=False)
+    verdict = ReviewVerdict(
+        verdict="accepted", reason="r", corrections="", title="t", description="d", adopt=False
+    )
     assert check_value(verdict.to_wire(), types["ReviewVerdict"]) == []
     result = types["ResearchResult"].fields
     assert result["metric"].required is False and result["candidateId"].required is True
     assert result["paramsJson"].type.kind == "string" and "params" not in result
     change = types["Change"].fields  # what a researcher must give, what it may
     assert {n for n, f in change.items() if f.required} == {
-        "parentId", "strategy", "approach", "rationale"}
+        "parentId",
+        "strategy",
+        "approach",
+        "rationale",
+    }
     assert change["edits"].type.kind == "array" and change["paramsJson"].required is False
     assert "metric" not in change and "candidateSha256" not in change
 
 
 def test_parameters_are_json_text_on_the_wire() -> None:
-    proposal = ScoutProposal(strategy="exploration", approach="a", params={"x": 1.0, "k": "b"},
-                             rationale="r")
+    proposal = ScoutProposal(
+        strategy="exploration", approach="a", params={"x": 1.0, "k": "b"}, rationale="r"
+    )
     wire = proposal.to_wire()
     assert wire["paramsJson"] == '{"k": "b", "x": 1.0}' and "params" not in wire
     assert ScoutProposal.from_wire(wire) == proposal

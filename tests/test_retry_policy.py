@@ -38,8 +38,11 @@ from zeroshot_kernel.retry import (
     retry_sync,
 )
 
-BODY: dict[str, Any] = {"model": "standin", "max_tokens": 100,
-                        "messages": [{"role": "user", "content": "hello"}]}
+BODY: dict[str, Any] = {
+    "model": "standin",
+    "max_tokens": 100,
+    "messages": [{"role": "user", "content": "hello"}],
+}
 ANSWER = {"content": '{"value": 2}'}
 
 
@@ -63,8 +66,11 @@ def complete(base_url: str, *, timeout: float = 30.0) -> tuple[Turn[Messages], l
 
 def failure_detail(turn: Turn[Messages]) -> str:
     assert turn.failure is not None
-    assert turn.failure.outcome.to_wire() == {"status": "error", "code": "crash",
-                                              "reason": "declared_failure"}
+    assert turn.failure.outcome.to_wire() == {
+        "status": "error",
+        "code": "crash",
+        "reason": "declared_failure",
+    }
     assert turn.failure.detail is not None
     return turn.failure.detail
 
@@ -108,8 +114,12 @@ def test_a_long_retry_after_is_capped_by_the_budget() -> None:
     policy = RetryPolicy(attempts=3, first_delay_s=0.01, budget_s=0.3)
     started = time.monotonic()
     with pytest.raises(RetriesExhausted) as exhausted:
-        retry_sync(lambda: next(answers), policy, transient_result=lambda s: s == 503,
-                   retry_after=lambda _: 3600.0)
+        retry_sync(
+            lambda: next(answers),
+            policy,
+            transient_result=lambda s: s == 503,
+            retry_after=lambda _: 3600.0,
+        )
     assert exhausted.value.result == 503
     assert exhausted.value.attempts >= 2
     assert time.monotonic() - started >= 0.3
@@ -174,8 +184,11 @@ def test_a_non_transient_error_is_not_retried() -> None:
         raise KeyError("not transient")
 
     with pytest.raises(KeyError):
-        retry_sync(broken, RetryPolicy(attempts=5, first_delay_s=0.01),
-                   transient_error=lambda e: isinstance(e, OSError))
+        retry_sync(
+            broken,
+            RetryPolicy(attempts=5, first_delay_s=0.01),
+            transient_error=lambda e: isinstance(e, OSError),
+        )
     assert calls == 1
 
 
@@ -194,7 +207,10 @@ def test_a_server_error_storm_in_a_run_ends_in_crash(
         finish(run)
     [completed] = [e for _, e in run.events() if isinstance(e, NodeCompleted)]
     assert completed.completion.outcome.to_wire() == {
-        "status": "error", "code": "crash", "reason": "declared_failure"}
+        "status": "error",
+        "code": "crash",
+        "reason": "declared_failure",
+    }
     assert completed.detail is not None
     assert f"after {MAX_REQUEST_ATTEMPTS} requests" in completed.detail
     assert len(server.completions()) == MAX_REQUEST_ATTEMPTS

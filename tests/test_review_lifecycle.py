@@ -41,17 +41,29 @@ def verdict(label: str, reviewer: str = "r1", scope: str = "seam") -> Verdict:
 
 
 def revision(old: str = "", new: str = "d2", **changes: Any) -> StrategyRevision:
-    fields: dict[str, Any] = {"seam": S, "old_digest": old, "new_digest": new,
-                              "material_change": True, "focused_proof": "passed",
-                              "reason": "new approach", **changes}
+    fields: dict[str, Any] = {
+        "seam": S,
+        "old_digest": old,
+        "new_digest": new,
+        "material_change": True,
+        "focused_proof": "passed",
+        "reason": "new approach",
+        **changes,
+    }
     return StrategyRevision(**fields)
 
 
 ALPHABET: list[LifecycleEvent] = [
-    verdict("approved"), verdict("needs_correction"), verdict("load_bearing_findings"),
-    verdict("approved", "r2"), verdict("needs_correction", "r2"),
-    verdict("approved", scope="integration"), verdict("needs_correction", scope="integration"),
-    Correction(seam=S), Escalation(seam=S), revision(),
+    verdict("approved"),
+    verdict("needs_correction"),
+    verdict("load_bearing_findings"),
+    verdict("approved", "r2"),
+    verdict("needs_correction", "r2"),
+    verdict("approved", scope="integration"),
+    verdict("needs_correction", scope="integration"),
+    Correction(seam=S),
+    Escalation(seam=S),
+    revision(),
 ]
 
 
@@ -77,10 +89,16 @@ def explore(final_review: bool) -> dict[str, SeamLifecycle]:
 def test_every_legal_path_stays_within_two_cycles(final_review: bool) -> None:
     reached = explore(final_review)
     states = {life.state for life in reached.values()}
-    expected = {"INITIAL_REVIEW_REQUIRED", "OWNER_CORRECTION_REQUIRED",
-                "CORRECTION_RECHECK_REQUIRED", "CIRCUIT_BREAKER",
-                "STRATEGY_ESCALATION_REQUIRES_OWNER", "NEW_STRATEGY_REVIEW_REQUIRED",
-                "REVIEW_LIFECYCLE_COMPLETE", "BLOCKED"}
+    expected = {
+        "INITIAL_REVIEW_REQUIRED",
+        "OWNER_CORRECTION_REQUIRED",
+        "CORRECTION_RECHECK_REQUIRED",
+        "CIRCUIT_BREAKER",
+        "STRATEGY_ESCALATION_REQUIRES_OWNER",
+        "NEW_STRATEGY_REVIEW_REQUIRED",
+        "REVIEW_LIFECYCLE_COMPLETE",
+        "BLOCKED",
+    }
     if final_review:
         expected |= {"FINAL_INTEGRATION_REVIEW_REQUIRED", "FINAL_OWNER_CORRECTION_REQUIRED"}
     assert states == expected
@@ -96,14 +114,22 @@ def test_the_standard_paths() -> None:
     fixed = replay([verdict("needs_correction"), Correction(seam=S), verdict("approved")])[S]
     assert fixed.state == "REVIEW_LIFECYCLE_COMPLETE"
     assert (fixed.counters.reviews, fixed.counters.rechecks) == (1, 1)
-    breaker = replay([verdict("needs_correction"), Correction(seam=S),
-                      verdict("load_bearing_findings")])[S]
-    assert (breaker.state, breaker.reason) == ("CIRCUIT_BREAKER",
-                                               "load_bearing_findings_after_recheck")
+    breaker = replay(
+        [verdict("needs_correction"), Correction(seam=S), verdict("load_bearing_findings")]
+    )[S]
+    assert (breaker.state, breaker.reason) == (
+        "CIRCUIT_BREAKER",
+        "load_bearing_findings_after_recheck",
+    )
     cycle2: list[LifecycleEvent] = [
-              verdict("needs_correction"), Correction(seam=S), verdict("needs_correction"),
-              Escalation(seam=S), revision(), verdict("needs_correction", "r2"),
-              Correction(seam=S)]
+        verdict("needs_correction"),
+        Correction(seam=S),
+        verdict("needs_correction"),
+        Escalation(seam=S),
+        revision(),
+        verdict("needs_correction", "r2"),
+        Correction(seam=S),
+    ]
     life = replay(cycle2)[S]
     assert (life.state, life.cycle, life.reviewer) == ("CORRECTION_RECHECK_REQUIRED", 2, "r2")
     blocked = apply(life, verdict("needs_correction", "r2"))
@@ -122,37 +148,50 @@ def test_a_second_correction_wave_trips_the_breaker() -> None:
     assert (life.state, life.reason) == ("CIRCUIT_BREAKER", "second_correction_wave")
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (revision(new=""), "same digest"),
-    (revision(material_change=False), "no material change"),
-    (revision(focused_proof="failed"), "focused proof failed"),
-    (revision(reason=" "), "no reason"),
-    (revision(old="other"), "old digest"),
-])
-def test_a_strategy_revision_needs_a_material_proven_change(bad: StrategyRevision,
-                                                            problem: str) -> None:
-    life = replay([verdict("needs_correction"), Correction(seam=S), verdict("needs_correction"),
-                   Escalation(seam=S)])[S]
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (revision(new=""), "same digest"),
+        (revision(material_change=False), "no material change"),
+        (revision(focused_proof="failed"), "focused proof failed"),
+        (revision(reason=" "), "no reason"),
+        (revision(old="other"), "old digest"),
+    ],
+)
+def test_a_strategy_revision_needs_a_material_proven_change(
+    bad: StrategyRevision, problem: str
+) -> None:
+    life = replay(
+        [
+            verdict("needs_correction"),
+            Correction(seam=S),
+            verdict("needs_correction"),
+            Escalation(seam=S),
+        ]
+    )[S]
     with pytest.raises(LifecycleRefused, match=problem):
         apply(life, bad)
 
 
 def test_breaker_states_accept_only_escalation_or_revision() -> None:
-    life = replay([verdict("needs_correction"), Correction(seam=S),
-                   verdict("needs_correction")])[S]
+    life = replay([verdict("needs_correction"), Correction(seam=S), verdict("needs_correction")])[S]
     for event in (verdict("approved"), Correction(seam=S)):
         with pytest.raises(LifecycleRefused):
             apply(life, event)
 
 
 def test_final_integration_reviews_are_two_at_most() -> None:
-    events: list[LifecycleEvent] = [verdict("approved"),
-                                    verdict("needs_correction", scope="integration"),
-                                    Correction(seam=S),
-                                    verdict("needs_correction", scope="integration")]
+    events: list[LifecycleEvent] = [
+        verdict("approved"),
+        verdict("needs_correction", scope="integration"),
+        Correction(seam=S),
+        verdict("needs_correction", scope="integration"),
+    ]
     life = replay(events, final_review=True)[S]
-    assert (life.state, life.reason) == ("STRATEGY_ESCALATION_REQUIRES_OWNER",
-                                         "final_integration_review_failed")
+    assert (life.state, life.reason) == (
+        "STRATEGY_ESCALATION_REQUIRES_OWNER",
+        "final_integration_review_failed",
+    )
     assert apply(life, revision()).state == "BLOCKED"  # no restart possible
     ok = replay([*events[:3], verdict("approved", scope="integration")], final_review=True)[S]
     assert ok.state == "REVIEW_LIFECYCLE_COMPLETE"
@@ -170,22 +209,33 @@ def test_renaming_the_seam_label_of_events_cannot_reset_a_seam() -> None:
 
 def _rename(document: Any, names: dict[str, str]) -> Any:
     if isinstance(document, dict):
-        return {k: (names.get(v, v) if k in ("name", "node") and isinstance(v, str)
-                    else _rename(v, names)) for k, v in document.items()}
+        return {
+            k: (
+                names.get(v, v)
+                if k in ("name", "node") and isinstance(v, str)
+                else _rename(v, names)
+            )
+            for k, v in document.items()
+        }
     if isinstance(document, list):
         return [_rename(v, names) for v in document]
     return document
 
 
 def test_a_second_failed_cycle_blocks_the_run_and_replays_the_same_after_renames(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     repo, _ = repository(tmp_path)
     script(repo, {"code": ["rejected"] * 6})
     change = start_change(repo, delivery="none")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "blocked"
-    assert change.signals("review_gate", "lifecycle") == \
-        ["correction", "restart", "correction", "blocked"]
+    assert change.signals("review_gate", "lifecycle") == [
+        "correction",
+        "restart",
+        "correction",
+        "blocked",
+    ]
     assert len(change.completions("code")) == 4  # two cycles of review + recheck, no third
 
     graph = change.client.ledger.admitted(change.run.id)["graph"]

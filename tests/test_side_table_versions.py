@@ -37,8 +37,9 @@ UNVERSIONED_DDL = [
     "document TEXT NOT NULL, PRIMARY KEY (name))",
     "CREATE TABLE zeroshot_probe (name VARCHAR(64) NOT NULL PRIMARY KEY, size INTEGER)",
 ]
-PROFILE = Profile(name="nightly", title="kept", graph={"profile": "x"}, runtime={},
-                  identity="0" * 64)
+PROFILE = Profile(
+    name="nightly", title="kept", graph={"profile": "x"}, runtime={}, identity="0" * 64
+)
 OLD_ROWS = [
     "INSERT INTO zeroshot_batches VALUES ('batch-old', 'n.ipynb', 'out', "
     "'{\"start_retries\": 3}', 1700000000.0)",
@@ -127,8 +128,10 @@ def _versions(admin: sqlalchemy.Engine) -> dict[str, int]:
 
 def _set_version(admin: sqlalchemy.Engine, store: str, version: int) -> None:
     with admin.begin() as connection:
-        connection.execute(text("UPDATE zeroshot_schema_versions SET version = :v "
-                                "WHERE store = :s"), {"v": version, "s": store})
+        connection.execute(
+            text("UPDATE zeroshot_schema_versions SET version = :v WHERE store = :s"),
+            {"v": version, "s": store},
+        )
 
 
 def _columns(admin: sqlalchemy.Engine, table: str) -> set[str]:
@@ -139,9 +142,14 @@ def _columns(admin: sqlalchemy.Engine, table: str) -> set[str]:
 
 
 def test_a_fresh_database_gets_every_side_table_at_its_current_version(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:
-    with Ledger(ledger_url), BatchStore(ledger_url) as batches, \
-            ProfileStore(ledger_url) as profiles, ProbeStore(ledger_url):
+    ledger_url: str, admin: sqlalchemy.Engine
+) -> None:
+    with (
+        Ledger(ledger_url),
+        BatchStore(ledger_url) as batches,
+        ProfileStore(ledger_url) as profiles,
+        ProbeStore(ledger_url),
+    ):
         batch_id = batches.create("n.ipynb", "out", [{"x": 1}], BatchOptions())
         profiles.save(PROFILE)
     assert _versions(admin) == {"batches": 1, "profiles": 1, "probe": 3}
@@ -154,13 +162,19 @@ def test_a_fresh_database_gets_every_side_table_at_its_current_version(
 
 
 def test_an_unversioned_database_is_migrated_forward_with_its_rows_intact(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:
+    ledger_url: str, admin: sqlalchemy.Engine
+) -> None:
     _old_database(admin)
-    with BatchStore(ledger_url) as batches, ProfileStore(ledger_url) as profiles, \
-            ProbeStore(ledger_url):
+    with (
+        BatchStore(ledger_url) as batches,
+        ProfileStore(ledger_url) as profiles,
+        ProbeStore(ledger_url),
+    ):
         old = batches.status("batch-old")
         assert [(i.index, i.status, i.parameters, i.results) for i in old.items] == [
-            (0, "succeeded", {"x": 1}, {"score": 0.9}), (1, "pending", {"x": 2}, None)]
+            (0, "succeeded", {"x": 1}, {"score": 0.9}),
+            (1, "pending", {"x": 2}, None),
+        ]
         assert old.notebook == "n.ipynb" and old.items[0].output == "out/0.ipynb"
         assert profiles.get("nightly") == PROFILE
         # and they go on working as before
@@ -170,32 +184,41 @@ def test_an_unversioned_database_is_migrated_forward_with_its_rows_intact(
         assert [p.name for p in profiles.list()] == ["nightly", "second"]
     assert _versions(admin) == {"batches": 1, "profiles": 1, "probe": 3}
     with admin.connect() as connection:
-        probe = connection.execute(text(
-            "SELECT name, size, label, weight FROM zeroshot_probe ORDER BY name")).all()
+        probe = connection.execute(
+            text("SELECT name, size, label, weight FROM zeroshot_probe ORDER BY name")
+        ).all()
         steps = connection.execute(text("SELECT step FROM zeroshot_probe_migrations")).all()
     assert [tuple(row) for row in probe] == [("a", 3, "old", 6), ("b", None, "old", None)]
     assert [tuple(row) for row in steps] == [("2->3",)]
 
 
 def test_an_older_recorded_version_runs_only_the_steps_after_it(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:
+    ledger_url: str, admin: sqlalchemy.Engine
+) -> None:
     _old_database(admin)
     with admin.begin() as connection:
-        connection.execute(text("ALTER TABLE zeroshot_probe ADD COLUMN label VARCHAR(32) "
-                                "NOT NULL DEFAULT 'v2'"))
-        connection.execute(text("CREATE TABLE zeroshot_schema_versions (store VARCHAR(64) "
-                                "PRIMARY KEY, version INTEGER NOT NULL)"))
+        connection.execute(
+            text("ALTER TABLE zeroshot_probe ADD COLUMN label VARCHAR(32) NOT NULL DEFAULT 'v2'")
+        )
+        connection.execute(
+            text(
+                "CREATE TABLE zeroshot_schema_versions (store VARCHAR(64) "
+                "PRIMARY KEY, version INTEGER NOT NULL)"
+            )
+        )
         connection.execute(text("INSERT INTO zeroshot_schema_versions VALUES ('probe', 2)"))
     ProbeStore(ledger_url).close()
     with admin.connect() as connection:
-        labels = connection.execute(text("SELECT label, weight FROM zeroshot_probe "
-                                         "ORDER BY name")).all()
+        labels = connection.execute(
+            text("SELECT label, weight FROM zeroshot_probe ORDER BY name")
+        ).all()
     assert [tuple(row) for row in labels] == [("v2", 6), ("v2", None)]
     assert _versions(admin) == {"probe": 3}
 
 
 def test_a_failing_migration_leaves_the_database_as_it_was(
-        ledger_url: str, admin: sqlalchemy.Engine) -> None:
+    ledger_url: str, admin: sqlalchemy.Engine
+) -> None:
     _old_database(admin)
     with pytest.raises(RuntimeError, match="migration step failed"):
         BrokenProbeStore(ledger_url)
@@ -207,8 +230,8 @@ def test_a_failing_migration_leaves_the_database_as_it_was(
 
 @pytest.mark.parametrize("store", [BatchStore, ProfileStore])
 def test_tables_from_a_newer_zeroshot_are_refused_before_anything_is_touched(
-        ledger_url: str, admin: sqlalchemy.Engine,
-        store: type[SideStore]) -> None:
+    ledger_url: str, admin: sqlalchemy.Engine, store: type[SideStore]
+) -> None:
     with BatchStore(ledger_url) as batches, ProfileStore(ledger_url) as profiles:
         batch_id = batches.create("n.ipynb", "out", [{"x": 1}], BatchOptions())
         profiles.save(PROFILE)
@@ -256,7 +279,8 @@ OPENER = textwrap.dedent("""\
 
 
 def test_two_processes_opening_an_old_database_at_once_migrate_it_once(
-        ledger_url: str, admin: sqlalchemy.Engine, tmp_path: Path) -> None:
+    ledger_url: str, admin: sqlalchemy.Engine, tmp_path: Path
+) -> None:
     """Each process signals before it opens; whichever migrates first holds the schema lock
     until the other has signalled, so the second tries to open while the first migrates."""
     _old_database(admin)
@@ -264,8 +288,12 @@ def test_two_processes_opening_an_old_database_at_once_migrate_it_once(
     signals.mkdir()
     here = str(Path(__file__).parent)
     openers = [
-        subprocess.Popen([sys.executable, "-c", OPENER, ledger_url, str(signals), here, str(n)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, ledger_url, str(signals), here, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for n in range(2)
     ]
     outputs = [opener.communicate(timeout=120) for opener in openers]
@@ -275,8 +303,11 @@ def test_two_processes_opening_an_old_database_at_once_migrate_it_once(
     assert _versions(admin) == {"batches": 1, "profiles": 1, "probe": 3}
     with admin.connect() as connection:
         steps = connection.execute(text("SELECT step FROM zeroshot_probe_migrations")).all()
-        weights = connection.execute(text("SELECT weight FROM zeroshot_probe "
-                                          "ORDER BY name")).scalars().all()
+        weights = (
+            connection.execute(text("SELECT weight FROM zeroshot_probe ORDER BY name"))
+            .scalars()
+            .all()
+        )
     assert [tuple(row) for row in steps] == [("2->3",)]  # migrated once
     assert weights == [6, None]  # not doubled twice
     with BatchStore(ledger_url) as batches, ProfileStore(ledger_url) as profiles:

@@ -16,8 +16,9 @@ from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
 
 @pytest.fixture
-def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, GitHubState,
-                                                                              str]]:
+def github(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, GitHubState, str]]:
     repo, remote = repository(tmp_path)
     state = GitHubState(remote=remote)
     monkeypatch.setenv("GH_TOKEN", TOKEN)
@@ -26,7 +27,8 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Pa
 
 
 def test_pr_opens_a_pull_request_waits_for_checks_and_does_not_merge(
-        github: tuple[Path, GitHubState, str]) -> None:
+    github: tuple[Path, GitHubState, str],
+) -> None:
     repo, state, url = github
     state.protection = {"required_status_checks": {"contexts": ["tests"]}}
     state.check_names, state.pending_polls = ("tests", "lint"), 2
@@ -44,12 +46,20 @@ def test_pr_opens_a_pull_request_waits_for_checks_and_does_not_merge(
 
 
 def test_pr_feedback_goes_through_the_repair_loop_and_updates_the_pull(
-        github: tuple[Path, GitHubState, str]) -> None:
+    github: tuple[Path, GitHubState, str],
+) -> None:
     repo, state, url = github
-    state.reviews = [{"user": {"login": "maintainer"}, "state": "CHANGES_REQUESTED",
-                      "commit_id": "FIRST_HEAD", "body": "Please also update the docs."}]
-    state.comments = [{"commit_id": "FIRST_HEAD", "path": "change.txt", "line": 1,
-                       "body": "typo here"}]
+    state.reviews = [
+        {
+            "user": {"login": "maintainer"},
+            "state": "CHANGES_REQUESTED",
+            "commit_id": "FIRST_HEAD",
+            "body": "Please also update the docs.",
+        }
+    ]
+    state.comments = [
+        {"commit_id": "FIRST_HEAD", "path": "change.txt", "line": 1, "body": "typo here"}
+    ]
     change = start_change(repo, delivery="pr", api_url=url)
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -62,14 +72,19 @@ def test_pr_feedback_goes_through_the_repair_loop_and_updates_the_pull(
     assert len(state.pulls) == 1  # one pull request, opened then updated
     assert ("POST", "/pulls") in state.calls and ("PATCH", "/pulls/1") in state.calls
     head = result.output["receipt"]["headRevision"]
-    assert git(state.remote, "show", f"{head}:change.txt").splitlines()[-1] == \
-        "delivery_repair 1"
+    assert git(state.remote, "show", f"{head}:change.txt").splitlines()[-1] == "delivery_repair 1"
 
 
 def test_no_pr_feedback_ignores_reviews(github: tuple[Path, GitHubState, str]) -> None:
     repo, state, url = github
-    state.reviews = [{"user": {"login": "m"}, "state": "CHANGES_REQUESTED",
-                      "commit_id": "FIRST_HEAD", "body": "no"}]
+    state.reviews = [
+        {
+            "user": {"login": "m"},
+            "state": "CHANGES_REQUESTED",
+            "commit_id": "FIRST_HEAD",
+            "body": "no",
+        }
+    ]
     change = start_change(repo, delivery="pr", api_url=url, feedback=False)
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -77,25 +92,37 @@ def test_no_pr_feedback_ignores_reviews(github: tuple[Path, GitHubState, str]) -
 
 
 def test_a_conflict_is_repaired_before_the_pull_is_ready(
-        github: tuple[Path, GitHubState, str]) -> None:
+    github: tuple[Path, GitHubState, str],
+) -> None:
     repo, state, url = github
     state.conflict_on_first_head = True
     change = start_change(repo, delivery="pr", api_url=url)
     result = change.wait()
     assert isinstance(result, SucceededResult), result
     assert change.signals("deliver", "delivery") == ["conflict", "opened"]
-    assert "conflicts with main" in \
-        change.completions("deliver")[0].completion.outcome.diagnostic["message"]  # type: ignore
+    assert (
+        "conflicts with main"
+        in change.completions("deliver")[0].completion.outcome.diagnostic["message"]
+    )  # type: ignore
 
 
 def test_ship_merges_with_the_allowed_method_and_confirms_the_revision(
-        github: tuple[Path, GitHubState, str]) -> None:
+    github: tuple[Path, GitHubState, str],
+) -> None:
     repo, state, url = github
-    state.protection = {"required_status_checks": {"contexts": ["tests"]},
-                        "required_pull_request_reviews": {"required_approving_review_count": 1}}
+    state.protection = {
+        "required_status_checks": {"contexts": ["tests"]},
+        "required_pull_request_reviews": {"required_approving_review_count": 1},
+    }
     state.check_names, state.pending_polls = ("tests",), 1
-    state.reviews = [{"user": {"login": "maintainer"}, "state": "APPROVED",
-                      "commit_id": "FIRST_HEAD", "body": "LGTM"}]
+    state.reviews = [
+        {
+            "user": {"login": "maintainer"},
+            "state": "APPROVED",
+            "commit_id": "FIRST_HEAD",
+            "body": "LGTM",
+        }
+    ]
     change = start_change(repo, delivery="ship", api_url=url)
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -107,7 +134,8 @@ def test_ship_merges_with_the_allowed_method_and_confirms_the_revision(
 
 
 def test_ship_without_the_required_approval_is_blocked(
-        github: tuple[Path, GitHubState, str]) -> None:
+    github: tuple[Path, GitHubState, str],
+) -> None:
     repo, state, url = github
     state.protection = {"required_pull_request_reviews": {"required_approving_review_count": 1}}
     base = git(state.remote, "rev-parse", "main")

@@ -58,8 +58,9 @@ def test_two_runs_get_two_worktrees_and_branches(tmp_path: Path) -> None:
     assert first.worktree != second.worktree
     for change in (first, second):
         assert (change.worktree / "change.txt").read_text() == "worker 1\n"
-        assert git(change.worktree, "symbolic-ref", "--short", "HEAD") == \
-            f"zeroshot/{change.run.id}"
+        assert (
+            git(change.worktree, "symbolic-ref", "--short", "HEAD") == f"zeroshot/{change.run.id}"
+        )
     assert git(remote, "branch", "--list", "zeroshot/*") == ""  # none keeps it local
 
 
@@ -89,7 +90,8 @@ def test_a_target_missing_on_the_remote_fails_preparation(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("flags", [("--delivery", "push"), ("--push",)])
 def test_cli_refuses_an_unverified_target_before_any_run(
-        tmp_path: Path, flags: tuple[str, ...]) -> None:
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
     repo, _remote = repository(tmp_path)
     git(repo, "checkout", "-q", "-b", "local-only")
     done = change_cli(repo, tmp_path, *flags)
@@ -100,8 +102,10 @@ def test_cli_refuses_an_unverified_target_before_any_run(
 
 def test_cli_takes_one_delivery(tmp_path: Path) -> None:
     repo, _remote = repository(tmp_path)
-    for flags, named in [(("--push", "--ship"), "push and ship"),
-                         (("--delivery", "none", "--pr"), "none and pr")]:
+    for flags, named in [
+        (("--push", "--ship"), "push and ship"),
+        (("--delivery", "none", "--pr"), "none and pr"),
+    ]:
         done = change_cli(repo, tmp_path, *flags)
         assert done.returncode == 2 and f"choose one delivery, not {named}" in done.stderr
     assert not (repo / ".zeroshot" / "worktrees").exists()
@@ -110,8 +114,12 @@ def test_cli_takes_one_delivery(tmp_path: Path) -> None:
 def change_cli(repo: Path, root: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "zeroshot_kernel", "change", "run", "a task", *flags],
-        cwd=repo, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(root)})
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(root)},
+    )
 
 
 def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:
@@ -121,29 +129,40 @@ def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:
     result = change.wait()
     assert isinstance(result, SucceededResult), result
     head = result.output["receipt"]["headRevision"]
-    assert git(remote, "show", f"{head}:change.txt").splitlines() == \
-        ["worker 1", "review_repair 1"]
+    assert git(remote, "show", f"{head}:change.txt").splitlines() == ["worker 1", "review_repair 1"]
     assert change.signals("review_gate", "lifecycle") == ["correction", "approved"]
 
 
 def _ref(node: str, execution: str) -> ExecutionReference:
-    return ExecutionReference(run_id="r", node=node, node_instance=f"{node}#0",
-                              execution=execution)
+    return ExecutionReference(run_id="r", node=node, node_instance=f"{node}#0", execution=execution)
 
 
 def test_delivery_is_unconfirmed_while_another_execution_is_open() -> None:
     started: list[RunEvent] = [
-        NodeStarted(reference=_ref("code", "e1"), occurrence=Occurrence(node="code"),
-                    attempt=1, input=None),
-               NodeStarted(reference=_ref("deliver", "e2"),
-                           occurrence=Occurrence(node="deliver"), attempt=1, input=None)]
+        NodeStarted(
+            reference=_ref("code", "e1"), occurrence=Occurrence(node="code"), attempt=1, input=None
+        ),
+        NodeStarted(
+            reference=_ref("deliver", "e2"),
+            occurrence=Occurrence(node="deliver"),
+            attempt=1,
+            input=None,
+        ),
+    ]
     assert unsettled(started, "e2") == ["code"]
     from zeroshot_kernel.contract.outcome import VerifiedOutcome
     from zeroshot_kernel.ledger.events import Completion
 
-    settled: list[RunEvent] = [started[0], NodeCompleted(completion=Completion(
-        reference=_ref("code", "e1"), outcome=VerifiedOutcome(status="verified", output=None))),
-        started[1]]
+    settled: list[RunEvent] = [
+        started[0],
+        NodeCompleted(
+            completion=Completion(
+                reference=_ref("code", "e1"),
+                outcome=VerifiedOutcome(status="verified", output=None),
+            )
+        ),
+        started[1],
+    ]
     assert unsettled(settled, "e2") == []
 
 

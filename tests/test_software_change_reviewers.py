@@ -37,8 +37,9 @@ REVIEWER_NODES = set(REVIEWERS)
 
 
 def verdict(label: str, message: str = "checked") -> dict[str, Any]:
-    return {"json": {"output": None, "signals": {"verdict": label},
-                     "diagnostic": {"message": message}}}
+    return {
+        "json": {"output": None, "signals": {"verdict": label}, "diagnostic": {"message": message}}
+    }
 
 
 def standin_script(repo: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
@@ -54,18 +55,24 @@ def recorded_calls(repo: Path) -> list[dict[str, Any]]:
 
 def agent_bindings(tier: str = "standard") -> dict[str, Any]:
     """The template's own agent bindings (the test support binds python test workers)."""
-    runtime = expand_template("software-change", TemplateOptions(
-        task="t", harness="claude", delivery="none", tier=tier)).runtime
-    return {name: binding for name, binding in runtime["nodes"].items()
-            if name in (*WRITERS, *REVIEWERS)}
+    runtime = expand_template(
+        "software-change", TemplateOptions(task="t", harness="claude", delivery="none", tier=tier)
+    ).runtime
+    return {
+        name: binding
+        for name, binding in runtime["nodes"].items()
+        if name in (*WRITERS, *REVIEWERS)
+    }
 
 
 def writer_script() -> dict[str, list[dict[str, Any]]]:
     return {
-        "worker": [{"write": {"src/feature.py": FEATURE, "README.md": "project, changed\n"},
-                    "json": None}],
-        "review_repair": [{"write": {"src/feature.py": FEATURE + "\n\nANSWER = answer()\n"},
-                           "json": None}],
+        "worker": [
+            {"write": {"src/feature.py": FEATURE, "README.md": "project, changed\n"}, "json": None}
+        ],
+        "review_repair": [
+            {"write": {"src/feature.py": FEATURE + "\n\nANSWER = answer()\n"}, "json": None}
+        ],
     }
 
 
@@ -75,10 +82,14 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
     install_standin(tmp_path, "claude", monkeypatch)
     repo, _ = repository(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
-    standin_script(repo, {**writer_script(),
-                          "acceptance": [verdict("accepted")],
-                          "code": [verdict("rejected", "src/feature.py:2 needs a constant"),
-                                   verdict("accepted")]})
+    standin_script(
+        repo,
+        {
+            **writer_script(),
+            "acceptance": [verdict("accepted")],
+            "code": [verdict("rejected", "src/feature.py:2 needs a constant"), verdict("accepted")],
+        },
+    )
     checks = ("true", "test -f src/feature.py")
     change = start_change(repo, delivery="none", checks=checks, nodes=agent_bindings())
     result = change.wait()
@@ -99,8 +110,9 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
         argv = call["argv"]
         assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
         allowed = argv[argv.index("--allowedTools") + 1]
-        assert allowed == ",".join(["Read,Grep,Glob", *GIT_READ_TOOLS, "Bash(true:*)",
-                                    "Bash(test -f src/feature.py:*)"])
+        assert allowed == ",".join(
+            ["Read,Grep,Glob", *GIT_READ_TOOLS, "Bash(true:*)", "Bash(test -f src/feature.py:*)"]
+        )
         assert "--disallowedTools" not in argv
         assert Path(call["cwd"]).resolve() == change.worktree.resolve()
     first, second = [c["prompt"] for c in reviews if c["node"] == "code"]
@@ -122,9 +134,21 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
         assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
         denied = argv[argv.index("--disallowedTools") + 1]
         assert denied == WRITER_DENIED_TOOLS
-        assert set(denied.split(",")) == {f"Bash(git {c}:*)" for c in (
-            "commit", "push", "reset", "checkout", "branch", "tag", "remote", "config",
-            "rebase", "merge")}
+        assert set(denied.split(",")) == {
+            f"Bash(git {c}:*)"
+            for c in (
+                "commit",
+                "push",
+                "reset",
+                "checkout",
+                "branch",
+                "tag",
+                "remote",
+                "config",
+                "rebase",
+                "merge",
+            )
+        }
     assert (change.worktree / "src" / "feature.py").read_text().startswith(FEATURE)
 
 
@@ -134,14 +158,20 @@ def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews
     install_standin(tmp_path, "claude", monkeypatch)
     repo, _ = repository(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
-    standin_script(repo, {**writer_script(), "early_correction": [{"json": None}],
-                          **{name: [verdict("accepted")] for name in REVIEWERS}})
-    change = start_change(repo, delivery="none", tier="high-risk", checks=("true",),
-                          nodes=agent_bindings("high-risk"))
+    standin_script(
+        repo,
+        {
+            **writer_script(),
+            "early_correction": [{"json": None}],
+            **{name: [verdict("accepted")] for name in REVIEWERS},
+        },
+    )
+    change = start_change(
+        repo, delivery="none", tier="high-risk", checks=("true",), nodes=agent_bindings("high-risk")
+    )
     result = change.wait()
     assert isinstance(result, SucceededResult), result
-    reviews = {c["node"]: c["prompt"] for c in recorded_calls(repo)
-               if c["node"] in REVIEWER_NODES}
+    reviews = {c["node"]: c["prompt"] for c in recorded_calls(repo) if c["node"] in REVIEWER_NODES}
     assert set(reviews) == {"seam_review", "acceptance", "code", "integration_review"}
     for prompt in reviews.values():
         assert f"Base revision: {base}" in prompt and "+def answer():" in prompt
@@ -151,9 +181,14 @@ def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 @pytest.mark.parametrize("tier_flag", ["--tier", "--profile"])  # --profile: deprecated
@@ -164,9 +199,22 @@ def test_change_run_on_codex_needs_no_model(
     repo, _ = repository(tmp_path)
     base = git(repo, "rev-parse", "HEAD")
     standin_script(repo, {**writer_script(), "acceptance": [verdict("accepted")]})
-    done = zeroshot(repo, "change", "run", "Add src/feature.py", "--harness", "codex",
-                    "--delivery", "none", tier_flag, "micro", "--check", "true",
-                    "--ledger", str(repo / ".zeroshot" / "ledger.db"))
+    done = zeroshot(
+        repo,
+        "change",
+        "run",
+        "Add src/feature.py",
+        "--harness",
+        "codex",
+        "--delivery",
+        "none",
+        tier_flag,
+        "micro",
+        "--check",
+        "true",
+        "--ledger",
+        str(repo / ".zeroshot" / "ledger.db"),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "finished: succeeded" in done.stdout, done.stdout
     assert ": tier micro, delivery none" in done.stdout, done.stdout
@@ -234,5 +282,7 @@ def test_the_base_is_the_recorded_one_and_checks_become_rules() -> None:
     assert base_revision(None) is None
     run_input = {"review": {"checks": ["pytest -q", "  ", "sh -c 'a (b)'", "ruff check ."]}}
     assert declared_checks(run_input) == ["pytest -q", "sh -c 'a (b)'", "ruff check ."]
-    assert command_rules(declared_checks(run_input)) == ["Bash(pytest -q:*)",
-                                                         "Bash(ruff check .:*)"]
+    assert command_rules(declared_checks(run_input)) == [
+        "Bash(pytest -q:*)",
+        "Bash(ruff check .:*)",
+    ]

@@ -44,9 +44,11 @@ def published(remote: Path) -> str:
 def protect_main(remote: Path) -> None:
     """Branch protection on the bare remote: pushes to main are refused."""
     hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n"
-                    "  [ \"$ref\" = refs/heads/main ] && echo 'main is protected' && exit 1\n"
-                    "done\nexit 0\n")
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        "  [ \"$ref\" = refs/heads/main ] && echo 'main is protected' && exit 1\n"
+        "done\nexit 0\n"
+    )
     hook.chmod(hook.stat().st_mode | stat.S_IEXEC)
 
 
@@ -54,8 +56,18 @@ def test_a_writer_that_commits_and_pushes_fails_the_run(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
     protect_main(remote)
     main = git(remote, "rev-parse", "main")
-    script(repo, {"worker": {"git": [["add", "change.txt"], ["commit", "-q", "-m", "agent"],
-                                     ["push", "origin", "HEAD:main"]]}})
+    script(
+        repo,
+        {
+            "worker": {
+                "git": [
+                    ["add", "change.txt"],
+                    ["commit", "-q", "-m", "agent"],
+                    ["push", "origin", "HEAD:main"],
+                ]
+            }
+        },
+    )
     change = start_change(repo, delivery="push")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "untrusted_change", result
@@ -70,8 +82,14 @@ def test_a_writer_that_commits_and_pushes_fails_the_run(tmp_path: Path) -> None:
 def test_a_writer_that_pushes_a_branch_and_tags_fails_the_run(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
     main = git(remote, "rev-parse", "main")
-    script(repo, {"worker": {"git": [["tag", "agent-tag"],
-                                     ["push", "origin", "HEAD:refs/heads/agent-branch"]]}})
+    script(
+        repo,
+        {
+            "worker": {
+                "git": [["tag", "agent-tag"], ["push", "origin", "HEAD:refs/heads/agent-branch"]]
+            }
+        },
+    )
     change = start_change(repo, delivery="none")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "untrusted_change", result
@@ -83,8 +101,10 @@ def test_a_writer_that_pushes_a_branch_and_tags_fails_the_run(tmp_path: Path) ->
 
 def test_a_changed_remote_url_fails_the_run(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
-    script(repo, {"worker": {"git": [["remote", "set-url", "origin",
-                                      str(tmp_path / "elsewhere.git")]]}})
+    script(
+        repo,
+        {"worker": {"git": [["remote", "set-url", "origin", str(tmp_path / "elsewhere.git")]]}},
+    )
     change = start_change(repo, delivery="push")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "untrusted_change"
@@ -120,8 +140,9 @@ def test_missing_evidence_is_not_pushed(tmp_path: Path) -> None:
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "unproven", result
     message = trust_message(change)
-    assert message.startswith("unproven: the completion decision is "
-                              "BLOCKED_BY_MISSING_EVIDENCE"), message
+    assert message.startswith("unproven: the completion decision is BLOCKED_BY_MISSING_EVIDENCE"), (
+        message
+    )
     assert published(remote) == "" and change.completions("deliver") == []
     assert message in _trust_note(change.run, result)
 
@@ -135,8 +156,9 @@ def test_allow_unproven_pushes_and_says_so(tmp_path: Path) -> None:
     assert receipt["unproven"].startswith("BLOCKED_BY_MISSING_EVIDENCE"), receipt
     assert git(remote, "rev-parse", f"zeroshot/{change.run.id}") == receipt["headRevision"]
     note = _trust_note(change.run, result)
-    assert note.startswith(" - UNPROVEN delivery (--allow-unproven): "
-                           "BLOCKED_BY_MISSING_EVIDENCE"), note
+    assert note.startswith(
+        " - UNPROVEN delivery (--allow-unproven): BLOCKED_BY_MISSING_EVIDENCE"
+    ), note
 
 
 def test_a_proven_push_records_its_decision(tmp_path: Path) -> None:
@@ -151,9 +173,19 @@ def test_a_proven_push_records_its_decision(tmp_path: Path) -> None:
 
 def test_build_output_is_left_out_and_only_touched_files_are_staged(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)
-    script(repo, {"worker": {"files": {"__pycache__/x.pyc": "built", "dist/app.whl": "w",
-                                       "pkg/mod.egg-info/PKG-INFO": "i",
-                                       "src/module.py": "x = 1\n"}}})
+    script(
+        repo,
+        {
+            "worker": {
+                "files": {
+                    "__pycache__/x.pyc": "built",
+                    "dist/app.whl": "w",
+                    "pkg/mod.egg-info/PKG-INFO": "i",
+                    "src/module.py": "x = 1\n",
+                }
+            }
+        },
+    )
     change = start_change(repo, delivery="push")
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -161,16 +193,23 @@ def test_build_output_is_left_out_and_only_touched_files_are_staged(tmp_path: Pa
     files = git(remote, "ls-tree", "-r", "--name-only", head).splitlines()
     assert "change.txt" in files and "src/module.py" in files
     assert not [f for f in files if f.startswith(("__pycache__", "dist/", "pkg/", ".zeroshot"))]
-    assert git(remote, "diff", "--name-only", f"{head}~1", head).splitlines() == \
-        ["change.txt", "src/module.py"]
+    assert git(remote, "diff", "--name-only", f"{head}~1", head).splitlines() == [
+        "change.txt",
+        "src/module.py",
+    ]
 
 
-@pytest.mark.parametrize("secret", [".env", "deploy/server.pem", "config/id_rsa",
-                                    "credentials-prod.json", "notes/key.txt"])
+@pytest.mark.parametrize(
+    "secret",
+    [".env", "deploy/server.pem", "config/id_rsa", "credentials-prod.json", "notes/key.txt"],
+)
 def test_secret_looking_files_fail_the_run(tmp_path: Path, secret: str) -> None:
     repo, remote = repository(tmp_path)
-    text = "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n" \
-        if secret.endswith(".txt") else "TOKEN=1\n"
+    text = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n"
+        if secret.endswith(".txt")
+        else "TOKEN=1\n"
+    )
     script(repo, {"worker": {"files": {secret: text, "__pycache__/x.pyc": "built"}}})
     change = start_change(repo, delivery="push")
     result = change.wait()
@@ -190,7 +229,8 @@ exit 0
 
 @pytest.mark.parametrize("hook", ["pre-receive", "post-receive"])
 def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
-        tmp_path: Path, hook: str) -> None:
+    tmp_path: Path, hook: str
+) -> None:
     """pre-receive: the push was cut before the remote took it, so the resumed delivery
     pushes; post-receive: the remote took it before the controller died, so the resumed
     delivery records it. Either way the remote and the receipt agree."""
@@ -204,8 +244,10 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     pid = controller_pid(change.client, change.run.id)
     kill(pid)
     hook_pid = int(started.read_text().split()[0])
-    wait_until(lambda: not alive(pid) and not alive(hook_pid),
-               message="the push to die with its controller")
+    wait_until(
+        lambda: not alive(pid) and not alive(hook_pid),
+        message="the push to die with its controller",
+    )
     branch = f"zeroshot/{change.run.id}"
     pushed = git(remote, "branch", "--list", branch) != ""
     assert pushed == (hook == "post-receive")
@@ -234,11 +276,16 @@ def test_a_writer_killed_with_its_controller_is_retried_on_resume(tmp_path: Path
     release.touch()
     result = resume_from_repository(repo, change)
     assert isinstance(result, SucceededResult), result
-    attempts = [e.attempt for _, e in change.run.events()
-                if isinstance(e, NodeStarted) and e.reference.node == "worker"]
+    attempts = [
+        e.attempt
+        for _, e in change.run.events()
+        if isinstance(e, NodeStarted) and e.reference.node == "worker"
+    ]
     assert attempts == [1, 2]
-    assert git(remote, "rev-parse", f"zeroshot/{change.run.id}") == \
-        result.output["receipt"]["headRevision"]
+    assert (
+        git(remote, "rev-parse", f"zeroshot/{change.run.id}")
+        == result.output["receipt"]["headRevision"]
+    )
 
 
 def test_change_clean_removes_what_failed_runs_left(tmp_path: Path) -> None:
@@ -256,9 +303,13 @@ def test_change_clean_removes_what_failed_runs_left(tmp_path: Path) -> None:
     ledger = ["--ledger", str(repo / ".zeroshot" / "ledger.db")]
 
     def clean(*args: str) -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "zeroshot_kernel", "change", "clean",
-                               *args, *ledger], cwd=repo, capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "zeroshot_kernel", "change", "clean", *args, *ledger],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout.splitlines()
 

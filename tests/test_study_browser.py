@@ -28,10 +28,15 @@ STUDIES = {"alpha": "rosenbrock", "beta": "branin"}
 
 
 def _submit(client: Client, study: str, task: str) -> Run:
-    expansion = expand_template("auto-research", TemplateOptions(
-        task=task, iterations=ROUNDS, study=study))
-    return client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                         title=f"auto-research {task}")
+    expansion = expand_template(
+        "auto-research", TemplateOptions(task=task, iterations=ROUNDS, study=study)
+    )
+    return client.submit(
+        expansion.graph,
+        input=expansion.input,
+        runtime=expansion.runtime,
+        title=f"auto-research {task}",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +52,8 @@ def two_studies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Client, dict[
 
 
 def test_study_rows_count_rounds_adoptions_and_best(
-        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    two_studies: tuple[Client, dict[str, Run]],
+) -> None:
     client, runs = two_studies
     rows = {row.name: row for row in study_rows(client)}
     assert set(rows) == set(STUDIES)
@@ -73,8 +79,7 @@ def test_study_rows_count_rounds_adoptions_and_best(
         assert row.curve[0].best == view.rounds[0].incumbent_metric
 
 
-def test_sorting_and_filtering_change_the_rows(
-        two_studies: tuple[Client, dict[str, Run]]) -> None:
+def test_sorting_and_filtering_change_the_rows(two_studies: tuple[Client, dict[str, Run]]) -> None:
     client, _ = two_studies
     rows = study_rows(client)
     by_best = [r.name for r in sorted(rows, key=lambda r: r.best or 0.0)]
@@ -91,19 +96,20 @@ def test_sorting_and_filtering_change_the_rows(
     assert browser.order == ["alpha", "beta"]
     assert "2 of 2 studies" in browser.summary.value
     # a header click sorts by its column; a second click reverses
-    header = next(c for c in browser.grid.children
-                  if getattr(c, "description", "").startswith("study"))
+    header = next(
+        c for c in browser.grid.children if getattr(c, "description", "").startswith("study")
+    )
     header.click()
     assert browser.order == ["beta", "alpha"] and browser.descending.value
     browser.sort_by("best")
     assert browser.order == by_best and not browser.descending.value
-    assert browser.grid.children[1 + browser.sort_column.options.index("best")
-                                 ].description == "best ▲"
+    assert (
+        browser.grid.children[1 + browser.sort_column.options.index("best")].description == "best ▲"
+    )
     browser.filter.value = "rosenbrock"
     assert browser.order == ["alpha"]
     assert "1 of 2 studies" in browser.summary.value
-    rendered = "".join(c.value for c in browser.grid.children
-                       if c.__class__.__name__ == "HTML")
+    rendered = "".join(c.value for c in browser.grid.children if c.__class__.__name__ == "HTML")
     assert "alpha" in rendered and "beta" not in rendered
     browser.filter.value = ""
     browser.show_runs.value = False
@@ -112,7 +118,8 @@ def test_sorting_and_filtering_change_the_rows(
 
 
 def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
-        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    two_studies: tuple[Client, dict[str, Run]],
+) -> None:
     client, runs = two_studies
     browser = StudyBrowser(client, sort="study", descending=False, interval_s=0.1)
     assert browser.compare() is None and "tick one" in browser.message.value
@@ -129,18 +136,21 @@ def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
     assert png[:8] == PNG_SIGNATURE and len(png) > 10_000
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, height) == (1200, 500)
-    assert "c0" in comparison.incumbents.value and "lower is better" in \
-        comparison.incumbents.value
+    assert "c0" in comparison.incumbents.value and "lower is better" in comparison.incumbents.value
     for name in STUDIES:
-        assert f"<th style='padding:2px 10px;text-align:left'>{name}</th>" in \
-            comparison.incumbents.value
+        assert (
+            f"<th style='padding:2px 10px;text-align:left'>{name}</th>"
+            in comparison.incumbents.value
+        )
 
     figure = comparison_figure(comparison.rows)
     left, right = figure.axes
     for axes in (left, right):
         labels = [line.get_label() for line in axes.get_lines()]
         assert [label.split(":")[0] for label in labels] == [
-            "alpha — local/default", "beta — local/default"]
+            "alpha — local/default",
+            "beta — local/default",
+        ]
     assert left.get_xlabel() == "candidates measured"
     assert right.get_xlabel() == "model calls (agent executions)"
     assert "lower is better" in left.get_ylabel()
@@ -162,7 +172,8 @@ def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
 
 
 def test_to_dataframe_has_one_row_per_round_and_per_candidate(
-        two_studies: tuple[Client, dict[str, Run]]) -> None:
+    two_studies: tuple[Client, dict[str, Run]],
+) -> None:
     client, runs = two_studies
     study = Study.open(client.workspace, "alpha", client=client)
     records = ResearchRecords(client.workspace, "alpha").snapshot()
@@ -170,8 +181,18 @@ def test_to_dataframe_has_one_row_per_round_and_per_candidate(
 
     rounds = study.to_dataframe()
     assert list(rounds["round"]) == [1, 2]
-    assert {"run_id", "candidate_id", "param.x", "param.y", "metric", "disposition",
-            "best_so_far", "verdict", "harness", "model"} <= set(rounds.columns)
+    assert {
+        "run_id",
+        "candidate_id",
+        "param.x",
+        "param.y",
+        "metric",
+        "disposition",
+        "best_so_far",
+        "verdict",
+        "harness",
+        "model",
+    } <= set(rounds.columns)
     for row, number in zip(rounds.to_dict("records"), (1, 2), strict=True):
         result = records.rounds[number].result
         assert result is not None
@@ -185,8 +206,18 @@ def test_to_dataframe_has_one_row_per_round_and_per_candidate(
 
     candidates = study.to_dataframe("candidates")
     assert list(candidates["candidate_id"]) == sorted(records.candidates)
-    assert {"round", "content_sha256", "param.x", "metric_mean", "metric_std", "metric_n",
-            "decision", "verdict", "harness", "model"} <= set(candidates.columns)
+    assert {
+        "round",
+        "content_sha256",
+        "param.x",
+        "metric_mean",
+        "metric_std",
+        "metric_n",
+        "decision",
+        "verdict",
+        "harness",
+        "model",
+    } <= set(candidates.columns)
     baseline = candidates.iloc[0]
     assert baseline["decision"] == "baseline" and baseline["round"] == 0
     for row in candidates.to_dict("records"):
@@ -203,13 +234,19 @@ def test_to_dataframe_has_one_row_per_round_and_per_candidate(
 
 
 def _zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def test_the_cli_exports_csv_and_camel_case_json(
-        two_studies: tuple[Client, dict[str, Run]], tmp_path: Path) -> None:
+    two_studies: tuple[Client, dict[str, Run]], tmp_path: Path
+) -> None:
     client, _ = two_studies
     study = Study.open(client.workspace, "beta", client=client)
     target = tmp_path / "beta.csv"
@@ -222,14 +259,21 @@ def test_the_cli_exports_csv_and_camel_case_json(
     assert list(read[0]) == columns
     assert read == [{k: "" if v is None else str(v) for k, v in row.items()} for row in rows]
 
-    as_json = _zeroshot(client.workspace, "research", "export", "beta", "--json",
-                        "--candidates")
+    as_json = _zeroshot(client.workspace, "research", "export", "beta", "--json", "--candidates")
     assert as_json.returncode == 0, as_json.stderr
     document = json.loads(as_json.stdout)
-    assert [c["candidateId"] for c in document] == [
-        c["candidate_id"] for c in study.candidates()]
-    assert {"candidateId", "parentId", "contentSha256", "metricMean", "metricStd", "metricN",
-            "params", "decision", "verdict"} <= set(document[0])
+    assert [c["candidateId"] for c in document] == [c["candidate_id"] for c in study.candidates()]
+    assert {
+        "candidateId",
+        "parentId",
+        "contentSha256",
+        "metricMean",
+        "metricStd",
+        "metricN",
+        "params",
+        "decision",
+        "verdict",
+    } <= set(document[0])
     assert all("_" not in key for row in document for key in row)
     assert set(document[0]["params"]) == {"x1", "x2"}  # parameters keep their own names
 

@@ -79,8 +79,7 @@ def decode(png: bytes) -> tuple[int, ...]:
 # --- importance ---------------------------------------------------------------------------
 
 
-def test_measured_candidates_come_from_the_records(branin: Path, measured: MeasuredStudy
-                                                   ) -> None:
+def test_measured_candidates_come_from_the_records(branin: Path, measured: MeasuredStudy) -> None:
     records = ResearchRecords(branin, STUDY)
     manifests = records.candidates()
     assert measured.parameters == ("x1", "x2") and measured.direction == "minimize"
@@ -99,7 +98,8 @@ def test_measured_candidates_come_from_the_records(branin: Path, measured: Measu
 
 @pytest.mark.parametrize("evaluator", ["ped-anova", "fanova", "mean-decrease-impurity"])
 def test_importance_rates_each_parameter_with_weights_summing_to_one(
-    measured: MeasuredStudy, evaluator: str,
+    measured: MeasuredStudy,
+    evaluator: str,
 ) -> None:
     weights = parameter_importance(measured, evaluator=evaluator)  # type: ignore[arg-type]
     assert set(weights) == {"x1", "x2"}, weights.reason
@@ -109,8 +109,9 @@ def test_importance_rates_each_parameter_with_weights_summing_to_one(
     assert weights.measured == len(measured.candidates) and not weights.reason
 
 
-def test_importance_accepts_records_and_an_optuna_study(branin: Path,
-                                                        measured: MeasuredStudy) -> None:
+def test_importance_accepts_records_and_an_optuna_study(
+    branin: Path, measured: MeasuredStudy
+) -> None:
     from_records = parameter_importance(ResearchRecords(branin, STUDY))
     assert dict(from_records) == dict(parameter_importance(optuna_study(measured)))
     assert from_records.evaluator == "PedAnovaImportanceEvaluator"
@@ -127,13 +128,21 @@ def test_too_few_measured_candidates_say_so(measured: MeasuredStudy) -> None:
 
 
 def test_a_constant_parameter_gets_no_weight(measured: MeasuredStudy) -> None:
-    fixed = dataclasses.replace(measured, candidates=tuple(
-        dataclasses.replace(c, params={**c.params, "x2": 5.0}) for c in measured.candidates))
+    fixed = dataclasses.replace(
+        measured,
+        candidates=tuple(
+            dataclasses.replace(c, params={**c.params, "x2": 5.0}) for c in measured.candidates
+        ),
+    )
     weights = parameter_importance(fixed)
     assert dict(weights) == {"x1": 1.0, "x2": 0.0} and weights.constant == ("x2",)
     assert "x2 held one value" in weights.note
-    both = dataclasses.replace(fixed, candidates=tuple(
-        dataclasses.replace(c, params={"x1": 1.0, "x2": 5.0}) for c in measured.candidates))
+    both = dataclasses.replace(
+        fixed,
+        candidates=tuple(
+            dataclasses.replace(c, params={"x1": 1.0, "x2": 5.0}) for c in measured.candidates
+        ),
+    )
     assert parameter_importance(both) == {}
     assert "no parameter varied" in parameter_importance(both).reason
 
@@ -190,12 +199,14 @@ def test_slice_figure_has_a_subplot_per_parameter_and_a_point_per_candidate(
         assert isinstance(points, PathCollection)
         offsets = points.get_offsets()
         assert len(offsets) == len(measured.candidates)
-        assert [tuple(p) for p in offsets] == [(c.params[name], c.metric)
-                                               for c in measured.candidates]
+        assert [tuple(p) for p in offsets] == [
+            (c.params[name], c.metric) for c in measured.candidates
+        ]
         assert list(points.get_array()) == [c.round for c in measured.candidates]
         ring = collection(axes, "incumbent")
         assert [tuple(p) for p in ring.get_offsets()] == [  # type: ignore[attr-defined]
-            (incumbent.params[name], incumbent.metric)]
+            (incumbent.params[name], incumbent.metric)
+        ]
     assert decode(slice_png(measured))[2] in (3, 4)
 
 
@@ -237,11 +248,15 @@ def test_importance_figure_has_a_bar_per_parameter(measured: MeasuredStudy) -> N
 
 
 def test_candidate_view_of_an_adopted_round_shows_its_recorded_source_and_diff(
-    branin: Path, tmp_path: Path,
+    branin: Path,
+    tmp_path: Path,
 ) -> None:
     records = ResearchRecords(branin, STUDY)
-    adopted = [r.result for r in records.snapshot().rounds.values()
-               if r.result is not None and r.result.disposition == "adopt"]
+    adopted = [
+        r.result
+        for r in records.snapshot().rounds.values()
+        if r.result is not None and r.result.disposition == "adopt"
+    ]
     assert adopted, "five branin rounds adopt at least once"
     result = adopted[-1]
     view = CandidateView(str(branin), study=STUDY, round=result.round)
@@ -250,8 +265,11 @@ def test_candidate_view_of_an_adopted_round_shows_its_recorded_source_and_diff(
     assert detail.candidate_id == result.candidate_id and detail.verified
 
     restore_candidate_source(branin, STUDY, result.candidate_id, tmp_path / "restored")
-    restored = {p.relative_to(tmp_path / "restored").as_posix(): p.read_text()
-                for p in (tmp_path / "restored").rglob("*") if p.is_file()}
+    restored = {
+        p.relative_to(tmp_path / "restored").as_posix(): p.read_text()
+        for p in (tmp_path / "restored").rglob("*")
+        if p.is_file()
+    }
     assert {f.path: f.text for f in detail.files} == restored
     for text in restored.values():
         assert html.escape(text) in view.source_html.value
@@ -305,15 +323,21 @@ def test_study_insights_has_its_four_tabs(branin: Path, measured: MeasuredStudy)
     for image in (insights.importance_image, insights.slice_image, insights.parallel_image):
         decode(bytes(image.value))
     assert insights.candidates.detail is not None
-    assert insights.candidates.detail.candidate_id == measured.candidates[-1].candidate_id \
+    assert (
+        insights.candidates.detail.candidate_id == measured.candidates[-1].candidate_id
         or insights.candidates.picker.value == candidate_choices(branin, STUDY)[-1].candidate_id
+    )
 
 
 def test_a_code_task_has_no_parameters_to_rate_and_its_diff_shows_code(tmp_path: Path) -> None:
     task = TEMPLATES / "quadrature"
     records_for(tmp_path, STUDY).round_offset("test", str(task))  # as a run starts a study
-    evidence = measure_pass(task, tmp_path, 1, change(
-        {}, edits=[{"path": "quadrature.py", "kind": "contents", "text": SIMPSON}]))
+    evidence = measure_pass(
+        task,
+        tmp_path,
+        1,
+        change({}, edits=[{"path": "quadrature.py", "kind": "contents", "text": SIMPSON}]),
+    )
     assert evidence.status == "measured", evidence
     decide(task, tmp_path, evidence)
 

@@ -23,7 +23,8 @@ def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProce
 
 
 def test_runs_go_to_the_named_target_and_its_password_is_never_printed(
-        ws: Workspace, postgres_password_url: str) -> None:
+    ws: Workspace, postgres_password_url: str
+) -> None:
     password = make_url(postgres_password_url).password
     assert password, "the test server's URL carries a password"
     added = zeroshot(ws, "target", "add", "shared", "--ledger", postgres_password_url)
@@ -39,8 +40,19 @@ def test_runs_go_to_the_named_target_and_its_password_is_never_printed(
     graph, runtime = g.seq_graph()
     (ws.root / "graph.json").write_text(json.dumps(graph))
     (ws.root / "plan.json").write_text(json.dumps(runtime))
-    started = zeroshot(ws, "run", "graph.json", "--runtime", "plan.json", "--input",
-                       '{"value": 3}', "--detach", "--json", "--target", "shared")
+    started = zeroshot(
+        ws,
+        "run",
+        "graph.json",
+        "--runtime",
+        "plan.json",
+        "--input",
+        '{"value": 3}',
+        "--detach",
+        "--json",
+        "--target",
+        "shared",
+    )
     assert started.returncode == 0, started.stderr
     run_id = json.loads(started.stdout)["runId"]
     shared = Client(postgres_password_url, workspace=str(ws.root))
@@ -60,21 +72,31 @@ def test_runs_go_to_the_named_target_and_its_password_is_never_printed(
     assert removed.returncode == 0 and "untouched" in removed.stdout
     gone = zeroshot(ws, "list", "--target", "shared")
     assert gone.returncode == 2 and "no target 'shared'" in gone.stderr
-    for result in (added, listed, listed_json, started, by_flag, by_env, starred, missing,
-                   removed, gone):
+    for result in (
+        added,
+        listed,
+        listed_json,
+        started,
+        by_flag,
+        by_env,
+        starred,
+        missing,
+        removed,
+        gone,
+    ):
         assert password not in result.stdout + result.stderr
 
 
-def test_a_password_can_stay_in_the_environment(ws: Workspace,
-                                                postgres_password_url: str) -> None:
+def test_a_password_can_stay_in_the_environment(ws: Workspace, postgres_password_url: str) -> None:
     url = make_url(postgres_password_url)
     assert url.password is not None
     stored = postgres_password_url.replace(f":{url.password}@", ":${ZS_TEST_PGPASSWORD}@")
     refused = zeroshot(ws, "target", "add", "shared", "--ledger", stored)
     assert refused.returncode == 2 and "ZS_TEST_PGPASSWORD" in refused.stderr
     assert "shared" not in zeroshot(ws, "target", "list").stdout
-    added = zeroshot(ws, "target", "add", "shared", "--ledger", stored,
-                     ZS_TEST_PGPASSWORD=url.password)
+    added = zeroshot(
+        ws, "target", "add", "shared", "--ledger", stored, ZS_TEST_PGPASSWORD=url.password
+    )
     assert added.returncode == 0, added.stderr
     assert url.password not in (ws.root / ".zeroshot" / "targets.json").read_text()
     listed = zeroshot(ws, "list", "--target", "shared", ZS_TEST_PGPASSWORD=url.password)
@@ -91,12 +113,14 @@ def test_bad_targets_are_refused_with_what_to_do(ws: Workspace, tmp_path: Path) 
     checked = zeroshot(ws, "target", "add", "far", "--ledger", unreachable)
     assert checked.returncode == 2 and "--no-check" in checked.stderr
     assert "hunter2" not in checked.stderr + checked.stdout
-    assert zeroshot(ws, "target", "add", "far", "--ledger", unreachable,
-                    "--no-check").returncode == 0
+    assert (
+        zeroshot(ws, "target", "add", "far", "--ledger", unreachable, "--no-check").returncode == 0
+    )
     again = zeroshot(ws, "target", "add", "far", "--ledger", str(tmp_path / "other.db"))
     assert again.returncode == 2 and "--replace" in again.stderr
-    replaced = zeroshot(ws, "target", "add", "far", "--ledger", str(tmp_path / "other.db"),
-                        "--replace")
+    replaced = zeroshot(
+        ws, "target", "add", "far", "--ledger", str(tmp_path / "other.db"), "--replace"
+    )
     assert replaced.returncode == 0 and f"sqlite:///{tmp_path}/other.db" in replaced.stdout
     for args, message in [
         (("target", "add", "local", "--ledger", "x.db"), "cannot be redefined"),
@@ -109,8 +133,9 @@ def test_bad_targets_are_refused_with_what_to_do(ws: Workspace, tmp_path: Path) 
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
 
 
-def test_the_ledger_order_is_flag_then_environment(ws: Workspace, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ledger_order_is_flag_then_environment(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     Targets(ws.root).add("other", str(tmp_path / "other.db"))
     local = resolve_ledger(workspace=ws.root)
     other = f"sqlite:///{tmp_path}/other.db"
@@ -122,8 +147,9 @@ def test_the_ledger_order_is_flag_then_environment(ws: Workspace, tmp_path: Path
     monkeypatch.setenv("ZEROSHOT_LEDGER", str(tmp_path / "env.db"))
     assert resolve_ledger(workspace=ws.root) == f"sqlite:///{tmp_path}/env.db"
     assert resolve_ledger(target="other", workspace=ws.root) == other
-    assert resolve_ledger(tmp_path / "flag.db", workspace=ws.root) == \
-        f"sqlite:///{tmp_path}/flag.db"
+    assert (
+        resolve_ledger(tmp_path / "flag.db", workspace=ws.root) == f"sqlite:///{tmp_path}/flag.db"
+    )
     with pytest.raises(TargetError, match="not both"):
         resolve_ledger(tmp_path / "flag.db", "other", workspace=ws.root)
     assert Client(target="other", workspace=str(ws.root)).url == other

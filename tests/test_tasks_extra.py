@@ -14,8 +14,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-HINT = ("this task needs scikit-learn (module 'sklearn'), which is not installed: "
-        "pip install 'zeroshot-workbench[tasks]'")
+HINT = (
+    "this task needs scikit-learn (module 'sklearn'), which is not installed: "
+    "pip install 'zeroshot-workbench[tasks]'"
+)
 # Imported first by every Python started with this folder on PYTHONPATH (the experiment's
 # warm interpreter inherits it): scikit-learn cannot be imported there.
 BLOCKER = """\
@@ -44,10 +46,15 @@ def _without_scikit_learn(tmp_path: Path, *args: str) -> subprocess.CompletedPro
     blocker = tmp_path / "blocker"
     blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(BLOCKER)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(blocker), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(blocker), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_scikit_learn_is_the_tasks_extra_and_the_installs_that_need_it_ask_for_it() -> None:
@@ -55,15 +62,17 @@ def test_scikit_learn_is_the_tasks_extra_and_the_installs_that_need_it_ask_for_i
     core = {Requirement(r).name for r in project["dependencies"]}
     assert "scikit-learn" not in core
     assert [Requirement(r).name for r in project["optional-dependencies"]["tasks"]] == [
-        "scikit-learn"]
+        "scikit-learn"
+    ]
     makefile = (PROJECT_ROOT / "Makefile").read_text()
     for extras in ("'.[lab,tasks]'", "'.[lab,tasks,test]'"):  # make demo, make test
         assert f"pip install --quiet -e {extras}" in makefile
 
 
 def test_svc_digits_without_scikit_learn_says_what_to_install(tmp_path: Path) -> None:
-    ran = _without_scikit_learn(tmp_path, "-c", RUN_SVC_DIGITS,
-                                str(PROJECT_ROOT / "research_templates" / "svc-digits"))
+    ran = _without_scikit_learn(
+        tmp_path, "-c", RUN_SVC_DIGITS, str(PROJECT_ROOT / "research_templates" / "svc-digits")
+    )
     assert ran.returncode == 0, ran.stderr[-3000:]
     result = json.loads(ran.stdout)
     assert result["status"] == "crashed" and result["exitCode"] == 1, result
@@ -72,7 +81,8 @@ def test_svc_digits_without_scikit_learn_says_what_to_install(tmp_path: Path) ->
 
 
 def test_the_blocker_really_blocks_and_other_missing_modules_keep_their_traceback(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The test above is not vacuous: in the same setting an import of scikit-learn fails,
     and a module no extra provides is reported as before, with its traceback."""
     ran = _without_scikit_learn(tmp_path, "-c", "import sklearn")
@@ -81,11 +91,21 @@ def test_the_blocker_really_blocks_and_other_missing_modules_keep_their_tracebac
     (task / "candidate").mkdir(parents=True)
     (task / "candidate" / "params.json").write_text('{"x": 1.0}')
     (task / "candidate" / "train.py").write_text("import zeroshot_no_such_module\n")
-    (task / "task.yaml").write_text(json.dumps({
-        "name": "missing", "charter": "c", "metric": "m", "direction": "minimize",
-        "command": ["{python}", "train.py"], "budgetSeconds": 30, "repeats": 2,
-        "preload": ["json"], "searchSpace": [
-            {"name": "x", "type": "float", "low": 0.0, "high": 2.0}]}))
+    (task / "task.yaml").write_text(
+        json.dumps(
+            {
+                "name": "missing",
+                "charter": "c",
+                "metric": "m",
+                "direction": "minimize",
+                "command": ["{python}", "train.py"],
+                "budgetSeconds": 30,
+                "repeats": 2,
+                "preload": ["json"],
+                "searchSpace": [{"name": "x", "type": "float", "low": 0.0, "high": 2.0}],
+            }
+        )
+    )
     other = _without_scikit_learn(tmp_path, "-c", RUN_SVC_DIGITS, str(task))
     assert other.returncode == 0, other.stderr[-3000:]
     tail = json.loads(other.stdout)["outputTail"]

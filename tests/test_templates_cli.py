@@ -20,15 +20,26 @@ from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 SCOUTS = ("scout_exploration", "scout_synthesis", "scout_challenge")
-FAIL_REASONS = {"scouting_failed", "research_failed", "measure_failed", "review_failed",
-                "review_exhausted", "adoption_failed"}
+FAIL_REASONS = {
+    "scouting_failed",
+    "research_failed",
+    "measure_failed",
+    "review_failed",
+    "review_exhausted",
+    "adoption_failed",
+}
 PUSH_FAIL_REASONS = FAIL_REASONS | {"delivery_failed", "delivery_repair_requested"}
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)})
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
+    )
 
 
 def shown(cwd: Path, *args: str) -> dict[str, Any]:
@@ -46,21 +57,28 @@ def test_list_names_the_templates(tmp_path: Path) -> None:
     listed = zeroshot(tmp_path, "template", "list")
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [
-        "single-worker", "auto-research", "software-change"]
+        "single-worker",
+        "auto-research",
+        "software-change",
+    ]
 
 
 @pytest.mark.parametrize("push", [False, True])
 def test_show_json_prints_the_graph_our_verifier_admits_with_a_stable_identity(
-    tmp_path: Path, push: bool,
+    tmp_path: Path,
+    push: bool,
 ) -> None:
-    args = ["auto-research", "--iterations", "3", "--task", "branin",
-            *(["--push"] if push else [])]
+    args = ["auto-research", "--iterations", "3", "--task", "branin", *(["--push"] if push else [])]
     first, again = shown(tmp_path, *args), shown(tmp_path, *args)
     assert first == again
-    expansion = expand_template("auto-research",
-                                TemplateOptions(task="branin", iterations=3, push=push))
-    assert first == {"graph": expansion.graph, "input": expansion.input,
-                     "runtime": expansion.runtime}
+    expansion = expand_template(
+        "auto-research", TemplateOptions(task="branin", iterations=3, push=push)
+    )
+    assert first == {
+        "graph": expansion.graph,
+        "input": expansion.input,
+        "runtime": expansion.runtime,
+    }
 
     verification = verify_document(first["graph"])
     assert verification.diagnostics == [] and verification.identity
@@ -72,8 +90,9 @@ def test_show_json_prints_the_graph_our_verifier_admits_with_a_stable_identity(
     # The printed files are what a user copies: `zeroshot validate` admits them as they are.
     for part in ("graph", "input", "runtime"):
         (tmp_path / f"{part}.json").write_text(json.dumps(first[part]))
-    validated = zeroshot(tmp_path, "validate", "graph.json", "--input", "@input.json",
-                         "--runtime", "@runtime.json")
+    validated = zeroshot(
+        tmp_path, "validate", "graph.json", "--input", "@input.json", "--runtime", "@runtime.json"
+    )
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert f"verified (identity {verification.identity})" in validated.stdout
 
@@ -97,7 +116,8 @@ def test_show_json_prints_the_graph_our_verifier_admits_with_a_stable_identity(
 
 @pytest.mark.parametrize("push", [False, True])
 def test_the_expanded_runtime_keeps_scout_and_researcher_sessions_and_a_fresh_reviewer(
-    tmp_path: Path, push: bool,
+    tmp_path: Path,
+    push: bool,
 ) -> None:
     runtime = shown(tmp_path, "auto-research", *(["--push"] if push else []))["runtime"]
     bindings = runtime["nodes"]
@@ -105,11 +125,16 @@ def test_the_expanded_runtime_keeps_scout_and_researcher_sessions_and_a_fresh_re
         assert bindings[node]["sessionScope"] == "node_instance", node
     assert bindings["reviewer"].get("sessionScope", "execution") == "execution"
     assert {bindings[s]["agent"] for s in SCOUTS} == {
-        "research.scout.exploration", "research.scout.synthesis", "research.scout.challenge"}
+        "research.scout.exploration",
+        "research.scout.synthesis",
+        "research.scout.challenge",
+    }
     assert bindings["researcher"]["agent"] == "research.researcher"
     assert bindings["reviewer"]["agent"] == "research.reviewer"
-    trusted = {"measure": {"kind": "trusted", "code": "research.measure"},
-               "adopt": {"kind": "trusted", "code": "research.adopt"}}
+    trusted = {
+        "measure": {"kind": "trusted", "code": "research.measure"},
+        "adopt": {"kind": "trusted", "code": "research.adopt"},
+    }
     assert {n: bindings[n] for n in trusted} == trusted
     # ... whatever harness runs the agents.
     llm = shown(tmp_path, "auto-research", "--harness", "openai")["runtime"]
@@ -132,20 +157,26 @@ def test_show_prints_an_outline_with_the_rounds_and_the_fail_reasons(tmp_path: P
     assert "par scouting  (join all)" in lines
     assert "step researcher  (zeroshot.research.researcher@1)" in lines
     for reason in FAIL_REASONS:
-        assert any(line.startswith("fail ") and line.endswith(f"(reason {reason})")
-                   for line in lines), reason
+        assert any(
+            line.startswith("fail ") and line.endswith(f"(reason {reason})") for line in lines
+        ), reason
 
 
 @pytest.mark.parametrize("iterations", [0, -1, MAX_ITERATIONS + 1])
 def test_iterations_out_of_range_are_refused_with_a_clear_error(
-    tmp_path: Path, iterations: int,
+    tmp_path: Path,
+    iterations: int,
 ) -> None:
     with pytest.raises(ValueError, match=f"between 1 and {MAX_ITERATIONS}, not {iterations}"):
         expand_template("auto-research", TemplateOptions(iterations=iterations))
-    bound = "greater than or equal to 1" if iterations < 1 else \
-        f"less than or equal to {MAX_ITERATIONS}"
-    refused = zeroshot(tmp_path, "template", "show", "auto-research",
-                       "--iterations", str(iterations))
+    bound = (
+        "greater than or equal to 1"
+        if iterations < 1
+        else f"less than or equal to {MAX_ITERATIONS}"
+    )
+    refused = zeroshot(
+        tmp_path, "template", "show", "auto-research", "--iterations", str(iterations)
+    )
     assert refused.returncode == 2 and refused.stdout == ""
     assert "Invalid value for '--iterations'" in refused.stderr and bound in refused.stderr
     (tmp_path / ".zeroshot").mkdir(exist_ok=True)

@@ -64,40 +64,65 @@ REFUSED: dict[str, tuple[str, str | bytes, str]] = {
     "JSON lists": ("lists.json", "[" * DEPTH + "]" * DEPTH, NESTED),
     "JSON objects": ("objects.json", '{"a":' * DEPTH + "1" + "}" * DEPTH, NESTED),
     "JSON nesting after a graph's fields": (
-        "late.json", '{"profile": "openengine.graph.full/v1", "root": '
-        + '{"a":' * DEPTH + "1" + "}" * (DEPTH + 1), NESTED),
+        "late.json",
+        '{"profile": "openengine.graph.full/v1", "root": '
+        + '{"a":' * DEPTH
+        + "1"
+        + "}" * (DEPTH + 1),
+        NESTED,
+    ),
     # (libyaml's own depth guard may speak first; either way one line, exit 2)
-    "YAML flow lists": ("lists.yaml", "root: " + "[" * DEPTH + "]" * DEPTH + "\n",
-                        YAML_NESTED),
-    "YAML flow mappings": ("maps.yaml", "root: " + "{a: " * DEPTH + "1" + "}" * DEPTH + "\n",
-                           NESTED),
+    "YAML flow lists": ("lists.yaml", "root: " + "[" * DEPTH + "]" * DEPTH + "\n", YAML_NESTED),
+    "YAML flow mappings": (
+        "maps.yaml",
+        "root: " + "{a: " * DEPTH + "1" + "}" * DEPTH + "\n",
+        NESTED,
+    ),
     "YAML block mappings": (
-        "block.yaml", "".join(" " * n + "a:\n" for n in range(600)) + " " * 600 + "1\n",
-        NESTED),
+        "block.yaml",
+        "".join(" " * n + "a:\n" for n in range(600)) + " " * 600 + "1\n",
+        NESTED,
+    ),
     "YAML alias bomb": (
-        "bomb.yaml", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-            f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)),
-        "YAML aliases expand the document"),
+        "bomb.yaml",
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)),
+        "YAML aliases expand the document",
+    ),
     "JSON integer of 100,000 digits": (
-        "int.json", '{"profile": ' + "9" * 100_000 + "}", "an integer of more than"),
+        "int.json",
+        '{"profile": ' + "9" * 100_000 + "}",
+        "an integer of more than",
+    ),
     "YAML integer of 100,000 digits": (
-        "int.yaml", "profile: " + "9" * 100_000 + "\n", "an integer of more than"),
+        "int.yaml",
+        "profile: " + "9" * 100_000 + "\n",
+        "an integer of more than",
+    ),
     "JSON NaN": ("nan.json", '{"profile": NaN}', "NaN is not valid JSON"),
     "JSON Infinity": ("inf.json", '{"profile": -Infinity}', "Infinity is not valid JSON"),
     "JSON number past float range": ("big.json", '{"profile": 1e999}', "non-finite number"),
     "YAML NaN": ("nan.yaml", "profile: .nan\n", "non-finite number"),
     "JSON duplicate keys": ("dup.json", '{"profile": "a", "profile": "b"}', "duplicate key"),
     "bytes that are not UTF-8": ("bytes.json", b'{"profile": "\xff\xfe\x00"}', "not UTF-8"),
-    "a 5 MB string": ("long.json", '{"profile": "' + "x" * (5 * 1024 * 1024) + '"}',
-                      f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit"),
+    "a 5 MB string": (
+        "long.json",
+        '{"profile": "' + "x" * (5 * 1024 * 1024) + '"}',
+        f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit",
+    ),
 }
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
-    ran = subprocess.run([sys.executable, "-m", "zeroshot_kernel", *args], cwd=cwd,
-                         capture_output=True, text=True, timeout=DEADLINE_S,
-                         errors="backslashreplace")
+    ran = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        errors="backslashreplace",
+    )
     assert time.monotonic() - started < DEADLINE_S
     assert "Traceback" not in ran.stdout + ran.stderr, ran.stderr[-3000:]
     assert "internal error" not in ran.stderr, ran.stderr[-3000:]
@@ -115,7 +140,8 @@ def _write(folder: Path, name: str, contents: str | bytes) -> Path:
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_validate_rejects_the_attack_with_a_diagnostic_naming_the_file(
-        tmp_path: Path, case: str) -> None:
+    tmp_path: Path, case: str
+) -> None:
     name, contents, words = REFUSED[case]
     path = _write(tmp_path, name, contents)
     ran = zeroshot(tmp_path, "validate", str(path))
@@ -133,10 +159,12 @@ def test_validate_rejects_the_attack_with_a_diagnostic_naming_the_file(
         load_document(path)
 
 
-@pytest.mark.parametrize("case", ["JSON objects", "YAML flow lists", "YAML integer of 100,000 "
-                                  "digits"])
+@pytest.mark.parametrize(
+    "case", ["JSON objects", "YAML flow lists", "YAML integer of 100,000 digits"]
+)
 def test_run_refuses_the_same_graph_files_before_starting_anything(
-        tmp_path: Path, case: str) -> None:
+    tmp_path: Path, case: str
+) -> None:
     name, contents, words = REFUSED[case]
     path = _write(tmp_path, name, contents)
     ran = zeroshot(tmp_path, "run", str(path), "--input", "{}")
@@ -145,7 +173,8 @@ def test_run_refuses_the_same_graph_files_before_starting_anything(
 
 
 def test_a_graph_nested_within_the_reading_limit_ends_in_located_diagnostics(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """250 levels of array types (within the 256 the reader allows): read, then rejected
     by the shape check (exit 1) with a code and the path down to the nesting, in text and
     in ``--json``."""
@@ -160,17 +189,20 @@ def test_a_graph_nested_within_the_reading_limit_ends_in_located_diagnostics(
     assert envelope["status"] == "rejected"
     codes = {d["code"] for d in envelope["diagnostics"]}
     assert codes == {"invalid_graph_shape"}
-    assert all(d["path"] and d["path"][0]["name"] in ("initialInput", "root")
-               for d in envelope["diagnostics"])
+    assert all(
+        d["path"] and d["path"][0]["name"] in ("initialInput", "root")
+        for d in envelope["diagnostics"]
+    )
 
 
 Deep = Callable[[int], Any]
 DEEP_VALUES: dict[str, Deep] = {
     "lists": lambda n: _nest(n, lambda inner: [inner], []),
     "objects": lambda n: _nest(n, lambda inner: {"a": inner}, 1),
-    "graph root": lambda n: {"profile": "openengine.graph.full/v1",
-                             "root": _nest(n, lambda inner: {"kind": "seq",
-                                                             "children": [inner]}, {})},
+    "graph root": lambda n: {
+        "profile": "openengine.graph.full/v1",
+        "root": _nest(n, lambda inner: {"kind": "seq", "children": [inner]}, {}),
+    },
 }
 
 

@@ -79,9 +79,7 @@ def test_whole_verification_reproduces_the_fixture(conformance: Path, path: Path
     envelope = verify_document(fixture["graph"], registry).envelope()
     expected = fixture["expected"]
     assert envelope["status"] == expected["status"]
-    assert _without_message(envelope["diagnostics"]) == _without_message(
-        expected["diagnostics"]
-    )
+    assert _without_message(envelope["diagnostics"]) == _without_message(expected["diagnostics"])
     assert envelope.get("compiledIr") == expected.get("compiledIr")
     assert ("identity" in envelope) == (expected["status"] == "verified")
 
@@ -102,8 +100,10 @@ def test_the_registry_is_consulted_only_when_the_structure_is_sound(conformance:
     graph["root"]["children"].append({**work, "name": "later"})  # after `done`: unreachable
     faulty = verify_document(graph, registry).envelope()
     assert [(d["code"], d["relatedNodes"]) for d in faulty["diagnostics"]] == [
-        ("reachability", ["later", "root"])]
+        ("reachability", ["later", "root"])
+    ]
     graph["root"]["children"].pop()
     sound = verify_document(graph, registry).envelope()
     assert _without_message(sound["diagnostics"]) == _without_message(
-        fixture["expected"]["diagnostics"])
+        fixture["expected"]["diagnostics"]
+    )

@@ -39,8 +39,14 @@ ERRORS = ["timeout", "crash", "malformed", "refusal"]
 
 def step(name: str, **fields: Any) -> dict[str, Any]:
     node = {
-        "kind": "step", "name": name, "worker": "fixture.worker@1", "input": NULL,
-        "output": RESULT_OUT, "inputBindings": [], "writeBindings": [], "timeoutMs": 1,
+        "kind": "step",
+        "name": name,
+        "worker": "fixture.worker@1",
+        "input": NULL,
+        "output": RESULT_OUT,
+        "inputBindings": [],
+        "writeBindings": [],
+        "timeoutMs": 1,
         "attempts": 1,
     }
     return {**node, **fields}
@@ -67,25 +73,42 @@ def seq(name: str, *children: dict[str, Any]) -> dict[str, Any]:
     return group("seq", name, children=list(children))
 
 
-def choice(name: str, branches: list[tuple[dict[str, Any], dict[str, Any]]],
-           otherwise: dict[str, Any] | None) -> dict[str, Any]:
-    return group("choice", name, otherwise=otherwise,
-                 branches=[{"when": when, "node": node} for when, node in branches])
+def choice(
+    name: str,
+    branches: list[tuple[dict[str, Any], dict[str, Any]]],
+    otherwise: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return group(
+        "choice",
+        name,
+        otherwise=otherwise,
+        branches=[{"when": when, "node": node} for when, node in branches],
+    )
 
 
 def signal(name: str, *labels: str) -> dict[str, Any]:
-    return {"kind": "in", "value": {"name": name, "source": "signal", "field": "verdict"},
-            "labels": list(labels)}
+    return {
+        "kind": "in",
+        "value": {"name": name, "source": "signal", "field": "verdict"},
+        "labels": list(labels),
+    }
 
 
 def error(name: str, *labels: str) -> dict[str, Any]:
-    return {"kind": "in", "value": {"name": name, "source": "error", "field": None},
-            "labels": list(labels or ERRORS)}
+    return {
+        "kind": "in",
+        "value": {"name": name, "source": "error", "field": None},
+        "labels": list(labels or ERRORS),
+    }
 
 
 def graph(root: dict[str, Any], profile: str = "openengine.graph.full/v1") -> dict[str, Any]:
-    return {"profile": profile, "initialInput": STATE,
-            "policy": {"policy": "policy.strict@1", "default": "deny"}, "root": root}
+    return {
+        "profile": profile,
+        "initialInput": STATE,
+        "policy": {"policy": "policy.strict@1", "default": "deny"},
+        "root": root,
+    }
 
 
 def verify(document: dict[str, Any]) -> list[GraphDiagnostic]:
@@ -106,8 +129,11 @@ def _path(diagnostic: GraphDiagnostic) -> str:
     return "/".join(parts)
 
 
-def routed(check: str, *branches: tuple[dict[str, Any], dict[str, Any]],
-           otherwise: dict[str, Any] | None = None) -> dict[str, Any]:
+def routed(
+    check: str,
+    *branches: tuple[dict[str, Any], dict[str, Any]],
+    otherwise: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """root = seq[verifier check, choice decision over ``branches``]."""
     return graph(seq("root", verifier(check), choice("decision", list(branches), otherwise)))
 
@@ -156,8 +182,13 @@ def test_routing_every_label_and_error_needs_no_otherwise() -> None:
 
 
 def test_a_signal_of_a_step_is_an_illegal_selector() -> None:
-    document = graph(seq("root", step("work"), choice("decision", [(signal("work", "accepted"),
-                                                                     succeed())], fail())))
+    document = graph(
+        seq(
+            "root",
+            step("work"),
+            choice("decision", [(signal("work", "accepted"), succeed())], fail()),
+        )
+    )
     assert ("choice_exhaustiveness", f"{DECISION}/branches/0/when", ["work"]) in found(
         verify(document)
     )
@@ -171,8 +202,13 @@ def test_labels_outside_the_domain_are_reported_at_labels() -> None:
 
 
 def test_guard_reading_a_node_that_has_not_run_is_an_undefined_read() -> None:
-    document = graph(seq("root", choice("decision", [(signal("later", "accepted"), succeed())],
-                                        fail()), verifier("later")))
+    document = graph(
+        seq(
+            "root",
+            choice("decision", [(signal("later", "accepted"), succeed())], fail()),
+            verifier("later"),
+        )
+    )
     codes = found(verify(document))
     assert ("undefined_read", "root/root/children/0/decision/branches/0/when", ["later"]) in codes
 
@@ -181,8 +217,12 @@ def test_guard_reading_a_node_that_has_not_run_is_an_undefined_read() -> None:
 
 
 def test_k_of_n_count_above_its_selectors() -> None:
-    when = {"kind": "k_of_n", "count": 3, "labels": ["accepted"],
-            "values": [signal("check")["value"], signal("check")["value"]]}
+    when = {
+        "kind": "k_of_n",
+        "count": 3,
+        "labels": ["accepted"],
+        "values": [signal("check")["value"], signal("check")["value"]],
+    }
     document = routed("check", (when, succeed()), otherwise=fail())
     assert ("choice_exhaustiveness", f"{DECISION}/branches/0/when/count", []) in found(
         verify(document)
@@ -191,14 +231,19 @@ def test_k_of_n_count_above_its_selectors() -> None:
 
 def _mapped(when: dict[str, Any], max_items: int = 2) -> dict[str, Any]:
     body = verifier("mapVerify")
-    mapped = group("map", "map", body=body, maxItems=max_items,
-                   over={"source": "state", "path": ["items"]})
+    mapped = group(
+        "map", "map", body=body, maxItems=max_items, over={"source": "state", "path": ["items"]}
+    )
     return graph(seq("root", mapped, choice("decision", [(when, succeed())], fail())))
 
 
 def k_of_map(count: int, name: str = "mapVerify") -> dict[str, Any]:
-    return {"kind": "k_of_map", "count": count, "labels": ["accepted"],
-            "value": {"name": name, "source": "signal", "field": "verdict"}}
+    return {
+        "kind": "k_of_map",
+        "count": count,
+        "labels": ["accepted"],
+        "value": {"name": name, "source": "signal", "field": "verdict"},
+    }
 
 
 def test_k_of_map_count_up_to_max_items_is_fine() -> None:
@@ -321,11 +366,17 @@ def test_wide_routing_hits_the_assignment_ceiling() -> None:
     """3^9 assignments exceed the ceiling: reported, not enumerated (time is measured in
     bench/b3, never asserted here)."""
     checks = [verifier(f"check{i}", signals={"verdict": ["a", "b", "c"]}) for i in range(9)]
-    when = {"kind": "all", "guards": [
-        {"kind": "in", "labels": ["a"], "value": {"name": f"check{i}", "source": "signal",
-                                                  "field": "verdict"}}
-        for i in range(9)
-    ]}
+    when = {
+        "kind": "all",
+        "guards": [
+            {
+                "kind": "in",
+                "labels": ["a"],
+                "value": {"name": f"check{i}", "source": "signal", "field": "verdict"},
+            }
+            for i in range(9)
+        ],
+    }
     document = graph(seq("root", *checks, choice("decision", [(when, succeed())], fail())))
     diagnostics = found(verify(document))
     assert diagnostics == [("ceiling_exceeded", "root/root/children/9/decision/branches", [])]
@@ -334,13 +385,21 @@ def test_wide_routing_hits_the_assignment_ceiling() -> None:
 def _joined_groups(count: int) -> dict[str, Any]:
     """``count`` single-branch pars, then a choice reading every ``joined`` control: the
     choice has exactly 2**count control assignments."""
-    pars = [group("par", f"group{i}", branches=[step(f"groupWork{i}")], join={"kind": "all"})
-            for i in range(count)]
-    when = {"kind": "all", "guards": [
-        {"kind": "in", "labels": ["reached"],
-         "value": {"name": f"group{i}", "source": "group", "field": "joined"}}
+    pars = [
+        group("par", f"group{i}", branches=[step(f"groupWork{i}")], join={"kind": "all"})
         for i in range(count)
-    ]}
+    ]
+    when = {
+        "kind": "all",
+        "guards": [
+            {
+                "kind": "in",
+                "labels": ["reached"],
+                "value": {"name": f"group{i}", "source": "group", "field": "joined"},
+            }
+            for i in range(count)
+        ],
+    }
     return graph(seq("root", *pars, choice("decision", [(when, succeed())], None)))
 
 
@@ -366,7 +425,8 @@ def _wire(diagnostics: list[GraphDiagnostic]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "path", fixture_params("verifier/positive") + fixture_params("verifier/negative"))
+    "path", fixture_params("verifier/positive") + fixture_params("verifier/negative")
+)
 def test_same_graph_gives_identical_diagnostics(conformance: Path, path: Path) -> None:
     document = load_json(path)["graph"]
     first = _wire(verify(document))
@@ -409,8 +469,9 @@ def _mutate(document: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
             else:
                 entries.insert(position, copy.deepcopy(entries[position]))
         elif action == "swap" and len(labels) >= 2:
-            left, right = data.draw(st.lists(st.sampled_from(range(len(labels))),
-                                             min_size=2, max_size=2))
+            left, right = data.draw(
+                st.lists(st.sampled_from(range(len(labels))), min_size=2, max_size=2)
+            )
             labels[left][:], labels[right][:] = list(labels[right]), list(labels[left])
         elif action == "rename":
             target["name"] = data.draw(st.sampled_from([n["name"] for n in nodes]))

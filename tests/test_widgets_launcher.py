@@ -91,7 +91,8 @@ def test_the_form_is_saved_as_a_profile_and_launched_from_it(client: Client) -> 
 
 
 def test_picking_a_target_switches_the_ledger_and_its_profiles(
-        client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     Targets(client.workspace).add("elsewhere", str(tmp_path / "elsewhere.db"))
     here = Launcher(client, task=TASK, iterations=2)
     here.save_profile("only-here")
@@ -102,8 +103,9 @@ def test_picking_a_target_switches_the_ledger_and_its_profiles(
     assert launcher.client.url == f"sqlite:///{tmp_path}/elsewhere.db"
     assert [value for _, value in launcher.profile.options] == [""]
     assert launcher.save_profile("there")
-    assert [p.name for p in Client(target="elsewhere",
-                                   workspace=str(client.workspace)).profiles.list()] == ["there"]
+    assert [
+        p.name for p in Client(target="elsewhere", workspace=str(client.workspace)).profiles.list()
+    ] == ["there"]
     assert [p.name for p in client.profiles.list()] == ["only-here"]
     monkeypatch.chdir(client.workspace)
     named = Launcher(target="elsewhere", profile="there", task=TASK)
@@ -113,7 +115,8 @@ def test_picking_a_target_switches_the_ledger_and_its_profiles(
 
 
 def test_a_target_switch_closes_only_the_clients_the_launcher_opened(
-        client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     Targets(client.workspace).add("elsewhere", str(tmp_path / "elsewhere.db"))
     closed: list[str] = []
     monkeypatch.setattr(client, "close", lambda: closed.append("given"))
@@ -139,8 +142,7 @@ def test_a_chosen_profile_fills_and_greys_out_the_fields_it_fixes(client: Client
     launcher.iterations.value = 7
     launcher.study.value = "elsewhere"
     launcher.profile.value = "rosen-3"  # shows what will run: 3 iterations, not the 7 typed
-    assert (launcher.iterations.value, launcher.study.value, launcher.task.value) == (
-        3, "", TASK)
+    assert (launcher.iterations.value, launcher.study.value, launcher.task.value) == (3, "", TASK)
     assert launcher.iterations.disabled and launcher.task.disabled
     launcher.profile.value = ""
     assert (launcher.iterations.value, launcher.study.value) == (7, "elsewhere")
@@ -159,7 +161,7 @@ def test_an_existing_profile_is_replaced_only_when_replace_is_ticked(client: Cli
     launcher.profile_name.value = "nightly"
     launcher.save_button.click()
     assert "already saved" in launcher.diagnostics.value
-    assert 'tick &quot;replace&quot;' in launcher.diagnostics.value
+    assert "tick &quot;replace&quot;" in launcher.diagnostics.value
     assert client.profiles.get("nightly").template.options["iterations"] == 2  # type: ignore[union-attr]
 
     launcher.replace.value = True

@@ -45,13 +45,23 @@ def fast_task(workspace: Path) -> Path:
         "p = json.load(open('params.json'))\n"
         "noise = random.Random(int(os.environ['ZEROSHOT_SEED'])).gauss(0.0, 0.01)\n"
         "value = (p['x'] - 1.0) ** 2 + (p['y'] + 0.5) ** 2 + noise\n"
-        "print('ZEROSHOT_METRIC ' + json.dumps({'name': 'loss', 'value': value}))\n")
+        "print('ZEROSHOT_METRIC ' + json.dumps({'name': 'loss', 'value': value}))\n"
+    )
     (candidate / "params.json").write_text(json.dumps({"x": -4.0, "y": 4.0}))
-    spec = {"name": FAST_TASK, "charter": "Minimise a noisy quadratic quickly.",
-            "metric": "loss", "direction": "minimize", "command": ["{python}", "objective.py"],
-            "budgetSeconds": 10, "repeats": 3, "preload": ["json", "random"],
-            "searchSpace": [{"name": "x", "type": "float", "low": -5.0, "high": 5.0},
-                            {"name": "y", "type": "float", "low": -5.0, "high": 5.0}]}
+    spec = {
+        "name": FAST_TASK,
+        "charter": "Minimise a noisy quadratic quickly.",
+        "metric": "loss",
+        "direction": "minimize",
+        "command": ["{python}", "objective.py"],
+        "budgetSeconds": 10,
+        "repeats": 3,
+        "preload": ["json", "random"],
+        "searchSpace": [
+            {"name": "x", "type": "float", "low": -5.0, "high": 5.0},
+            {"name": "y", "type": "float", "low": -5.0, "high": 5.0},
+        ],
+    }
     (workspace / FAST_TASK / "task.yaml").write_text(json.dumps(spec))  # JSON is YAML
     (workspace / ".zeroshot").mkdir(exist_ok=True)
     return workspace
@@ -59,10 +69,15 @@ def fast_task(workspace: Path) -> Path:
 
 def start_fast(workspace: Path, iterations: int) -> ResearchRun:
     client = Client(workspace=str(workspace))
-    expansion = expand_template("auto-research", TemplateOptions(task=FAST_TASK,
-                                                                  iterations=iterations))
-    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                        title=f"auto-research {FAST_TASK}")
+    expansion = expand_template(
+        "auto-research", TemplateOptions(task=FAST_TASK, iterations=iterations)
+    )
+    run = client.submit(
+        expansion.graph,
+        input=expansion.input,
+        runtime=expansion.runtime,
+        title=f"auto-research {FAST_TASK}",
+    )
     return ResearchRun(workspace, client, run)
 
 
@@ -116,8 +131,9 @@ def test_a_monitor_opened_later_or_elsewhere_looks_the_same() -> None:
     here = RunMonitor(done.client, done.run.id)
     assert not here.polling and here.phase == "finished"
     # another process's view: a fresh client on the same ledger, no shared objects
-    other = RunMonitor(Client(done.client.url, workspace=str(done.workspace)), done.run.id,
-                       autostart=False)
+    other = RunMonitor(
+        Client(done.client.url, workspace=str(done.workspace)), done.run.id, autostart=False
+    )
     for widget in ("phase_html", "progress_label", "card", "table", "chart", "log_tail"):
         assert getattr(here, widget).value == getattr(other, widget).value, widget
     assert not other.refresh()  # nothing new: the run has ended
@@ -142,15 +158,29 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     tmp_path: Path,
 ) -> None:
     workspace = fast_task(tmp_path)
-    expansion = expand_template("auto-research", TemplateOptions(task=FAST_TASK,
-                                                                  iterations=12))
+    expansion = expand_template("auto-research", TemplateOptions(task=FAST_TASK, iterations=12))
     (workspace / "graph.json").write_text(json.dumps(expansion.graph))
     (workspace / "input.json").write_text(json.dumps(expansion.input))
     (workspace / "plan.json").write_text(json.dumps(expansion.runtime))
     started = subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "run", "graph.json", "--input", "@input.json",
-         "--runtime", "@plan.json", "--detach", "--json"],
-        capture_output=True, text=True, cwd=workspace, timeout=60, check=True,
+        [
+            sys.executable,
+            "-m",
+            "zeroshot_kernel",
+            "run",
+            "graph.json",
+            "--input",
+            "@input.json",
+            "--runtime",
+            "@plan.json",
+            "--detach",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=workspace,
+        timeout=60,
+        check=True,
     )
     run_id = json.loads(started.stdout)["runId"]
     client = Client(workspace=str(workspace))
@@ -199,7 +229,8 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
 def test_a_failed_run_says_why_in_the_header(tmp_path: Path) -> None:
     workspace = fast_task(tmp_path)
     (workspace / FAST_TASK / "candidate" / "objective.py").write_text(
-        "raise SystemExit('the objective broke on purpose')\n")
+        "raise SystemExit('the objective broke on purpose')\n"
+    )
     started = start_fast(workspace, 2)
     started.run.wait(timeout=180)
     monitor = RunMonitor(started.client, started.run.id, autostart=False)
@@ -218,8 +249,9 @@ def test_a_hundred_rounds_scroll_one_line_each_newest_first_as_in_the_report(
     monitor = RunMonitor(hundred.client, hundred.run.id, autostart=False)
     assert len(monitor.view.rounds) == 100
     table = monitor.table.value
-    box = re.match(r'<div class="zeroshot-rounds-box" style="max-height:(\d+)px;overflow:auto',
-                   table)
+    box = re.match(
+        r'<div class="zeroshot-rounds-box" style="max-height:(\d+)px;overflow:auto', table
+    )
     assert box is not None and int(box.group(1)) <= 400, table[:200]
     assert table.endswith("</div>") and table.count("zeroshot-rounds-box") == 1
     assert table.count('<tr class="zeroshot-') == 100  # one row per round, in the box
@@ -228,8 +260,9 @@ def test_a_hundred_rounds_scroll_one_line_each_newest_first_as_in_the_report(
     shown = [int(n) for n in re.findall(r'<tr class="zeroshot-\w+"[^>]*><td[^>]*>(\d+)<', table)]
     assert shown == list(range(100, 0, -1))
     report = build_report(hundred.client, hundred.run.id).table_html
-    assert [int(n) for n in re.findall(r'<tr class="zeroshot-\w+"[^>]*><td[^>]*>(\d+)<',
-                                       report)] == shown
+    assert [
+        int(n) for n in re.findall(r'<tr class="zeroshot-\w+"[^>]*><td[^>]*>(\d+)<', report)
+    ] == shown
     assert "min-width:22em" in table  # the reason column is not squeezed
     monitor.close()
 
@@ -286,12 +319,15 @@ def test_a_monitor_on_a_plain_graph_shows_its_phase_and_log_but_no_rounds(
     (tmp_path / "examples").mkdir()
     for name in ("headline.yaml", "headline_workers.py", "headline-runtime.json"):
         (tmp_path / "examples" / name).write_bytes(
-            (Path(__file__).parent.parent / "examples" / name).read_bytes())
+            (Path(__file__).parent.parent / "examples" / name).read_bytes()
+        )
     client = Client(workspace=str(tmp_path))
-    run = client.submit(tmp_path / "examples" / "headline.yaml", input={"topic": "logs"},
-                        title="headline",
-                        runtime=json.loads((tmp_path / "examples" / "headline-runtime.json")
-                                           .read_text()))
+    run = client.submit(
+        tmp_path / "examples" / "headline.yaml",
+        input={"topic": "logs"},
+        title="headline",
+        runtime=json.loads((tmp_path / "examples" / "headline-runtime.json").read_text()),
+    )
     run.wait(timeout=60)
     monitor = RunMonitor(client, run.id, autostart=False)
     assert not monitor.is_research and monitor.terminal is not None
@@ -314,32 +350,53 @@ def test_the_browser_lists_batches_and_shows_the_items_of_the_one_selected(
     ledger = tmp_path / "ledger.db"
     client = Client(ledger, workspace=str(tmp_path))
     with BatchStore(client.url) as store:
-        batch_id = store.create("/nb/research.ipynb", str(tmp_path), [{"x": 1}, {"x": 2}],
-                                BatchOptions())
+        batch_id = store.create(
+            "/nb/research.ipynb", str(tmp_path), [{"x": 1}, {"x": 2}], BatchOptions()
+        )
         store.start(batch_id, 0)
-        store.settle(batch_id, 0, status="failed", duration_s=1.5, output=None,
-                     error="the kernel died while a cell ran", results=None)
+        store.settle(
+            batch_id,
+            0,
+            status="failed",
+            duration_s=1.5,
+            output=None,
+            error="the kernel died while a cell ran",
+            results=None,
+        )
     browser = RunBrowser(client)
     (label,) = [text for text, value in browser.batches.options if value == batch_id]
     assert "1 failed, 1 pending of 2" in label
     browser.batches.value = batch_id
     assert "the kernel died while a cell ran" in browser.batch_html.value
-    assert browser.batch_html.value.count("<tr class=\"zeroshot-batch-") == 2
+    assert browser.batch_html.value.count('<tr class="zeroshot-batch-') == 2
     browser.close()
 
 
 def test_continue_keeps_the_harness_model_and_server_of_the_stopped_run() -> None:
     from zeroshot_widgets.monitor import continuation_options
 
-    chosen = TemplateOptions(task="branin", iterations=9, study="branin-long", harness="openai",
-                             model="local", base_url="http://127.0.0.1:8080/v1",
-                             max_tokens=512)
+    chosen = TemplateOptions(
+        task="branin",
+        iterations=9,
+        study="branin-long",
+        harness="openai",
+        model="local",
+        base_url="http://127.0.0.1:8080/v1",
+        max_tokens=512,
+    )
     expansion = expand_template("auto-research", chosen)
-    again = continuation_options({"initialInput": expansion.input,
-                                  "runtime": expansion.runtime}, iterations=4)
-    assert again == TemplateOptions(task="branin", iterations=4, study="branin-long",
-                                    harness="openai", model="local",
-                                    base_url="http://127.0.0.1:8080/v1", max_tokens=512)
+    again = continuation_options(
+        {"initialInput": expansion.input, "runtime": expansion.runtime}, iterations=4
+    )
+    assert again == TemplateOptions(
+        task="branin",
+        iterations=4,
+        study="branin-long",
+        harness="openai",
+        model="local",
+        base_url="http://127.0.0.1:8080/v1",
+        max_tokens=512,
+    )
     same = expand_template("auto-research", again)
     assert same.runtime == expansion.runtime and same.input["study"] == "branin-long"
     with pytest.raises(ValueError, match="not an auto-research run"):

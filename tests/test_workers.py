@@ -166,8 +166,11 @@ def _codes(document: dict[str, Any]) -> list[str]:
     ("pointer", "value", "code"),
     [
         (("contract", "errors"), [], "EMPTY_WORKER_ERRORS"),
-        (("contract", "errors"), ["timeout", "crash", "crash", "refusal"],
-         "DUPLICATE_WORKER_ERRORS"),
+        (
+            ("contract", "errors"),
+            ["timeout", "crash", "crash", "refusal"],
+            "DUPLICATE_WORKER_ERRORS",
+        ),
         (("artifactProfile", "allowedTypeIds"), ["a@1", "a@1"], "DUPLICATE_ARTIFACT_TYPES"),
         (("artifactProfile", "allowedMediaTypes"), [], "EMPTY_MEDIA_TYPES"),
         (("artifactProfile", "allowedMediaTypes"), ["a/b", "a/b"], "DUPLICATE_MEDIA_TYPES"),

@@ -39,10 +39,13 @@ def research_workspace(root: Path) -> Path:
 
 def start_research(workspace: Path, iterations: int) -> ResearchRun:
     client = Client(workspace=str(workspace))
-    expansion = expand_template("auto-research", TemplateOptions(task=TASK,
-                                                                  iterations=iterations))
-    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                        title=f"auto-research {TASK}")
+    expansion = expand_template("auto-research", TemplateOptions(task=TASK, iterations=iterations))
+    run = client.submit(
+        expansion.graph,
+        input=expansion.input,
+        runtime=expansion.runtime,
+        title=f"auto-research {TASK}",
+    )
     return ResearchRun(workspace, client, run)
 
 
@@ -55,5 +58,3 @@ def finished_run() -> ResearchRun:
     started = start_research(workspace, iterations=2)
     started.run.wait(timeout=180)
     return started
-
-

@@ -225,8 +225,7 @@ class Run:
             if isinstance(event, SafeLog) and execution in (None, event.execution):
                 yield cursor, event
 
-    def result(self, timeout: float | None = None, *, poll_s: float = POLL_S
-               ) -> TerminalResult:
+    def result(self, timeout: float | None = None, *, poll_s: float = POLL_S) -> TerminalResult:
         """Block until the run ends and return how (``SucceededResult`` or
         ``FailedResult``); ``TimeoutError`` after ``timeout`` seconds leaves it running."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -241,8 +240,9 @@ class Run:
     # The name notebooks and scripts used before ``result``; the same method.
     wait = result
 
-    async def aresult(self, timeout: float | None = None, *, poll_s: float = POLL_S
-                      ) -> TerminalResult:
+    async def aresult(
+        self, timeout: float | None = None, *, poll_s: float = POLL_S
+    ) -> TerminalResult:
         """Async form of :meth:`result`; cancelling this await never stops the run."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -262,7 +262,8 @@ class Run:
                 return ControllerState("starting", state.owner)
             if state.phase == "starting":
                 return ControllerState(
-                    "gone", why=f"its controller exited with status {self._process.returncode}")
+                    "gone", why=f"its controller exited with status {self._process.returncode}"
+                )
         return state
 
     def stop(self) -> StopResult:
@@ -354,34 +355,60 @@ class Client:
         ``ProfileExists`` when the name is taken unless ``replace``. Later runs of the
         profile use exactly what is stored, whatever happens to a template meanwhile.
         """
-        admission = admit(_graph(graph), initial_input=input, runtime=runtime,
-                          registry=registry, require_input=False, workspace=self.workspace)
+        admission = admit(
+            _graph(graph),
+            initial_input=input,
+            runtime=runtime,
+            registry=registry,
+            require_input=False,
+            workspace=self.workspace,
+        )
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         profile = Profile(
-            name=name, title=title or name, graph=_graph_document(graph),
-            runtime=admission.admitted.runtime.to_wire(), input=input,
-            identity=admission.admitted.identity, template=template,
+            name=name,
+            title=title or name,
+            graph=_graph_document(graph),
+            runtime=admission.admitted.runtime.to_wire(),
+            input=input,
+            identity=admission.admitted.identity,
+            template=template,
         )
         return self.profiles.save(profile, replace=replace)
 
-    def validate_profile(self, name: str, *, input: Any = None,
-                         registry: WorkerRegistry | None = None) -> Admission:
+    def validate_profile(
+        self, name: str, *, input: Any = None, registry: WorkerRegistry | None = None
+    ) -> Admission:
         """Every admission check of a saved profile, as for the same inline graph;
         ``input`` replaces the profile's default input."""
         profile = self.profiles.get(name)
-        return self.validate(profile.graph, input=profile.chosen_input(input),
-                             runtime=profile.runtime, registry=registry)
+        return self.validate(
+            profile.graph,
+            input=profile.chosen_input(input),
+            runtime=profile.runtime,
+            registry=registry,
+        )
 
-    def submit_profile(self, name: str, *, input: Any = None, title: str | None = None,
-                       in_process: bool | None = None,
-                       registry: WorkerRegistry | None = None) -> Run:
+    def submit_profile(
+        self,
+        name: str,
+        *,
+        input: Any = None,
+        title: str | None = None,
+        in_process: bool | None = None,
+        registry: WorkerRegistry | None = None,
+    ) -> Run:
         """Fetch a saved profile and submit its stored graph and runtime (``input``
         replaces the profile's default input). Raises :class:`AdmissionRejected`."""
         profile = self.profiles.get(name)
-        return self.submit(profile.graph, input=profile.chosen_input(input),
-                           runtime=profile.runtime, title=title or profile.title,
-                           in_process=in_process, registry=registry)
+        return self.submit(
+            profile.graph,
+            input=profile.chosen_input(input),
+            runtime=profile.runtime,
+            title=title or profile.title,
+            in_process=in_process,
+            registry=registry,
+        )
 
     def validate(
         self,
@@ -392,8 +419,13 @@ class Client:
         registry: WorkerRegistry | None = None,
     ) -> Admission:
         """Every admission check; creates nothing (``zeroshot validate``)."""
-        return admit(_graph(graph), initial_input=input, runtime=runtime, registry=registry,
-                     workspace=self.workspace)
+        return admit(
+            _graph(graph),
+            initial_input=input,
+            runtime=runtime,
+            registry=registry,
+            workspace=self.workspace,
+        )
 
     def submit(
         self,
@@ -415,8 +447,12 @@ class Client:
         """
         source = _graph(graph)
         admission = admit(
-            source, initial_input=input, runtime=runtime, title=title or _title(graph),
-            registry=registry, workspace=self.workspace,
+            source,
+            initial_input=input,
+            runtime=runtime,
+            title=title or _title(graph),
+            registry=registry,
+            workspace=self.workspace,
         )
         if admission.admitted is None:
             raise AdmissionRejected(admission)
@@ -508,8 +544,9 @@ def _graph(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]) -> Any
         raise ValueError(str(error)) from error
 
 
-def _graph_document(graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str]
-                    ) -> dict[str, Any]:
+def _graph_document(
+    graph: GraphSpec | Mapping[str, Any] | str | os.PathLike[str],
+) -> dict[str, Any]:
     source = _graph(graph)
     if isinstance(source, GraphSpec):
         return source.to_wire()

@@ -20,8 +20,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="zeroshot-demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="svc-digits",
-                        help="bundled task under research_templates/")
+    parser.add_argument(
+        "--task", default="svc-digits", help="bundled task under research_templates/"
+    )
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--out", type=Path, default=PROJECT / "demo-output")
     args = parser.parse_args(argv)
@@ -42,10 +43,16 @@ def main(argv: list[str] | None = None) -> int:
         "auto-research", TemplateOptions(task=args.task, iterations=args.iterations)
     )
     started = time.monotonic()
-    run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime,
-                        title=f"demo: {args.task}")
-    print(f"auto-research on {args.task}: run {run.id}, {args.iterations} rounds, "
-          f"ledger {client.display_url}")
+    run = client.submit(
+        expansion.graph,
+        input=expansion.input,
+        runtime=expansion.runtime,
+        title=f"demo: {args.task}",
+    )
+    print(
+        f"auto-research on {args.task}: run {run.id}, {args.iterations} rounds, "
+        f"ledger {client.display_url}"
+    )
     builder, shown, cursor = ResearchViewBuilder(), 0, None
     while True:
         snapshot, tail = client.snapshot_and_tail(run.id, cursor)
@@ -63,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     if view.incumbent is not None:
         metric = view.incumbent.metric
         value = "n/a (no successful measurement)" if metric is None else f"{metric:.6g}"
-        print(f"incumbent {view.incumbent.candidate_id}: metric {value} "
-              f"(adopted in round {view.incumbent.round}); plateau {view.plateau} round(s)")
+        print(
+            f"incumbent {view.incumbent.candidate_id}: metric {value} "
+            f"(adopted in round {view.incumbent.round}); plateau {view.plateau} round(s)"
+        )
 
     report = write_report(client.url, run.id, workspace)
     print(f"report: {report}")
@@ -80,9 +89,12 @@ def write_report(ledger_url: str, run_id: str, out: Path) -> Path:
 
     executed = out / "report.ipynb"
     papermill.execute_notebook(
-        str(PROJECT / "notebooks" / "report.ipynb"), str(executed),
+        str(PROJECT / "notebooks" / "report.ipynb"),
+        str(executed),
         parameters={"ledger": ledger_url, "run_id": run_id},
-        kernel_name="python3", cwd=str(out), progress_bar=False,
+        kernel_name="python3",
+        cwd=str(out),
+        progress_bar=False,
     )
     notebook = nbformat.read(executed, 4)  # type: ignore[no-untyped-call]
     exporter = HTMLExporter(exclude_input=True)  # type: ignore[no-untyped-call]

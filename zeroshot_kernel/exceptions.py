@@ -30,8 +30,7 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["InvalidInput", "NotFound", "OperationFailed", "Refused", "Unavailable",
-           "ZeroshotError"]
+__all__ = ["InvalidInput", "NotFound", "OperationFailed", "Refused", "Unavailable", "ZeroshotError"]
 
 
 class ZeroshotError(Exception):

@@ -77,12 +77,14 @@ def features() -> tuple[Feature, ...]:
         try:
             loaded = point.load()
         except Exception as problem:  # a third party's import error must not stop the CLI
-            warnings.warn(f"feature {point.name!r} ({point.value}) cannot be loaded: "
-                          f"{type(problem).__name__}: {problem}", stacklevel=2)
+            warnings.warn(
+                f"feature {point.name!r} ({point.value}) cannot be loaded: "
+                f"{type(problem).__name__}: {problem}",
+                stacklevel=2,
+            )
             continue
         if not isinstance(loaded, Feature):
-            warnings.warn(f"feature {point.name!r} ({point.value}) is not a Feature",
-                          stacklevel=2)
+            warnings.warn(f"feature {point.name!r} ({point.value}) is not a Feature", stacklevel=2)
             continue
         found.append(loaded)
     return tuple(found)

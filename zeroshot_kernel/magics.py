@@ -51,8 +51,13 @@ class Invocation:
 
 
 def _app(help_text: str) -> typer.Typer:
-    return typer.Typer(help=help_text, no_args_is_help=True, add_completion=False,
-                       rich_markup_mode=None, pretty_exceptions_enable=False)
+    return typer.Typer(
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
 
 
 line_app = _app("Launch, list, monitor and stop zeroshot runs from a notebook.")
@@ -74,8 +79,10 @@ def research(
     model: Annotated[str | None, typer.Option(help="Model for a model harness.")] = None,
     base_url: BaseUrlOption = None,
     max_tokens: MaxTokensOption = None,
-    study: Annotated[str | None, typer.Option(
-        help="Study to continue or start (default: the task folder's name).")] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(help="Study to continue or start (default: the task folder's name)."),
+    ] = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -97,11 +104,25 @@ def research(
     except TaskError as problem:
         fail_usage(str(problem))
     try:
-        expansion = expand_template("auto-research", TemplateOptions(
-            task=task, iterations=iterations, harness=harness, provider=provider, model=model,
-            study=study, base_url=base_url, max_tokens=max_tokens))
-        run = client.submit(expansion.graph, input=expansion.input,
-                            runtime=expansion.runtime, title=f"auto-research {task}")
+        expansion = expand_template(
+            "auto-research",
+            TemplateOptions(
+                task=task,
+                iterations=iterations,
+                harness=harness,
+                provider=provider,
+                model=model,
+                study=study,
+                base_url=base_url,
+                max_tokens=max_tokens,
+            ),
+        )
+        run = client.submit(
+            expansion.graph,
+            input=expansion.input,
+            runtime=expansion.runtime,
+            title=f"auto-research {task}",
+        )
     except AdmissionRejected as rejected:  # a ValueError too: before the next clause
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
@@ -113,8 +134,9 @@ def research(
 
 LatestRunArgument = Annotated[
     str | None,
-    typer.Argument(help="Run id (default: the run these magics launched or showed last).",
-                   show_default=False),
+    typer.Argument(
+        help="Run id (default: the run these magics launched or showed last).", show_default=False
+    ),
 ]
 
 
@@ -149,8 +171,12 @@ def wait(
 
 
 @line_app.command("report")
-def report(ctx: typer.Context, run_id: LatestRunArgument = None,
-           ledger: LedgerOption = None, target: TargetOption = None) -> None:
+def report(
+    ctx: typer.Context,
+    run_id: LatestRunArgument = None,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """Show a run's report: plateau chart, incumbent and every round's evidence.
 
     Example: %zeroshot report run-abcdefghijkl
@@ -227,8 +253,9 @@ def graph_cell(
         fail_usage(str(error))
     if variable is not None and invocation.magics.shell is not None:
         invocation.magics.shell.user_ns[variable] = document
-    report_validation(document, "graph", input=input, runtime=runtime, registry=registry,
-                      as_json=as_json)
+    report_validation(
+        document, "graph", input=input, runtime=runtime, registry=registry, as_json=as_json
+    )
 
 
 @magics_class
@@ -300,5 +327,4 @@ def _invoke(app: typer.Typer, prog: str, line: str, invocation: Invocation) -> N
         typer.echo(f"error: {problem}", err=True)
         return
     with contextlib.suppress(SystemExit):
-        typer.main.get_command(app).main(args, prog_name=prog, standalone_mode=True,
-                                         obj=invocation)
+        typer.main.get_command(app).main(args, prog_name=prog, standalone_mode=True, obj=invocation)

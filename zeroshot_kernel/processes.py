@@ -155,8 +155,14 @@ def spawn(
     """Start ``argv`` (no shell); ``own_group`` makes it the leader of a new session.
     ``env`` replaces the environment when given. Raises ``OSError`` when it cannot start."""
     popen = subprocess.Popen(
-        [str(part) for part in argv], cwd=cwd, env=dict(env) if env is not None else None,
-        stdin=stdin, stdout=stdout, stderr=stderr, text=text, start_new_session=own_group,
+        [str(part) for part in argv],
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        text=text,
+        start_new_session=own_group,
         close_fds=True,
     )
     return Child(popen, own_group=own_group)
@@ -215,8 +221,14 @@ async def spawn_async(
     """:func:`spawn` for asyncio: pipes are ``StreamReader``/``StreamWriter`` whose lines may
     be up to ``limit`` bytes. Raises ``OSError`` when it cannot start."""
     process = await asyncio.create_subprocess_exec(
-        *[str(part) for part in argv], cwd=cwd, env=dict(env) if env is not None else None,
-        stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=own_group, limit=limit,
+        *[str(part) for part in argv],
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=own_group,
+        limit=limit,
     )
     return AsyncChild(process, own_group=own_group)
 

@@ -89,8 +89,10 @@ class ProfileStore(SideStore):
         with self._session(write=True) as session:
             row = session.get(ProfileRow, profile.name)
             if row is not None and not replace:
-                raise ProfileExists(f"profile {profile.name!r} is already saved at "
-                                    f"{self.display_url}; replace it explicitly")
+                raise ProfileExists(
+                    f"profile {profile.name!r} is already saved at "
+                    f"{self.display_url}; replace it explicitly"
+                )
             if row is None:
                 row = ProfileRow(name=profile.name, saved_at=0.0, document="")
             row.saved_at, row.document = saved.saved_at, json.dumps(saved.to_wire())
@@ -102,8 +104,7 @@ class ProfileStore(SideStore):
             row = session.get(ProfileRow, name)
             if row is None:
                 known = ", ".join(p.name for p in self.list()) or "none"
-                raise ProfileNotFound(f"no profile {name!r} at {self.display_url} "
-                                      f"(saved: {known})")
+                raise ProfileNotFound(f"no profile {name!r} at {self.display_url} (saved: {known})")
             return Profile.model_validate(json.loads(row.document))
 
     def list(self) -> list[Profile]:

@@ -103,8 +103,9 @@ def _arguments(
     retry_after: Callable[[Any], float | None],
     on_retry: Callable[[RetryNotice], None] | None,
 ) -> dict[str, Any]:
-    backoff = (wait_exponential(multiplier=policy.first_delay_s, max=policy.max_delay_s)
-               + wait_random(0, policy.first_delay_s))
+    backoff = wait_exponential(
+        multiplier=policy.first_delay_s, max=policy.max_delay_s
+    ) + wait_random(0, policy.first_delay_s)
 
     def wait(state: RetryCallState) -> float:
         outcome = state.outcome
@@ -122,19 +123,22 @@ def _arguments(
         if on_retry is None or state.outcome is None:
             return
         failed = state.outcome.failed
-        on_retry(RetryNotice(
-            attempt=state.attempt_number,
-            delay_s=state.next_action.sleep if state.next_action is not None else 0.0,
-            error=state.outcome.exception() if failed else None,
-            result=None if failed else state.outcome.result(),
-        ))
+        on_retry(
+            RetryNotice(
+                attempt=state.attempt_number,
+                delay_s=state.next_action.sleep if state.next_action is not None else 0.0,
+                error=state.outcome.exception() if failed else None,
+                result=None if failed else state.outcome.result(),
+            )
+        )
 
     def give_up(state: RetryCallState) -> NoReturn:
         assert state.outcome is not None
         failed = state.outcome.failed
         error = state.outcome.exception() if failed else None
-        raise RetriesExhausted(state.attempt_number, error,
-                               None if failed else state.outcome.result()) from error
+        raise RetriesExhausted(
+            state.attempt_number, error, None if failed else state.outcome.result()
+        ) from error
 
     return {
         "stop": stop_after_attempt(max(1, policy.attempts)) | stop_after_delay(policy.budget_s),
@@ -159,9 +163,15 @@ async def retry_async(
     Raises :class:`RetriesExhausted` when the last allowed attempt failed transiently; any
     other exception of ``call`` propagates at once. ``retry_after`` reads a wait the
     failing result asks for (a ``Retry-After``); ``on_retry`` hears of each retry."""
-    retrying = AsyncRetrying(**_arguments(
-        policy, transient_error=transient_error, transient_result=transient_result,
-        retry_after=retry_after, on_retry=on_retry))
+    retrying = AsyncRetrying(
+        **_arguments(
+            policy,
+            transient_error=transient_error,
+            transient_result=transient_result,
+            retry_after=retry_after,
+            on_retry=on_retry,
+        )
+    )
 
     async def attempt() -> T:
         return await call()
@@ -180,9 +190,15 @@ def retry_sync(
     on_retry: Callable[[RetryNotice], None] | None = None,
 ) -> T:
     """:func:`retry_async` for a blocking ``call`` (the waits block this thread)."""
-    retrying = Retrying(**_arguments(
-        policy, transient_error=transient_error, transient_result=transient_result,
-        retry_after=retry_after, on_retry=on_retry))
+    retrying = Retrying(
+        **_arguments(
+            policy,
+            transient_error=transient_error,
+            transient_result=transient_result,
+            retry_after=retry_after,
+            on_retry=on_retry,
+        )
+    )
     result: T = retrying(call)
     return result
 
@@ -190,8 +206,9 @@ def retry_sync(
 def transient_http_error(error: BaseException) -> bool:
     """A failure to connect, a timeout, or a connection dropped before the reply: another
     attempt may succeed. (A malformed URL or an unsupported protocol will not.)"""
-    return isinstance(error, httpx.TimeoutException | httpx.NetworkError
-                      | httpx.RemoteProtocolError)
+    return isinstance(
+        error, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
+    )
 
 
 def transient_response(response: httpx.Response) -> bool:

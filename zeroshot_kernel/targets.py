@@ -78,11 +78,19 @@ class Targets:
             if target.name == name:
                 return target
         known = ", ".join(t.name for t in self.list())
-        raise TargetError(f"no target {name!r} in {self.workspace} (known: {known}); "
-                          f"add one with: zeroshot target add {name} --ledger URL")
+        raise TargetError(
+            f"no target {name!r} in {self.workspace} (known: {known}); "
+            f"add one with: zeroshot target add {name} --ledger URL"
+        )
 
-    def add(self, name: str, ledger: str, *, replace: bool = False,
-            check: Callable[[Target], None] | None = None) -> Target:
+    def add(
+        self,
+        name: str,
+        ledger: str,
+        *,
+        replace: bool = False,
+        check: Callable[[Target], None] | None = None,
+    ) -> Target:
         """Record ``name`` for ``ledger`` (a SQLAlchemy URL or SQLite file path), after
         ``check`` (which raises :class:`TargetError`) accepted it."""
         if name == LOCAL:
@@ -91,8 +99,10 @@ class Targets:
             raise TargetError(f"target name {name!r} must match {NAME_PATTERN}")
         added = self._added()
         if name in added and not replace:
-            raise TargetError(f"target {name!r} exists (ledger {added[name].display_ledger}); "
-                              "pass --replace to point it elsewhere")
+            raise TargetError(
+                f"target {name!r} exists (ledger {added[name].display_ledger}); "
+                "pass --replace to point it elsewhere"
+            )
         target = Target(name=name, ledger=ledger if "://" in ledger else ledger_url(ledger))
         if check is not None:
             check(target)
@@ -127,8 +137,11 @@ class Targets:
         self.path.chmod(0o600)
 
 
-def resolve_ledger(ledger: str | os.PathLike[str] | None = None, target: str | None = None,
-                   workspace: str | os.PathLike[str] | None = None) -> str:
+def resolve_ledger(
+    ledger: str | os.PathLike[str] | None = None,
+    target: str | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+) -> str:
     """The ledger URL a command or client uses (see the module docstring for the order)."""
     if ledger is not None and target is not None:
         raise TargetError("give either a ledger or a target, not both")

@@ -25,8 +25,9 @@ def find_workspace(start: str | os.PathLike[str] | None = None) -> Path:
     return here
 
 
-def ledger_url(explicit: str | None = None, workspace: Path | None = None, *,
-               use_env: bool = True) -> str:
+def ledger_url(
+    explicit: str | None = None, workspace: Path | None = None, *, use_env: bool = True
+) -> str:
     """The ledger URL to use; a plain path is taken as a SQLite file."""
     value = explicit or (os.environ.get(LEDGER_ENV) if use_env else None)
     if value is None:

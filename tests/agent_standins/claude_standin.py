@@ -23,16 +23,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scripted_agent import answer, session_for
 
-USAGE = {"input_tokens": 100, "cache_creation_input_tokens": 10,
-         "cache_read_input_tokens": 5, "output_tokens": 20}
+USAGE = {
+    "input_tokens": 100,
+    "cache_creation_input_tokens": 10,
+    "cache_read_input_tokens": 5,
+    "output_tokens": 20,
+}
 
 
 def result(text: str, session: str, *, error: bool = False) -> str:
-    return json.dumps({
-        "type": "result", "subtype": "success", "is_error": error, "duration_ms": 12,
-        "num_turns": 1, "result": text, "session_id": session,
-        "total_cost_usd": 0.0015, "usage": USAGE,
-    })
+    return json.dumps(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": error,
+            "duration_ms": 12,
+            "num_turns": 1,
+            "result": text,
+            "session_id": session,
+            "total_cost_usd": 0.0015,
+            "usage": USAGE,
+        }
+    )
 
 
 def main() -> int:

@@ -55,14 +55,18 @@ def main() -> int:
     emit({"type": "turn.started"})
     turn = answer(prompt, session_file, sys.argv[1:], resume)
     if turn.failure == "auth":
-        emit({"type": "error", "message": "unexpected status 401 Unauthorized: Missing bearer "
-              "or basic authentication in header"})
+        emit(
+            {
+                "type": "error",
+                "message": "unexpected status 401 Unauthorized: Missing bearer "
+                "or basic authentication in header",
+            }
+        )
         emit({"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized"}})
         return 1
     if turn.failure == "turn_failed":
         emit({"type": "error", "message": "stream disconnected before completion"})
-        emit({"type": "turn.failed",
-              "error": {"message": "stream disconnected before completion"}})
+        emit({"type": "turn.failed", "error": {"message": "stream disconnected before completion"}})
         return 1
     if turn.failure == "crash":
         print("thread 'main' panicked: the stand-in crashed on purpose", file=sys.stderr)
@@ -70,12 +74,24 @@ def main() -> int:
     if turn.failure == "garbage":
         print("this is not a JSON event")
         return 0
-    emit({"type": "item.completed",
-          "item": {"id": "item_0", "type": "reasoning", "text": "**Thinking**"}})
-    emit({"type": "item.completed",
-          "item": {"id": "item_1", "type": "agent_message", "text": turn.text}})
-    emit({"type": "turn.completed",
-          "usage": {"input_tokens": 200, "cached_input_tokens": 50, "output_tokens": 30}})
+    emit(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_0", "type": "reasoning", "text": "**Thinking**"},
+        }
+    )
+    emit(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_1", "type": "agent_message", "text": turn.text},
+        }
+    )
+    emit(
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 200, "cached_input_tokens": 50, "output_tokens": 30},
+        }
+    )
     return 0
 
 

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "standin.json").exists()),
-            Path.cwd())
+ROOT = next(
+    (p for p in (Path.cwd(), *Path.cwd().parents) if (p / "standin.json").exists()), Path.cwd()
+)
 """The workspace: the nearest folder holding the script (a researcher runs in a scratch
 checkout below the workspace)."""
 STATE = ROOT / ".standin"
@@ -94,10 +95,19 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
     known = json.loads(scripts.read_text()) if scripts.exists() else {}
     script = known.get(node, [{"text": "ok"}])
     reply: dict[str, Any] = script[min(turn, len(script) - 1)]
-    _record({"node": node, "turn": turn, "argv": argv, "resumed": resumed,
-             "session": session_file.name, "pid": os.getpid(),
-             "head": prompt.splitlines()[0] if prompt else "", "prompt": prompt,
-             "cwd": str(Path.cwd())})
+    _record(
+        {
+            "node": node,
+            "turn": turn,
+            "argv": argv,
+            "resumed": resumed,
+            "session": session_file.name,
+            "pid": os.getpid(),
+            "head": prompt.splitlines()[0] if prompt else "",
+            "prompt": prompt,
+            "cwd": str(Path.cwd()),
+        }
+    )
     if "leak_env" in reply:
         print(f"debug: key is {os.environ.get(reply['leak_env'], '')}", file=sys.stderr)
     if "require_env" in reply and reply["require_env"] not in os.environ:
@@ -114,8 +124,9 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
         return Answer(text=json.dumps({"value": value["value"] + 1}))
     if "gate" in reply:
         verdict = "accepted" if value["value"] >= reply["gate"] else "rejected"
-        return Answer(text=json.dumps(
-            {"output": None, "signals": {"verdict": verdict}, "diagnostic": None}))
+        return Answer(
+            text=json.dumps({"output": None, "signals": {"verdict": verdict}, "diagnostic": None})
+        )
     if "refuse" in reply:
         return Answer(text=json.dumps({"refusal": reply["refuse"]}))
     if reply.get("hang"):

@@ -27,8 +27,9 @@ from zeroshot_widgets.monitor import RunMonitor
 class RunBrowser(widgets.VBox):  # type: ignore[misc]
     """A list of runs and one open monitor; ``refresh()`` re-reads the list."""
 
-    def __init__(self, client: Client | None = None, *, rows: int = 8,
-                 **monitor_options: Any) -> None:
+    def __init__(
+        self, client: Client | None = None, *, rows: int = 8, **monitor_options: Any
+    ) -> None:
         self.client = client or Client()
         self.monitor: RunMonitor | None = None
         self._monitor_options = monitor_options
@@ -42,15 +43,17 @@ class RunBrowser(widgets.VBox):  # type: ignore[misc]
         self.refresh_button.on_click(lambda _: self.refresh())
         self.runs.observe(self._selected, names="value")
         self.batches.observe(self._batch_selected, names="value")
-        super().__init__(children=[
-            widgets.HTML(f"runs in <code>{html.escape(self.client.display_url)}</code>"),
-            self.runs,
-            self.refresh_button,
-            self.monitor_box,
-            widgets.HTML("batches of notebooks"),
-            self.batches,
-            self.batch_html,
-        ])
+        super().__init__(
+            children=[
+                widgets.HTML(f"runs in <code>{html.escape(self.client.display_url)}</code>"),
+                self.runs,
+                self.refresh_button,
+                self.monitor_box,
+                widgets.HTML("batches of notebooks"),
+                self.batches,
+                self.batch_html,
+            ]
+        )
         self.refresh()
 
     def refresh(self) -> None:
@@ -99,6 +102,9 @@ def _label(summary: RunSummary) -> str:
 
 
 def _batch_label(batch: BatchStatus) -> str:
-    counts = ", ".join(f"{batch.count(s)} {s}" for s in ("succeeded", "failed", "running",
-                                                          "pending") if batch.count(s))
+    counts = ", ".join(
+        f"{batch.count(s)} {s}"
+        for s in ("succeeded", "failed", "running", "pending")
+        if batch.count(s)
+    )
     return f"{batch.batch_id}  {counts} of {len(batch.items)}  {batch.notebook[-50:]}"

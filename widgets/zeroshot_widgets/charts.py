@@ -104,8 +104,15 @@ def plateau_figure(
     axes.set_ylabel(metric)
     axes.set_title(title or _summary(view), fontsize="medium", loc="left")
     if not view.rounds:
-        axes.text(0.5, 0.5, "no reviewed rounds yet", ha="center", va="center",
-                  transform=axes.transAxes, color=REJECTED)
+        axes.text(
+            0.5,
+            0.5,
+            "no reviewed rounds yet",
+            ha="center",
+            va="center",
+            transform=axes.transAxes,
+            color=REJECTED,
+        )
         axes.set_xlim(0, 1)
         return figure
 
@@ -120,20 +127,41 @@ def plateau_figure(
     after = [v for v in view.best_so_far if v is not None]
     zoom = y_range([*adopted[1], *rejected[1]], after, start)
     _plateau_bands(axes, plateau_stretches(view))
-    axes.step(best_x, [zoom.clamp(_nan(v)) for v in best_y], where="post", color=BEST,
-              linewidth=1.6, label="best so far", zorder=2)
+    axes.step(
+        best_x,
+        [zoom.clamp(_nan(v)) for v in best_y],
+        where="post",
+        color=BEST,
+        linewidth=1.6,
+        label="best so far",
+        zorder=2,
+    )
     if start is not None:
-        axes.scatter([first], [zoom.clamp(start)], marker="D", s=30, color=BEST,
-                     label="start", zorder=3)
+        axes.scatter(
+            [first], [zoom.clamp(start)], marker="D", s=30, color=BEST, label="start", zorder=3
+        )
     if rejected[0]:
-        axes.scatter(rejected[0], [zoom.clamp(v) for v in rejected[1]], s=24 * area,
-                     facecolors="none", edgecolors=REJECTED, label="rejected", zorder=3)
+        axes.scatter(
+            rejected[0],
+            [zoom.clamp(v) for v in rejected[1]],
+            s=24 * area,
+            facecolors="none",
+            edgecolors=REJECTED,
+            label="rejected",
+            zorder=3,
+        )
     if adopted[0]:
-        axes.scatter(adopted[0], [zoom.clamp(v) for v in adopted[1]], s=40 * area,
-                     color=ADOPTED, edgecolors="black", linewidths=0.5, label="adopted",
-                     zorder=4)
-    _edge_marks(axes, [r.round for r in rounds if crashed(r)], CRASHED_Y, "X", CRASHED,
-                "crashed")
+        axes.scatter(
+            adopted[0],
+            [zoom.clamp(v) for v in adopted[1]],
+            s=40 * area,
+            color=ADOPTED,
+            edgecolors="black",
+            linewidths=0.5,
+            label="adopted",
+            zorder=4,
+        )
+    _edge_marks(axes, [r.round for r in rounds if crashed(r)], CRASHED_Y, "X", CRASHED, "crashed")
     _reconsidered_marks(axes, view, zoom)
     _beyond_marks(axes, [*zip(*adopted, strict=True), *zip(*rejected, strict=True)], zoom)
     zoom.apply(axes)
@@ -169,29 +197,45 @@ def _summary(view: ResearchView) -> str:
     if view.incumbent is None:
         return "auto-research"
     metric = "-" if view.incumbent.metric is None else f"{view.incumbent.metric:.4g}"
-    return (f"{len(view.rounds)} rounds · incumbent {view.incumbent.candidate_id} = {metric}"
-            f" · plateau {view.plateau}")
+    return (
+        f"{len(view.rounds)} rounds · incumbent {view.incumbent.candidate_id} = {metric}"
+        f" · plateau {view.plateau}"
+    )
 
 
 def _plateau_bands(axes: Axes, stretches: Sequence[tuple[int, int]]) -> None:
     """One collection of full-height bands, in data x and axes y coordinates."""
     if not stretches:
         return
-    bands = [[(a - 0.5, 0.0), (b + 0.5, 0.0), (b + 0.5, 1.0), (a - 0.5, 1.0)]
-             for a, b in stretches]
-    collection = PolyCollection(bands, facecolors=PLATEAU, edgecolors="none", alpha=0.35,
-                                transform=axes.get_xaxis_transform(), label="plateau",
-                                zorder=1)
+    bands = [[(a - 0.5, 0.0), (b + 0.5, 0.0), (b + 0.5, 1.0), (a - 0.5, 1.0)] for a, b in stretches]
+    collection = PolyCollection(
+        bands,
+        facecolors=PLATEAU,
+        edgecolors="none",
+        alpha=0.35,
+        transform=axes.get_xaxis_transform(),
+        label="plateau",
+        zorder=1,
+    )
     axes.add_collection(collection, autolim=False)
 
 
-def _edge_marks(axes: Axes, xs: Sequence[int], y: float, marker: str, color: str,
-                label: str) -> None:
+def _edge_marks(
+    axes: Axes, xs: Sequence[int], y: float, marker: str, color: str, label: str
+) -> None:
     """Marks near the bottom edge, inside the plot: rounds with no metric value to place."""
     if not xs:
         return
-    axes.scatter(xs, [y] * len(xs), marker=marker, s=46, color=color, label=label,
-                 transform=axes.get_xaxis_transform(), zorder=5)
+    axes.scatter(
+        xs,
+        [y] * len(xs),
+        marker=marker,
+        s=46,
+        color=color,
+        label=label,
+        transform=axes.get_xaxis_transform(),
+        zorder=5,
+    )
 
 
 def _reconsidered_marks(axes: Axes, view: ResearchView, zoom: YRange) -> None:
@@ -201,11 +245,19 @@ def _reconsidered_marks(axes: Axes, view: ResearchView, zoom: YRange) -> None:
     placed = [(x, zoom.clamp(y)) for x, y in marks if y is not None and not math.isnan(y)]
     if not placed:
         if marks:  # no value yet: near the top, inside the plot
-            _edge_marks(axes, [x for x, _ in marks], 1 - CRASHED_Y, "v", RECONSIDERED,
-                        "reconsidered")
+            _edge_marks(
+                axes, [x for x, _ in marks], 1 - CRASHED_Y, "v", RECONSIDERED, "reconsidered"
+            )
         return
-    axes.scatter([x for x, _ in placed], [y for _, y in placed], marker="v", s=46,
-                 color=RECONSIDERED, label="reconsidered", zorder=5)
+    axes.scatter(
+        [x for x, _ in placed],
+        [y for _, y in placed],
+        marker="v",
+        s=46,
+        color=RECONSIDERED,
+        label="reconsidered",
+        zorder=5,
+    )
 
 
 def _beyond_marks(axes: Axes, points: Sequence[tuple[int, float]], zoom: YRange) -> None:
@@ -216,19 +268,38 @@ def _beyond_marks(axes: Axes, points: Sequence[tuple[int, float]], zoom: YRange)
         ("beyond the bottom", "v", [(x, y) for x, y in points if y < zoom.low]),
     ):
         if beyond:
-            axes.scatter([x for x, _ in beyond], [zoom.clamp(y) for _, y in beyond],
-                         marker=marker, s=22, color=BEYOND, label=label, zorder=6)
+            axes.scatter(
+                [x for x, _ in beyond],
+                [zoom.clamp(y) for _, y in beyond],
+                marker=marker,
+                s=22,
+                color=BEYOND,
+                label=label,
+                zorder=6,
+            )
 
 
 def _start_note(axes: Axes, x: int, start: float, zoom: YRange) -> None:
     """The clipped start value, written out, with an arrow to the edge it is beyond."""
     top = start > zoom.high
-    axes.annotate(f"start: {start:.4g}", xy=(x, zoom.clamp(start)),
-                  xytext=(34, -16 if top else 16), textcoords="offset points",
-                  fontsize="small", color=BEST, ha="left", va="center", zorder=6,
-                  bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85,
-                        "edgecolor": "none"},
-                  arrowprops={"arrowstyle": "->", "color": BEST})
+    axes.annotate(
+        f"start: {start:.4g}",
+        xy=(x, zoom.clamp(start)),
+        xytext=(34, -16 if top else 16),
+        textcoords="offset points",
+        fontsize="small",
+        color=BEST,
+        ha="left",
+        va="center",
+        zorder=6,
+        bbox={
+            "boxstyle": "round,pad=0.2",
+            "facecolor": "white",
+            "alpha": 0.85,
+            "edgecolor": "none",
+        },
+        arrowprops={"arrowstyle": "->", "color": BEST},
+    )
 
 
 @dataclass(frozen=True)
@@ -271,8 +342,10 @@ class YRange:
             ratio = (self.high / self.low) ** 0.02
             return self.low * ratio, self.high / ratio
         if self.scale == "symlog":
-            return (self.low + (self.high - self.low) * 1e-3,
-                    self.high - (self.high - self.low) * 1e-3)
+            return (
+                self.low + (self.high - self.low) * 1e-3,
+                self.high - (self.high - self.low) * 1e-3,
+            )
         step = (self.high - self.low) * 0.02
         return self.low + step, self.high - step
 
@@ -312,6 +385,7 @@ def _padded(low: float, high: float, scale: str, linthresh: float) -> YRange:
         ratio = (high / low) ** 0.08 if high > low else 2.0
         return YRange(low / ratio, high * ratio, "log")
     if scale == "symlog":  # pad as drawn: in the scale's own coordinates
+
         def out(v: float) -> float:
             return math.copysign(math.log10(1 + abs(v) / linthresh), v)
 

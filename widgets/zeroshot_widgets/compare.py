@@ -41,13 +41,25 @@ from zeroshot_kernel.auto_research.study_table import (
 from zeroshot_kernel.client import Client
 
 CostAxis = Literal["auto", "usd", "tokens", "calls"]
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
-          "#e377c2", "#7f7f7f", "#bcbd22")
+COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+)
 LOG_RATIO = 100.0
 """Best-so-far values spanning more than this factor (all positive) use a log scale."""
-_COST_LABELS = {"usd": "model cost (US$, as the harnesses reported it)",
-                "tokens": "model tokens (input + output)",
-                "calls": "model calls (agent executions)"}
+_COST_LABELS = {
+    "usd": "model cost (US$, as the harnesses reported it)",
+    "tokens": "model tokens (input + output)",
+    "calls": "model calls (agent executions)",
+}
 
 
 def legend_label(row: StudyRow) -> str:
@@ -55,8 +67,9 @@ def legend_label(row: StudyRow) -> str:
     return f"{row.name} — {row.harness_model}"
 
 
-def cost_axis(rows: Sequence[StudyRow], cost: CostAxis = "auto") -> Literal[
-        "usd", "tokens", "calls"]:
+def cost_axis(
+    rows: Sequence[StudyRow], cost: CostAxis = "auto"
+) -> Literal["usd", "tokens", "calls"]:
     """The measure of cost to draw: ``auto`` takes money when every study's harness
     reported it, else tokens when every one reported them, else model calls (which every
     harness has, the embedded agents included)."""
@@ -70,9 +83,14 @@ def cost_axis(rows: Sequence[StudyRow], cost: CostAxis = "auto") -> Literal[
     return "calls"
 
 
-def comparison_figure(rows: Sequence[StudyRow], *, cost: CostAxis = "auto",
-                      title: str | None = None, size: tuple[float, float] = (12.0, 5.0),
-                      dpi: int = 100) -> Figure:
+def comparison_figure(
+    rows: Sequence[StudyRow],
+    *,
+    cost: CostAxis = "auto",
+    title: str | None = None,
+    size: tuple[float, float] = (12.0, 5.0),
+    dpi: int = 100,
+) -> Figure:
     """Two panels, one step line per study in each: best so far against candidates measured
     (left) and against model cost (right; see :func:`cost_axis`). A study whose harness did
     not report the chosen cost is left out of the right panel, which says so."""
@@ -81,8 +99,12 @@ def comparison_figure(rows: Sequence[StudyRow], *, cost: CostAxis = "auto",
     measure = cost_axis(rows, cost)
     figure.subplots_adjust(left=0.07, right=0.98, top=0.88, bottom=0.24, wspace=0.06)
     metric, direction = _metric_label(rows)
-    figure.suptitle(title or f"best so far ({direction}): against candidates measured and "
-                    "against model cost", x=0.07, ha="left", fontsize="large")
+    figure.suptitle(
+        title or f"best so far ({direction}): against candidates measured and against model cost",
+        x=0.07,
+        ha="left",
+        fontsize="large",
+    )
     left.set_xlabel("candidates measured")
     left.set_ylabel(f"best {metric} ({direction})")
     right.set_xlabel(_COST_LABELS[measure])
@@ -105,23 +127,50 @@ def comparison_figure(rows: Sequence[StudyRow], *, cost: CostAxis = "auto",
         if measure != "usd" or axes is left:
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         if not axes.get_lines():
-            axes.text(0.5, 0.5, "nothing measured yet", ha="center", va="center",
-                      transform=axes.transAxes, color="#7f7f7f")
+            axes.text(
+                0.5,
+                0.5,
+                "nothing measured yet",
+                ha="center",
+                va="center",
+                transform=axes.transAxes,
+                color="#7f7f7f",
+            )
     if missing:
-        right.text(0.98, 0.02, f"no {measure} reported: {', '.join(missing)}", ha="right",
-                   va="bottom", transform=right.transAxes, fontsize="small", color="#7f7f7f")
+        right.text(
+            0.98,
+            0.02,
+            f"no {measure} reported: {', '.join(missing)}",
+            ha="right",
+            va="bottom",
+            transform=right.transAxes,
+            fontsize="small",
+            color="#7f7f7f",
+        )
     if values and min(values) > 0 and max(values) / min(values) > LOG_RATIO:
         left.set_yscale("log")
     handles, labels = left.get_legend_handles_labels()
     if handles:
-        figure.legend(handles, labels, loc="lower center", ncol=min(3, len(handles)),
-                      frameon=False, fontsize="medium", bbox_to_anchor=(0.5, 0.0))
+        figure.legend(
+            handles,
+            labels,
+            loc="lower center",
+            ncol=min(3, len(handles)),
+            frameon=False,
+            fontsize="medium",
+            bbox_to_anchor=(0.5, 0.0),
+        )
     return figure
 
 
-def comparison_png(rows: Sequence[StudyRow], *, cost: CostAxis = "auto",
-                   title: str | None = None, size: tuple[float, float] = (12.0, 5.0),
-                   dpi: int = 100) -> bytes:
+def comparison_png(
+    rows: Sequence[StudyRow],
+    *,
+    cost: CostAxis = "auto",
+    title: str | None = None,
+    size: tuple[float, float] = (12.0, 5.0),
+    dpi: int = 100,
+) -> bytes:
     """:func:`comparison_figure` rendered to PNG bytes."""
     figure = comparison_figure(rows, cost=cost, title=title, size=size, dpi=dpi)
     buffer = io.BytesIO()
@@ -133,6 +182,7 @@ def incumbents_html(rows: Sequence[StudyRow]) -> str:
     """The studies' incumbents side by side: one column per study; its harness and model,
     the incumbent, its metric and the round that adopted it, the effort spent, then one
     line per parameter."""
+
     def cell(text: str, tag: str = "td") -> str:
         return f"<{tag} style='padding:2px 10px;text-align:left'>{html.escape(text)}</{tag}>"
 
@@ -150,10 +200,13 @@ def incumbents_html(rows: Sequence[StudyRow]) -> str:
         *((f"param {name}", [_param(r, name) for r in rows]) for name in params),
     ]
     head = "".join(cell(r.name, "th") for r in rows)
-    body = "".join(f"<tr>{cell(label, 'th')}{''.join(cell(v) for v in values)}</tr>"
-                   for label, values in lines)
-    return (f"<table class='zeroshot-incumbents' style='border-collapse:collapse'>"
-            f"<thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>")
+    body = "".join(
+        f"<tr>{cell(label, 'th')}{''.join(cell(v) for v in values)}</tr>" for label, values in lines
+    )
+    return (
+        f"<table class='zeroshot-incumbents' style='border-collapse:collapse'>"
+        f"<thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 class StudyComparison(widgets.VBox):  # type: ignore[misc]
@@ -162,35 +215,46 @@ class StudyComparison(widgets.VBox):  # type: ignore[misc]
     def __init__(self, rows: Sequence[StudyRow], *, cost: CostAxis = "auto") -> None:
         self.rows = list(rows)
         self.png = comparison_png(self.rows, cost=cost)
-        self.chart = widgets.Image(value=self.png, format="png",
-                                   layout=widgets.Layout(max_width="100%"))
+        self.chart = widgets.Image(
+            value=self.png, format="png", layout=widgets.Layout(max_width="100%")
+        )
         self.incumbents = widgets.HTML(incumbents_html(self.rows))
-        super().__init__(children=[self.chart, widgets.HTML("<b>incumbents</b>"),
-                                   self.incumbents])
+        super().__init__(children=[self.chart, widgets.HTML("<b>incumbents</b>"), self.incumbents])
 
 
-def compare_studies(client: Client | None, names: Sequence[str], *,
-                    cost: CostAxis = "auto") -> StudyComparison:
+def compare_studies(
+    client: Client | None, names: Sequence[str], *, cost: CostAxis = "auto"
+) -> StudyComparison:
     """A :class:`StudyComparison` of the studies ``names`` (in that order) of the client's
     workspace and ledger; ``ValueError`` names the studies it does not know."""
     client = client or Client()
     found = {row.name: row for row in study_rows(client)}
     unknown = [name for name in names if name not in found]
     if unknown:
-        raise ValueError(f"no study {', '.join(map(repr, unknown))}; studies: "
-                         f"{', '.join(found) or 'none yet'}")
+        raise ValueError(
+            f"no study {', '.join(map(repr, unknown))}; studies: {', '.join(found) or 'none yet'}"
+        )
     return StudyComparison([found[name] for name in names], cost=cost)
 
 
-def _curve(axes: Axes, xs: Sequence[float | None], points: Sequence[CurvePoint], color: str,
-           label: str) -> None:
+def _curve(
+    axes: Axes, xs: Sequence[float | None], points: Sequence[CurvePoint], color: str, label: str
+) -> None:
     if not points:
         return
     ys = [p.best for p in points]
     axes.step(xs, ys, where="post", color=color, linewidth=1.8, label=label)
     axes.scatter(xs[:1], ys[:1], marker="D", s=22, color=color, zorder=3)  # the start
-    axes.scatter(xs[-1:], ys[-1:], marker="o", s=30, color=color, edgecolors="black",
-                 linewidths=0.5, zorder=4)  # where it stands now
+    axes.scatter(
+        xs[-1:],
+        ys[-1:],
+        marker="o",
+        s=30,
+        color=color,
+        edgecolors="black",
+        linewidths=0.5,
+        zorder=4,
+    )  # where it stands now
 
 
 def _cost(point: CurvePoint, measure: str) -> float | None:

@@ -19,23 +19,40 @@ from typing import Any
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 from zeroshot_widgets.charts import crashed
 
-COLUMNS = ("round", "disposition", "metric", "gain / noise floor", "parent → candidate",
-           "approach", "reason (click for the round's details)")
+COLUMNS = (
+    "round",
+    "disposition",
+    "metric",
+    "gain / noise floor",
+    "parent → candidate",
+    "approach",
+    "reason (click for the round's details)",
+)
 """Newest round first, as everywhere (the monitor, the report, the snapshot)."""
 COLUMN_WIDTHS = ("4.5em", "8.5em", "6em", "10em", "12em", "13em", "")
 """Fixed widths for the short columns; the reason takes the rest (at least 22em)."""
 ROUNDS_BOX_HEIGHT = "360px"
 """The monitor's rounds table scrolls inside a box this tall, whatever the run's length."""
-_TABLE_STYLE = ("border-collapse:collapse;font-size:12px;width:100%;min-width:760px;"
-                "table-layout:fixed;font-family:var(--jp-ui-font-family,sans-serif)")
-_CELL_STYLE = ("padding:3px 6px;border-bottom:1px solid #ddd;vertical-align:top;"
-               "text-align:left;overflow-wrap:break-word")
-_HEAD_STYLE = (f"{_CELL_STYLE};border-bottom:2px solid #999;position:sticky;top:0;"
-               "background:var(--jp-layout-color1,white);z-index:1")
-_SUMMARY_STYLE = ("cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;"
-                  "display:list-item")
-_ROW_STYLES = {"adopted": "background:rgba(44,160,44,0.12)",
-               "crashed": "background:rgba(214,39,40,0.10)", "rejected": ""}
+_TABLE_STYLE = (
+    "border-collapse:collapse;font-size:12px;width:100%;min-width:760px;"
+    "table-layout:fixed;font-family:var(--jp-ui-font-family,sans-serif)"
+)
+_CELL_STYLE = (
+    "padding:3px 6px;border-bottom:1px solid #ddd;vertical-align:top;"
+    "text-align:left;overflow-wrap:break-word"
+)
+_HEAD_STYLE = (
+    f"{_CELL_STYLE};border-bottom:2px solid #999;position:sticky;top:0;"
+    "background:var(--jp-layout-color1,white);z-index:1"
+)
+_SUMMARY_STYLE = (
+    "cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;display:list-item"
+)
+_ROW_STYLES = {
+    "adopted": "background:rgba(44,160,44,0.12)",
+    "crashed": "background:rgba(214,39,40,0.10)",
+    "rejected": "",
+}
 
 
 @dataclass(frozen=True)
@@ -64,12 +81,12 @@ class RoundRow:
 
     @classmethod
     def of(cls, round_view: RoundView) -> RoundRow:
-        outcome = ("adopted" if round_view.adopted
-                   else "crashed" if crashed(round_view) else "rejected")
+        outcome = (
+            "adopted" if round_view.adopted else "crashed" if crashed(round_view) else "rejected"
+        )
         return cls(
             round=round_view.round,
-            proposals=tuple(f"{p.approach} ({_params(p.params)})"
-                            for p in round_view.proposals),
+            proposals=tuple(f"{p.approach} ({_params(p.params)})" for p in round_view.proposals),
             chosen=round_view.approach,
             parent=round_view.parent_id,
             candidate=round_view.candidate_id,
@@ -104,19 +121,28 @@ def row_html(row: RoundRow) -> str:
     metric = _number(row.metric) if row.metric is not None else _e(row.experiment_status)
     disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
     cells = (
-        str(row.round), _e(disposition), metric,
+        str(row.round),
+        _e(disposition),
+        metric,
         f"{_number(row.gain)} / {_number(row.noise_floor)}",
-        f"{_e(row.parent)} → {_e(row.candidate)}", _e(row.chosen), _details_html(row),
+        f"{_e(row.parent)} → {_e(row.candidate)}",
+        _e(row.chosen),
+        _details_html(row),
     )
     tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
     return f'<tr class="zeroshot-{row.outcome}" style="{_ROW_STYLES[row.outcome]}">{tds}</tr>'
 
 
 def _details_html(row: RoundRow) -> str:
-    proposals = "".join(
-        f"<li><b>{_e(text)}</b></li>" if text.startswith(row.chosen + " (") else
-        f"<li>{_e(text)}</li>" for text in row.proposals
-    ) or f"<li>{_e(row.chosen)}</li>"
+    proposals = (
+        "".join(
+            f"<li><b>{_e(text)}</b></li>"
+            if text.startswith(row.chosen + " (")
+            else f"<li>{_e(text)}</li>"
+            for text in row.proposals
+        )
+        or f"<li>{_e(row.chosen)}</li>"
+    )
     passes = f"{row.passes} review pass{'es' if row.passes != 1 else ''}"
     return (
         f'<details class="zeroshot-round-details"><summary style="{_SUMMARY_STYLE}">'
@@ -131,20 +157,29 @@ def _details_html(row: RoundRow) -> str:
 def _diff_html(row: RoundRow) -> str:
     if not row.diff:
         return ""
-    return ('<details><summary>change</summary><pre style="font-size:11px;margin:2px 0;'
-            f'white-space:pre-wrap">{_e(row.diff)}</pre></details>')
+    return (
+        '<details><summary>change</summary><pre style="font-size:11px;margin:2px 0;'
+        f'white-space:pre-wrap">{_e(row.diff)}</pre></details>'
+    )
 
 
 def table_html(body: Iterable[str], *, caption: str = "") -> str:
     """Wrap rendered rows (from :func:`row_html`) in a table with the column headers."""
-    columns = "".join(f'<col style="width:{width}">' if width else '<col style="min-width:22em">'
-                      for width in COLUMN_WIDTHS)
+    columns = "".join(
+        f'<col style="width:{width}">' if width else '<col style="min-width:22em">'
+        for width in COLUMN_WIDTHS
+    )
     head = "".join(f'<th style="{_HEAD_STYLE}">{c}</th>' for c in COLUMNS)
-    caption_html = (f'<caption style="text-align:left;caption-side:top">{_e(caption)}</caption>'
-                    if caption else "")
-    return (f'<table class="zeroshot-rounds" style="{_TABLE_STYLE}">{caption_html}'
-            f"<colgroup>{columns}</colgroup>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+    caption_html = (
+        f'<caption style="text-align:left;caption-side:top">{_e(caption)}</caption>'
+        if caption
+        else ""
+    )
+    return (
+        f'<table class="zeroshot-rounds" style="{_TABLE_STYLE}">{caption_html}'
+        f"<colgroup>{columns}</colgroup>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def scrolling_box(content: str, *, height: str = ROUNDS_BOX_HEIGHT) -> str:
@@ -153,8 +188,10 @@ def scrolling_box(content: str, *, height: str = ROUNDS_BOX_HEIGHT) -> str:
     >>> 'overflow:auto' in scrolling_box("<table></table>")
     True
     """
-    return (f'<div class="zeroshot-rounds-box" style="max-height:{height};overflow:auto;'
-            f'border:1px solid #ddd">{content}</div>')
+    return (
+        f'<div class="zeroshot-rounds-box" style="max-height:{height};overflow:auto;'
+        f'border:1px solid #ddd">{content}</div>'
+    )
 
 
 def rounds_table_html(rows: Sequence[RoundRow], *, newest_first: bool = True) -> str:
@@ -175,14 +212,17 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
     >>> "no reviewed rounds yet" in incumbent_card_html(research_view([]))
     True
     """
-    style = ("border:1px solid #ccc;border-radius:4px;padding:8px 12px;font-size:13px;"
-             "line-height:1.6;font-family:var(--jp-ui-font-family,sans-serif)")
+    style = (
+        "border:1px solid #ccc;border-radius:4px;padding:8px 12px;font-size:13px;"
+        "line-height:1.6;font-family:var(--jp-ui-font-family,sans-serif)"
+    )
     incumbent = view.incumbent
     if incumbent is None:
         body = "<b>Incumbent</b><br>no reviewed rounds yet"
     else:
-        origin = (f"adopted in round {incumbent.round}" if incumbent.round
-                  else "the starting candidate")
+        origin = (
+            f"adopted in round {incumbent.round}" if incumbent.round else "the starting candidate"
+        )
         value = "-" if incumbent.metric is None else _number(incumbent.metric)
         body = (
             f"<b>Incumbent</b> {_e(incumbent.candidate_id)} · {_e(metric)} {value}"
@@ -200,8 +240,7 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
 
 
 def _params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_number(v) if isinstance(v, float) else v}"
-                     for k, v in params.items())
+    return ", ".join(f"{k}={_number(v) if isinstance(v, float) else v}" for k, v in params.items())
 
 
 def _number(value: float) -> str:

@@ -83,62 +83,96 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.monitor: RunMonitor | None = None
         style = {"description_width": "80px"}
         targets, current = self._target_options()
-        self.target = widgets.Dropdown(options=targets, value=current, description="target",
-                                       style=style)
+        self.target = widgets.Dropdown(
+            options=targets, value=current, description="target", style=style
+        )
         self.profile = widgets.Dropdown(description="profile", style=style)
         self.profile_note = widgets.HTML()
         self._form: dict[str, Any] | None = None
         """The form's own values while a profile is shown in it (restored after)."""
         self.target.observe(lambda change: self._choose_target(change["new"]), names="value")
-        self.template = widgets.Dropdown(options=template_names(), value=template,
-                                         description="template", style=style)
-        self.task = widgets.Combobox(value=task, options=_task_folders(self.client.workspace),
-                                     description="task", placeholder="research task folder",
-                                     ensure_option=False, style=style)
-        self.study = widgets.Text(value=study or "", placeholder="study (task name)",
-                                  description="study", style=style)
-        self.iterations = widgets.BoundedIntText(value=iterations, min=1, max=MAX_ITERATIONS,
-                                                 description="iterations", style=style)
-        self.harness = widgets.Dropdown(options=CORE_AGENT_HARNESSES, value=harness,
-                                        description="harness", style=style)
-        self.provider = widgets.Text(value=provider, description="provider", style=style,
-                                     placeholder="default")
-        self.model = widgets.Text(value=model, description="model", style=style,
-                                  placeholder="default")
+        self.template = widgets.Dropdown(
+            options=template_names(), value=template, description="template", style=style
+        )
+        self.task = widgets.Combobox(
+            value=task,
+            options=_task_folders(self.client.workspace),
+            description="task",
+            placeholder="research task folder",
+            ensure_option=False,
+            style=style,
+        )
+        self.study = widgets.Text(
+            value=study or "", placeholder="study (task name)", description="study", style=style
+        )
+        self.iterations = widgets.BoundedIntText(
+            value=iterations, min=1, max=MAX_ITERATIONS, description="iterations", style=style
+        )
+        self.harness = widgets.Dropdown(
+            options=CORE_AGENT_HARNESSES, value=harness, description="harness", style=style
+        )
+        self.provider = widgets.Text(
+            value=provider, description="provider", style=style, placeholder="default"
+        )
+        self.model = widgets.Text(
+            value=model, description="model", style=style, placeholder="default"
+        )
         self.base_url = widgets.Text(
             value=os.environ.get(BASE_URL_ENV, "") if base_url is None else base_url,
-            description="base URL", placeholder="http://127.0.0.1:8080/v1", style=style)
+            description="base URL",
+            placeholder="http://127.0.0.1:8080/v1",
+            style=style,
+        )
         self.max_tokens = widgets.BoundedIntText(
-            value=max_tokens or DEFAULT_MAX_TOKENS, min=1, max=MAX_MAX_TOKENS,
-            description="max tokens", style=style)
+            value=max_tokens or DEFAULT_MAX_TOKENS,
+            min=1,
+            max=MAX_MAX_TOKENS,
+            description="max tokens",
+            style=style,
+        )
         self.openai_box = widgets.HBox([self.base_url, self.max_tokens])
         self._show_openai_fields()
         self.harness.observe(lambda _: self._show_openai_fields(), names="value")
         self.validate_button = widgets.Button(description="Validate", icon="check")
-        self.launch_button = widgets.Button(description="Launch", icon="rocket",
-                                            button_style="primary")
-        self.profile_name = widgets.Text(description="save as", style=style,
-                                         placeholder="profile name")
+        self.launch_button = widgets.Button(
+            description="Launch", icon="rocket", button_style="primary"
+        )
+        self.profile_name = widgets.Text(
+            description="save as", style=style, placeholder="profile name"
+        )
         self.save_button = widgets.Button(description="Save profile", icon="save")
-        self.replace = widgets.Checkbox(value=False, description="replace", indent=False,
-                                        tooltip="Replace a saved profile of the same name",
-                                        layout=widgets.Layout(width="auto"))
+        self.replace = widgets.Checkbox(
+            value=False,
+            description="replace",
+            indent=False,
+            tooltip="Replace a saved profile of the same name",
+            layout=widgets.Layout(width="auto"),
+        )
         self.diagnostics = widgets.HTML()
         self.monitor_box = widgets.VBox()
         self.validate_button.on_click(lambda _: self.validate())
         self.launch_button.on_click(lambda _: self.launch())
         self.save_button.on_click(lambda _: self.save_profile())
-        super().__init__(children=[
-            widgets.HBox([self.target, self.profile]),
-            self.profile_note,
-            widgets.HBox([self.template, self.task, self.iterations, self.study]),
-            widgets.HBox([self.harness, self.provider, self.model]),
-            self.openai_box,
-            widgets.HBox([self.validate_button, self.launch_button, self.profile_name,
-                          self.replace, self.save_button]),
-            self.diagnostics,
-            self.monitor_box,
-        ])
+        super().__init__(
+            children=[
+                widgets.HBox([self.target, self.profile]),
+                self.profile_note,
+                widgets.HBox([self.template, self.task, self.iterations, self.study]),
+                widgets.HBox([self.harness, self.provider, self.model]),
+                self.openai_box,
+                widgets.HBox(
+                    [
+                        self.validate_button,
+                        self.launch_button,
+                        self.profile_name,
+                        self.replace,
+                        self.save_button,
+                    ]
+                ),
+                self.diagnostics,
+                self.monitor_box,
+            ]
+        )
         self.profile.observe(lambda change: self._show_profile(change["new"]), names="value")
         self._refresh_profiles(profile)
         self._show_profile(self.profile.value)
@@ -146,9 +180,12 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
     def options(self) -> TemplateOptions:
         openai = self.harness.value == OPENAI
         return TemplateOptions(
-            task=self.task.value.strip(), iterations=self.iterations.value,
-            harness=self.harness.value, provider=self.provider.value.strip() or None,
-            model=self.model.value.strip() or None, study=self.study.value.strip() or None,
+            task=self.task.value.strip(),
+            iterations=self.iterations.value,
+            harness=self.harness.value,
+            provider=self.provider.value.strip() or None,
+            model=self.model.value.strip() or None,
+            study=self.study.value.strip() or None,
             base_url=(self.base_url.value.strip() or None) if openai else None,
             max_tokens=self.max_tokens.value if openai else None,
         )
@@ -162,8 +199,9 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         problems = self._task_problems()
         try:
             expansion = expand_template(self.template.value, self.options())
-            admission = self.client.validate(self.graph or expansion.graph,
-                                             input=expansion.input, runtime=expansion.runtime)
+            admission = self.client.validate(
+                self.graph or expansion.graph, input=expansion.input, runtime=expansion.runtime
+            )
         except ValueError as unreadable:
             self._show([*problems, str(unreadable)], [])
             return False
@@ -182,8 +220,12 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                 run = self.client.submit_profile(self.profile.value)
             else:
                 expansion = expand_template(self.template.value, self.options())
-                run = self.client.submit(self.graph or expansion.graph, input=expansion.input,
-                                         runtime=expansion.runtime, title=self._title())
+                run = self.client.submit(
+                    self.graph or expansion.graph,
+                    input=expansion.input,
+                    runtime=expansion.runtime,
+                    title=self._title(),
+                )
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return None
@@ -200,8 +242,17 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
     @property
     def form_fields(self) -> tuple[widgets.Widget, ...]:
         """The fields a chosen profile fixes."""
-        return (self.template, self.task, self.iterations, self.study, self.harness,
-                self.provider, self.model, self.base_url, self.max_tokens)
+        return (
+            self.template,
+            self.task,
+            self.iterations,
+            self.study,
+            self.harness,
+            self.provider,
+            self.model,
+            self.base_url,
+            self.max_tokens,
+        )
 
     def save_profile(self, name: str | None = None, *, replace: bool | None = None) -> bool:
         """Store the form's submission at the target as profile ``name`` (default: the
@@ -223,18 +274,32 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         except ValueError as unreadable:
             self._show([str(unreadable)], [])
             return False
-        source = None if self.graph is not None else TemplateSource(
-            name=self.template.value, options=_template_options(options))
+        source = (
+            None
+            if self.graph is not None
+            else TemplateSource(name=self.template.value, options=_template_options(options))
+        )
         try:
             saved = self.client.save_profile(
-                name, self.graph or expansion.graph, runtime=expansion.runtime,
-                input=expansion.input, title=self._title(), template=source, replace=replace)
+                name,
+                self.graph or expansion.graph,
+                runtime=expansion.runtime,
+                input=expansion.input,
+                title=self._title(),
+                template=source,
+                replace=replace,
+            )
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return False
         except ProfileExists:
-            self._show([f"profile {name!r} is already saved at {self.client.display_url}: "
-                        'tick "replace" and save again to replace it'], [])
+            self._show(
+                [
+                    f"profile {name!r} is already saved at {self.client.display_url}: "
+                    'tick "replace" and save again to replace it'
+                ],
+                [],
+            )
             return False
         except ValueError as problem:
             self._show([str(problem)], [])
@@ -242,8 +307,10 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.replace.value = False  # one replacement per tick
         self._refresh_profiles(saved.name)
         verb = "replaced" if replace else "saved"
-        self.diagnostics.value = (f"{verb} profile <code>{html.escape(saved.name)}</code> at "
-                                  f"{html.escape(self.client.display_url)}")
+        self.diagnostics.value = (
+            f"{verb} profile <code>{html.escape(saved.name)}</code> at "
+            f"{html.escape(self.client.display_url)}"
+        )
         return True
 
     def close(self) -> None:
@@ -276,7 +343,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.profile_note.value = (
             f'<span style="color:#7f7f7f">profile <code>{html.escape(name)}</code> fixes the '
             "fields below (its stored graph, input and plan are what runs); choose "
-            "\"(the form below)\" to edit them</span>")
+            '"(the form below)" to edit them</span>'
+        )
 
     def _fill(self, profile: Profile) -> None:
         """Show the profile's own values (its template's options) in the fields."""
@@ -358,8 +426,7 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
     '<div class="zeroshot-ok">admissible: every check passed; nothing was created</div>'
     """
     if not problems and not diagnostics:
-        return ('<div class="zeroshot-ok">admissible: every check passed; '
-                "nothing was created</div>")
+        return '<div class="zeroshot-ok">admissible: every check passed; nothing was created</div>'
     items = [f"<li>{html.escape(p)}</li>" for p in problems]
     items += [
         f"<li><b>{html.escape(d.severity)}: {html.escape(d.code)}</b> at "
@@ -367,15 +434,23 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
         for d in diagnostics
     ]
     count = len(items)
-    return (f'<div class="zeroshot-diagnostics" style="color:#d62728">'
-            f"{count} problem{'s' if count != 1 else ''} found:<ul>{''.join(items)}</ul></div>")
+    return (
+        f'<div class="zeroshot-diagnostics" style="color:#d62728">'
+        f"{count} problem{'s' if count != 1 else ''} found:<ul>{''.join(items)}</ul></div>"
+    )
 
 
 def _template_options(options: TemplateOptions) -> dict[str, Any]:
-    chosen = {"task": options.task, "iterations": options.iterations,
-              "study": options.study, "harness": options.harness,
-              "provider": options.provider, "model": options.model,
-              "base_url": options.base_url, "max_tokens": options.max_tokens}
+    chosen = {
+        "task": options.task,
+        "iterations": options.iterations,
+        "study": options.study,
+        "harness": options.harness,
+        "provider": options.provider,
+        "model": options.model,
+        "base_url": options.base_url,
+        "max_tokens": options.max_tokens,
+    }
     return {key: value for key, value in chosen.items() if value is not None}
 
 

@@ -52,8 +52,14 @@ STOP_MESSAGES = {
     "requested": "stop requested; the run's controller is closing it",
     "closed": "closed (no controller was running it)",
 }
-_PHASE_COLOURS = {"admitted": "#7f7f7f", "running": "#1f77b4", "stopping": "#ff7f0e",
-                  "succeeded": "#2ca02c", "failed": "#d62728", "stopped": "#555555"}
+_PHASE_COLOURS = {
+    "admitted": "#7f7f7f",
+    "running": "#1f77b4",
+    "stopping": "#ff7f0e",
+    "succeeded": "#2ca02c",
+    "failed": "#d62728",
+    "stopped": "#555555",
+}
 STOPPED_REASONS = ("force_stopped",)
 """Failure reasons that mean someone stopped the run: shown as a neutral "stopped"."""
 STALE_AFTER_S = 10.0
@@ -104,52 +110,69 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.header = widgets.HTML(_header(self.info, run_id, client.display_url))
         self._cause: str | None = None
         self.phase_html = widgets.HTML()
-        self.progress = widgets.IntProgress(min=0, max=self.info.round_limit or 1,
-                                            description="rounds")
+        self.progress = widgets.IntProgress(
+            min=0, max=self.info.round_limit or 1, description="rounds"
+        )
         self.progress_label = widgets.Label(layout=widgets.Layout(width="auto"))
-        self.stop_button = widgets.Button(description="Stop", icon="stop",
-                                          button_style="danger", tooltip="Stop the run")
-        self.resume_button = widgets.Button(description="Resume", icon="play",
-                                            tooltip="Start a controller for a run whose "
-                                            "controller died")
+        self.stop_button = widgets.Button(
+            description="Stop", icon="stop", button_style="danger", tooltip="Stop the run"
+        )
+        self.resume_button = widgets.Button(
+            description="Resume",
+            icon="play",
+            tooltip="Start a controller for a run whose controller died",
+        )
         self.continue_button = widgets.Button(
-            description="Continue", icon="forward", button_style="primary",
+            description="Continue",
+            icon="forward",
+            button_style="primary",
             tooltip="Start a new run on the same study (same task, harness and model; the "
-                    "rounds this run had left) and follow it here")
+            "rounds this run had left) and follow it here",
+        )
         self.continue_button.layout.display = "none"
         self.message = widgets.HTML()
         self.liveness = widgets.HTML()  # the heartbeat: see _heartbeat_html
         self.review_html = widgets.HTML()  # software-change: completion and review lifecycle
         self._graph = _gated_graph(client, run_id)
         self.chart = PlateauChart(metric=self.info.metric)
-        self.card = IncumbentCard(metric=self.info.metric,
-                                  layout=widgets.Layout(min_width="240px"))
+        self.card = IncumbentCard(metric=self.info.metric, layout=widgets.Layout(min_width="240px"))
         self.table = RoundsTable(max_rows=max_rows)
-        self.log_tail = widgets.Textarea(disabled=True, layout=widgets.Layout(width="100%",
-                                                                         height="14em"))
+        self.log_tail = widgets.Textarea(
+            disabled=True, layout=widgets.Layout(width="100%", height="14em")
+        )
         self.stop_button.on_click(lambda _: self.stop_run())
         self.resume_button.on_click(lambda _: self.resume_run())
         self.continue_button.on_click(lambda _: self.continue_run())
         for button in (self.stop_button, self.resume_button):
             button.add_class("zeroshot-live-only")
         log = widgets.Accordion(children=[self.log_tail], titles=("log",))
-        self.research_panel = widgets.HBox([self.chart, self.card],
-                                           layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__(children=[
-            self.header,
-            widgets.HBox([self.phase_html, self.progress, self.progress_label,
-                          self.stop_button, self.resume_button, self.continue_button]),
-            self.liveness,
-            self.message,
-            self.review_html,
-            self.research_panel,
-            self.table,
-            log,
-        ])
+        self.research_panel = widgets.HBox(
+            [self.chart, self.card], layout=widgets.Layout(flex_flow="row wrap")
+        )
+        super().__init__(
+            children=[
+                self.header,
+                widgets.HBox(
+                    [
+                        self.phase_html,
+                        self.progress,
+                        self.progress_label,
+                        self.stop_button,
+                        self.resume_button,
+                        self.continue_button,
+                    ]
+                ),
+                self.liveness,
+                self.message,
+                self.review_html,
+                self.research_panel,
+                self.table,
+                log,
+            ]
+        )
         self.add_class(f"zeroshot-monitor-{self._token}")
         if not self.is_research:  # rounds, charts and evidence mean nothing for other graphs
-            for part in (self.progress, self.progress_label, self.research_panel,
-                         self.table):
+            for part in (self.progress, self.progress_label, self.research_panel, self.table):
                 part.layout.display = "none"
             log.selected_index = 0
         self.refresh()
@@ -257,16 +280,21 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         try:
             options = continuation_options(self.client.admitted(self.run_id), iterations=left)
             expansion = expand_template("auto-research", options)
-            run = self.client.submit(expansion.graph, input=expansion.input,
-                                     runtime=expansion.runtime,
-                                     title=self.info.title or f"auto-research {options.task}")
+            run = self.client.submit(
+                expansion.graph,
+                input=expansion.input,
+                runtime=expansion.runtime,
+                title=self.info.title or f"auto-research {options.task}",
+            )
         except (ZeroshotError, ValueError) as problem:  # admission, study, ledger refusals
             self._say(f"could not continue: {problem}", error=True)
             return None
         previous = self.run_id
         self.attach(run.id)
-        self._say(f"continued study {options.study} as {run.id} (after {previous}, "
-                  f"{left} round{'s' if left != 1 else ''})")
+        self._say(
+            f"continued study {options.study} as {run.id} (after {previous}, "
+            f"{left} round{'s' if left != 1 else ''})"
+        )
         return run.id
 
     def attach(self, run_id: str) -> RunMonitor:
@@ -305,8 +333,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         data: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)
         if data is not None:
             with self._lock:
-                data.update({k: v for k, v in self._bundle(widget=False).items()
-                             if k in SNAPSHOT_MIME})
+                data.update(
+                    {k: v for k, v in self._bundle(widget=False).items() if k in SNAPSHOT_MIME}
+                )
         return data
 
     def _ipython_display_(self) -> None:
@@ -331,23 +360,34 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             self._say(f"could not read the ledger: {problem}", error=True)
             live = True
         self._beats += 1
-        self.liveness.value = (_heartbeat_html(self._token, self._beats, self.run_id,
-                                               STALE_AFTER_S + 3 * self.interval_s)
-                               if live else "")
+        self.liveness.value = (
+            _heartbeat_html(
+                self._token, self._beats, self.run_id, STALE_AFTER_S + 3 * self.interval_s
+            )
+            if live
+            else ""
+        )
         return live
 
     def _show(self, poll: Poll) -> None:
         view = self._feed.view
         self.phase_html.value = _phase_html(poll)
-        self.header.value = (_header(self.info, self.run_id, self.client.display_url)
-                             + self._cause_html(poll))
+        self.header.value = _header(
+            self.info, self.run_id, self.client.display_url
+        ) + self._cause_html(poll)
         done = len(view.rounds)
         self.progress.max = max(self.info.round_limit or 1, done, 1)
         self.progress.value = done
-        self.progress.bar_style = ("" if poll.terminal is None or stopped(poll.terminal) else
-                                   "success" if poll.terminal.status == "succeeded" else "danger")
-        self.progress_label.value = _progress_text(view, self.info.round_limit,
-                                                   round_in_progress(view, self._offset))
+        self.progress.bar_style = (
+            ""
+            if poll.terminal is None or stopped(poll.terminal)
+            else "success"
+            if poll.terminal.status == "succeeded"
+            else "danger"
+        )
+        self.progress_label.value = _progress_text(
+            view, self.info.round_limit, round_in_progress(view, self._offset)
+        )
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         continuable = self.is_research and stopped(poll.terminal)
@@ -376,8 +416,11 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self._published = self.run_id
         from IPython.display import update_display
 
-        update_display(self._bundle(widget=self.continuable), raw=True,  # type: ignore[no-untyped-call]
-                       display_id=self._display_id)
+        update_display(
+            self._bundle(widget=self.continuable),
+            raw=True,  # type: ignore[no-untyped-call]
+            display_id=self._display_id,
+        )
 
     def _bundle(self, *, widget: bool) -> dict[str, Any]:
         live = self.terminal is None
@@ -390,7 +433,10 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             bundle["image/png"] = base64.b64encode(png).decode("ascii")
         if widget and self._view_name is not None:
             bundle["application/vnd.jupyter.widget-view+json"] = {
-                "version_major": 2, "version_minor": 0, "model_id": self._model_id}
+                "version_major": 2,
+                "version_minor": 0,
+                "model_id": self._model_id,
+            }
         return bundle
 
     def _status_text(self) -> str:
@@ -401,29 +447,39 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         """Header, status, failure reason, chart, incumbent, rounds (scrolling, newest
         first) and the log tail folded: all static."""
         if live:
-            note = ("live view ended: this is the state when the cell was displayed. "
-                    "Re-run the cell or <code>%zeroshot monitor "
-                    f"{html.escape(self.run_id)}</code> to follow the run again.")
+            note = (
+                "live view ended: this is the state when the cell was displayed. "
+                "Re-run the cell or <code>%zeroshot monitor "
+                f"{html.escape(self.run_id)}</code> to follow the run again."
+            )
         else:
-            note = ("a static snapshot of the run's end (it needs no kernel); "
-                    f"<code>%zeroshot monitor {html.escape(self.run_id)}</code> reads it "
-                    "from the ledger again.")
+            note = (
+                "a static snapshot of the run's end (it needs no kernel); "
+                f"<code>%zeroshot monitor {html.escape(self.run_id)}</code> reads it "
+                "from the ledger again."
+            )
         parts = [
             f'<div class="zeroshot-snapshot" style="font-family:var(--jp-ui-font-family,'
             f'sans-serif);font-size:13px">{self.header.value}',
             f"<div>{self.phase_html.value} · {html.escape(self.progress_label.value)}</div>"
-            if self.is_research else f"<div>{self.phase_html.value}</div>",
+            if self.is_research
+            else f"<div>{self.phase_html.value}</div>",
             f'<div style="color:#7f7f7f;font-size:12px">{note}</div>',
         ]
         if self.is_research:
             png = png if png is not None else plateau_png(self.view, metric=self.info.metric)
             image = base64.b64encode(png).decode("ascii")
-            parts += [f'<img alt="plateau chart" style="max-width:820px;width:100%" '
-                      f'src="data:image/png;base64,{image}">', self.card.value,
-                      scrolling_box(rounds_table_html(self.table.rows))]
-        parts.append("<details><summary>log</summary><pre style=\"font-size:11px;"
-                     f'white-space:pre-wrap">{html.escape(self.log_tail.value)}</pre></details>'
-                     "</div>")
+            parts += [
+                f'<img alt="plateau chart" style="max-width:820px;width:100%" '
+                f'src="data:image/png;base64,{image}">',
+                self.card.value,
+                scrolling_box(rounds_table_html(self.table.rows)),
+            ]
+        parts.append(
+            '<details><summary>log</summary><pre style="font-size:11px;'
+            f'white-space:pre-wrap">{html.escape(self.log_tail.value)}</pre></details>'
+            "</div>"
+        )
         return "".join(parts)
 
     def _cause_html(self, poll: Poll) -> str:
@@ -433,9 +489,15 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             return ""
         if self._cause is None:
             cause = explain_failure(event for _, event in self.client.run(self.run_id).events())
-            self._cause = "" if cause is None or cause.node is None else (
-                '<div style="font-family:monospace;white-space:pre-wrap">'
-                + html.escape("\n".join(cause.lines())) + "</div>")
+            self._cause = (
+                ""
+                if cause is None or cause.node is None
+                else (
+                    '<div style="font-family:monospace;white-space:pre-wrap">'
+                    + html.escape("\n".join(cause.lines()))
+                    + "</div>"
+                )
+            )
         return self._cause
 
     def _say(self, text: str, *, error: bool = False) -> None:
@@ -461,10 +523,15 @@ def _review_html(graph: dict[str, Any], client: Client, run_id: str) -> str:
 
 def _header(info: RunInfo, run_id: str, ledger: str) -> str:
     title = html.escape(info.title or run_id)
-    note = (" · <b>runs inside this kernel</b> (restarting the kernel stops it)"
-            if info.in_kernel else "")
-    return (f"<b>{title}</b> · <code>{html.escape(run_id)}</code> · ledger "
-            f"<code>{html.escape(ledger)}</code>{note}")
+    note = (
+        " · <b>runs inside this kernel</b> (restarting the kernel stops it)"
+        if info.in_kernel
+        else ""
+    )
+    return (
+        f"<b>{title}</b> · <code>{html.escape(run_id)}</code> · ledger "
+        f"<code>{html.escape(ledger)}</code>{note}"
+    )
 
 
 def stopped(terminal: TerminalResult | None) -> bool:
@@ -472,8 +539,9 @@ def stopped(terminal: TerminalResult | None) -> bool:
     return isinstance(terminal, FailedResult) and terminal.reason in STOPPED_REASONS
 
 
-def continuation_options(admitted: dict[str, Any], *, iterations: int | None = None
-                         ) -> TemplateOptions:
+def continuation_options(
+    admitted: dict[str, Any], *, iterations: int | None = None
+) -> TemplateOptions:
     """The auto-research template options that continue a run's study: its task, study,
     harness, provider, model and openai server, read from its admitted input and plan
     (``iterations``: the new run's rounds; default the old run's)."""
@@ -483,10 +551,13 @@ def continuation_options(admitted: dict[str, Any], *, iterations: int | None = N
         raise ValueError("not an auto-research run (its input names no task)")
     connection = (runtime.get("connections") or {}).get("openai") or {}
     return TemplateOptions(
-        task=str(given["task"]), study=str(given.get("study") or "") or None,
+        task=str(given["task"]),
+        study=str(given.get("study") or "") or None,
         iterations=iterations or (given.get("options") or {}).get("iterations"),
-        harness=str(runtime.get("harness") or "local"), provider=runtime.get("provider"),
-        model=runtime.get("model"), base_url=connection.get("baseUrl"),
+        harness=str(runtime.get("harness") or "local"),
+        provider=runtime.get("provider"),
+        model=runtime.get("model"),
+        base_url=connection.get("baseUrl"),
         max_tokens=runtime.get("maxTokens"),
     )
 
@@ -503,11 +574,15 @@ def _phase_text(poll: Poll) -> str:
 
 
 def _phase_html(poll: Poll) -> str:
-    key = ("stopped" if stopped(poll.terminal) else
-           poll.terminal.status if poll.terminal else poll.phase)
+    key = (
+        "stopped"
+        if stopped(poll.terminal)
+        else poll.terminal.status
+        if poll.terminal
+        else poll.phase
+    )
     colour = _PHASE_COLOURS.get(key, "#7f7f7f")
-    return (f'<span style="color:{colour};font-weight:bold">'
-            f"{html.escape(_phase_text(poll))}</span>")
+    return f'<span style="color:{colour};font-weight:bold">{html.escape(_phase_text(poll))}</span>'
 
 
 def _heartbeat_html(token: str, beat: int, run_id: str, stale_after_s: float) -> str:
@@ -540,4 +615,3 @@ def _progress_text(view: ResearchView, limit: int | None, study_round: int) -> s
         text += f" · round {study_round} in progress"
         text += f" (pass {passes + 1})" if passes else ""
     return text
-

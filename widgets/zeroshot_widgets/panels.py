@@ -72,12 +72,12 @@ class RoundsTable(widgets.HTML):  # type: ignore[misc]
 
     def update(self, view: ResearchView) -> bool:
         """Render the rounds not rendered yet; returns whether any were added."""
-        new = [RoundRow.of(r) for r in view.rounds[len(self.rows):]]
+        new = [RoundRow.of(r) for r in view.rounds[len(self.rows) :]]
         if not new:
             return False
         self.rows += new
         self._html += [row_html(row) for row in new]
-        shown = self._html[-self.max_rows:]
+        shown = self._html[-self.max_rows :]
         hidden = len(self._html) - len(shown)
         caption = f"newest {len(shown)} of {len(self._html)} rounds" if hidden else ""
         self.value = scrolling_box(table_html(reversed(shown), caption=caption))

@@ -75,9 +75,13 @@ def build_report(source: Source, run_id: str) -> Report:
         png=plateau_png(view, metric=info.metric),
         card_html=incumbent_card_html(view, metric=info.metric),
         table_html=rounds_table_html(rounds_table(view)),
-        failure_html="" if cause is None else (
+        failure_html=""
+        if cause is None
+        else (
             '<pre style="color:#d62728;white-space:pre-wrap">'
-            + html.escape("\n".join(cause.lines())) + "</pre>"),
+            + html.escape("\n".join(cause.lines()))
+            + "</pre>"
+        ),
     )
 
 

@@ -45,8 +45,11 @@ class RunInfo:
             task=task,
             round_limit=_round_limit(admitted.get("graph", {}).get("root", {})),
             metric=_metric(task, workspace),
-            in_kernel=any(str(b.get("callable") or "").startswith("__main__:")
-                          for b in nodes.values() if isinstance(b, dict)),
+            in_kernel=any(
+                str(b.get("callable") or "").startswith("__main__:")
+                for b in nodes.values()
+                if isinstance(b, dict)
+            ),
         )
 
 

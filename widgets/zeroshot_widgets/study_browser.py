@@ -38,8 +38,7 @@ from zeroshot_kernel.client import Client
 from zeroshot_widgets.compare import CostAxis, StudyComparison
 from zeroshot_widgets.monitor import RunMonitor
 
-GRID_COLUMNS = ("28px 1.3fr 0.9fr 1.1fr 1.3fr 0.9fr 0.55fr 0.65fr 0.5fr 1fr 1.05fr 0.8fr "
-                "56px")
+GRID_COLUMNS = "28px 1.3fr 0.9fr 1.1fr 1.3fr 0.9fr 0.55fr 0.65fr 0.5fr 1fr 1.05fr 0.8fr 56px"
 _ARROWS = {"minimize": "↓", "maximize": "↑"}
 _STATUS_COLORS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 
@@ -48,9 +47,16 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
     """A sortable, filterable table of studies and their runs, with selection, comparison
     and a monitor; ``refresh()`` re-reads the ledger (finished runs are read once)."""
 
-    def __init__(self, client: Client | None = None, *, sort: str = "started",
-                 descending: bool = True, show_runs: bool = True, max_rows: int = 200,
-                 **monitor_options: Any) -> None:
+    def __init__(
+        self,
+        client: Client | None = None,
+        *,
+        sort: str = "started",
+        descending: bool = True,
+        show_runs: bool = True,
+        max_rows: int = 200,
+        **monitor_options: Any,
+    ) -> None:
         self.client = client or Client()
         self.max_rows = max_rows
         self.monitor: RunMonitor | None = None
@@ -61,23 +67,35 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.selected: set[str] = set()
         self._cache = RunCache()
         self._monitor_options = monitor_options
-        self.filter = widgets.Text(placeholder="study, task, harness, status…",
-                                   description="filter", continuous_update=True)
-        self.sort_column = widgets.Dropdown(options=list(COLUMNS), value=sort,
-                                            description="sort by")
-        self.descending = widgets.Checkbox(value=descending, description="descending",
-                                           indent=False)
-        self.show_runs = widgets.Checkbox(value=show_runs, description="show runs",
-                                          indent=False)
-        self.compare_button = widgets.Button(description="Compare", icon="line-chart",
-                                             disabled=True,
-                                             tooltip="overlay the selected studies")
+        self.filter = widgets.Text(
+            placeholder="study, task, harness, status…",
+            description="filter",
+            continuous_update=True,
+        )
+        self.sort_column = widgets.Dropdown(
+            options=list(COLUMNS), value=sort, description="sort by"
+        )
+        self.descending = widgets.Checkbox(value=descending, description="descending", indent=False)
+        self.show_runs = widgets.Checkbox(value=show_runs, description="show runs", indent=False)
+        self.compare_button = widgets.Button(
+            description="Compare",
+            icon="line-chart",
+            disabled=True,
+            tooltip="overlay the selected studies",
+        )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.summary = widgets.HTML()
         self.message = widgets.HTML()
-        self.grid = widgets.GridBox(layout=widgets.Layout(
-            grid_template_columns=GRID_COLUMNS, grid_gap="0px 6px", width="100%",
-            max_height="420px", overflow="auto", align_items="center"))
+        self.grid = widgets.GridBox(
+            layout=widgets.Layout(
+                grid_template_columns=GRID_COLUMNS,
+                grid_gap="0px 6px",
+                width="100%",
+                max_height="420px",
+                overflow="auto",
+                align_items="center",
+            )
+        )
         self.compare_box = widgets.VBox()
         self.monitor_box = widgets.VBox()
         self._quiet = False
@@ -85,16 +103,19 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             control.observe(lambda _: None if self._quiet else self._render(), names="value")
         self.compare_button.on_click(lambda _: self.compare())
         self.refresh_button.on_click(lambda _: self.refresh())
-        super().__init__(children=[
-            widgets.HTML(f"studies and runs in <code>{html.escape(self.client.display_url)}"
-                         "</code>"),
-            widgets.HBox([self.filter, self.sort_column, self.descending, self.show_runs]),
-            widgets.HBox([self.compare_button, self.refresh_button, self.summary]),
-            self.message,
-            self.grid,
-            self.compare_box,
-            self.monitor_box,
-        ])
+        super().__init__(
+            children=[
+                widgets.HTML(
+                    f"studies and runs in <code>{html.escape(self.client.display_url)}</code>"
+                ),
+                widgets.HBox([self.filter, self.sort_column, self.descending, self.show_runs]),
+                widgets.HBox([self.compare_button, self.refresh_button, self.summary]),
+                self.message,
+                self.grid,
+                self.compare_box,
+                self.monitor_box,
+            ]
+        )
         self.refresh()
 
     # --- what a user does --------------------------------------------------------------
@@ -111,8 +132,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         if column not in COLUMNS:
             raise ValueError(f"no column {column!r}; choose one of {', '.join(COLUMNS)}")
         if descending is None:
-            descending = (not self.descending.value if column == self.sort_column.value
-                          else False)
+            descending = not self.descending.value if column == self.sort_column.value else False
         self._quiet = True  # one redraw, not one per control
         try:
             self.descending.value = descending
@@ -127,13 +147,17 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             self._toggle(name, selected)
         self._render()
 
-    def compare(self, names: list[str] | None = None, *, cost: CostAxis = "auto"
-                ) -> StudyComparison | None:
+    def compare(
+        self, names: list[str] | None = None, *, cost: CostAxis = "auto"
+    ) -> StudyComparison | None:
         """Show the comparison of ``names`` (default: the selected studies, in table
         order) below the table, and return it."""
         by_name = {row.name: row for row in self.all_rows}
-        chosen = names if names is not None else [
-            row.name for row in self._ordered(self.all_rows) if row.name in self.selected]
+        chosen = (
+            names
+            if names is not None
+            else [row.name for row in self._ordered(self.all_rows) if row.name in self.selected]
+        )
         rows = [by_name[name] for name in chosen if name in by_name]
         if not rows:
             self.message.value = "tick one or more studies to compare"
@@ -178,7 +202,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
 
     def _render(self) -> None:
         shown = self._ordered(filter_rows(self.all_rows, self.filter.value))
-        self.rows = shown[:self.max_rows]
+        self.rows = shown[: self.max_rows]
         cells: list[widgets.Widget] = [widgets.HTML("")]
         for column in COLUMNS:
             cells.append(self._header(column))
@@ -193,30 +217,36 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.summary.value = (
             f"{len(self.rows)} of {len(self.all_rows)} studies"
             + (f" ({hidden} more: narrow the filter)" if hidden else "")
-            + (f"; {len(self.selected)} selected" if self.selected else ""))
+            + (f"; {len(self.selected)} selected" if self.selected else "")
+        )
         self.compare_button.disabled = not self.selected
 
     def _header(self, column: str) -> widgets.Button:
         arrow = ""
         if column == self.sort_column.value:
             arrow = " ▼" if self.descending.value else " ▲"
-        button = widgets.Button(description=column + arrow, tooltip=f"sort by {column}",
-                                layout=widgets.Layout(width="auto", height="28px"))
+        button = widgets.Button(
+            description=column + arrow,
+            tooltip=f"sort by {column}",
+            layout=widgets.Layout(width="auto", height="28px"),
+        )
         button.add_class("zeroshot-study-header")
         button.on_click(lambda _, c=column: self.sort_by(c))
         return button
 
     def _study_cells(self, row: StudyRow) -> list[widgets.Widget]:
-        check = widgets.Checkbox(value=row.name in self.selected, indent=False,
-                                 layout=widgets.Layout(width="24px"))
-        check.observe(lambda change, n=row.name: self._checked(n, change["new"]),
-                      names="value")
+        check = widgets.Checkbox(
+            value=row.name in self.selected, indent=False, layout=widgets.Layout(width="24px")
+        )
+        check.observe(lambda change, n=row.name: self._checked(n, change["new"]), names="value")
         arrow = _ARROWS.get(row.direction or "", "")
-        best = (f"<span title='{html.escape(row.metric)}, {row.direction_label}'>"
-                f"{format_metric(row.best)} {arrow}</span>")
+        best = (
+            f"<span title='{html.escape(row.metric)}, {row.direction_label}'>"
+            f"{format_metric(row.best)} {arrow}</span>"
+        )
         values = [
-            f"<b>{html.escape(row.name)}</b>" + (
-                f" <span title='{html.escape(row.problem)}'>⚠</span>" if row.problem else ""),
+            f"<b>{html.escape(row.name)}</b>"
+            + (f" <span title='{html.escape(row.problem)}'>⚠</span>" if row.problem else ""),
             html.escape(row.task.rsplit("/", 1)[-1] or "-"),
             html.escape(row.harness_model),
             _status(row.status),
@@ -228,34 +258,58 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             row.started.strftime("%Y-%m-%d %H:%M") if row.started else "-",
             format_duration(row.duration_s) if row.runs else "-",
         ]
-        return [check, *(_cell(v) for v in values),
-                self._open_button(lambda n=row.name: self.open_study(n), not row.runs)]
+        return [
+            check,
+            *(_cell(v) for v in values),
+            self._open_button(lambda n=row.name: self.open_study(n), not row.runs),
+        ]
 
     def _run_cells(self, run: RunRow) -> list[widgets.Widget]:
-        usage = ", ".join(p for p in (
-            f"{run.tokens:,} tokens" if run.tokens is not None else "",
-            f"${run.cost_usd:.4f}" if run.cost_usd is not None else "") if p) or "-"
+        usage = (
+            ", ".join(
+                p
+                for p in (
+                    f"{run.tokens:,} tokens" if run.tokens is not None else "",
+                    f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
+                )
+                if p
+            )
+            or "-"
+        )
         values = [
             f"&nbsp;&nbsp;↳ <code>{html.escape(run.run_id)}</code>",
-            "", html.escape(f"{run.harness}/{run.model}"), _status(run.status),
-            format_metric(run.best), str(run.rounds), str(run.adoptions),
-            str(run.model_calls), html.escape(usage),
-            run.started.strftime("%Y-%m-%d %H:%M"), format_duration(run.duration_s),
+            "",
+            html.escape(f"{run.harness}/{run.model}"),
+            _status(run.status),
+            format_metric(run.best),
+            str(run.rounds),
+            str(run.adoptions),
+            str(run.model_calls),
+            html.escape(usage),
+            run.started.strftime("%Y-%m-%d %H:%M"),
+            format_duration(run.duration_s),
         ]
-        return [widgets.HTML(""), *(_cell(v, muted=True) for v in values),
-                self._open_button(lambda r=run.run_id: self.open_run(r), False)]
+        return [
+            widgets.HTML(""),
+            *(_cell(v, muted=True) for v in values),
+            self._open_button(lambda r=run.run_id: self.open_run(r), False),
+        ]
 
     def _open_button(self, action: Any, disabled: bool) -> widgets.Button:
-        button = widgets.Button(description="open", disabled=disabled,
-                                tooltip="open its monitor below",
-                                layout=widgets.Layout(width="52px", height="26px"))
+        button = widgets.Button(
+            description="open",
+            disabled=disabled,
+            tooltip="open its monitor below",
+            layout=widgets.Layout(width="52px", height="26px"),
+        )
         button.on_click(lambda _: action())
         return button
 
     def _checked(self, name: str, value: bool) -> None:
         self._toggle(name, value)
-        self.summary.value = (f"{len(self.rows)} of {len(self.all_rows)} studies"
-                              + (f"; {len(self.selected)} selected" if self.selected else ""))
+        self.summary.value = f"{len(self.rows)} of {len(self.all_rows)} studies" + (
+            f"; {len(self.selected)} selected" if self.selected else ""
+        )
         self.compare_button.disabled = not self.selected
 
     def _toggle(self, name: str, value: bool) -> None:
@@ -269,11 +323,11 @@ def _cell(value: str, *, muted: bool = False) -> widgets.HTML:
     style = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis"
     if muted:
         style += ";color:#666;font-size:90%"
-    return widgets.HTML(f"<div style='{style}'>{value}</div>",
-                        layout=widgets.Layout(overflow="hidden"))
+    return widgets.HTML(
+        f"<div style='{style}'>{value}</div>", layout=widgets.Layout(overflow="hidden")
+    )
 
 
 def _status(status: str) -> str:
     color = _STATUS_COLORS.get(status.split(":", 1)[0], "#555")
-    return (f"<span style='color:{color}' title='{html.escape(status)}'>"
-            f"{html.escape(status)}</span>")
+    return f"<span style='color:{color}' title='{html.escape(status)}'>{html.escape(status)}</span>"

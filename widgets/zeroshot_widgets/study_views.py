@@ -60,8 +60,13 @@ SOURCE_HEIGHT = "360px"
 # --- figures ------------------------------------------------------------------------------
 
 
-def importance_figure(importances: Importances, *, title: str | None = None,
-                      size: tuple[float, float] = (6.0, 3.0), dpi: int = 100) -> Figure:
+def importance_figure(
+    importances: Importances,
+    *,
+    title: str | None = None,
+    size: tuple[float, float] = (6.0, 3.0),
+    dpi: int = 100,
+) -> Figure:
     """One horizontal bar per parameter (most important on top), labelled ``importance``
     in ``fig.axes[0]``; an empty result shows its reason instead.
 
@@ -85,8 +90,9 @@ def importance_figure(importances: Importances, *, title: str | None = None,
     return figure
 
 
-def slice_figure(measured: MeasuredStudy, *, size: tuple[float, float] | None = None,
-                 dpi: int = 100) -> Figure:
+def slice_figure(
+    measured: MeasuredStudy, *, size: tuple[float, float] | None = None, dpi: int = 100
+) -> Figure:
     """One subplot per parameter: the parameter's value against the measured metric, one
     point per measured candidate coloured by the round that made it, the incumbent ringed.
 
@@ -109,14 +115,29 @@ def slice_figure(measured: MeasuredStudy, *, size: tuple[float, float] | None = 
     for index, parameter in enumerate(space):
         axes = figure.add_subplot(rows, columns, index + 1, label=parameter.name)
         xs = [_x(parameter, c.params.get(parameter.name)) for c in measured.candidates]
-        scatter = axes.scatter(xs, [c.metric for c in measured.candidates],
-                               c=[c.round for c in measured.candidates], cmap=colours,
-                               norm=norm, s=28, edgecolors="black", linewidths=0.3,
-                               label="candidates", zorder=2)
+        scatter = axes.scatter(
+            xs,
+            [c.metric for c in measured.candidates],
+            c=[c.round for c in measured.candidates],
+            cmap=colours,
+            norm=norm,
+            s=28,
+            edgecolors="black",
+            linewidths=0.3,
+            label="candidates",
+            zorder=2,
+        )
         if incumbent is not None:
-            axes.scatter([_x(parameter, incumbent.params.get(parameter.name))],
-                         [incumbent.metric], s=140, facecolors="none", edgecolors=INCUMBENT,
-                         linewidths=2.0, label="incumbent", zorder=3)
+            axes.scatter(
+                [_x(parameter, incumbent.params.get(parameter.name))],
+                [incumbent.metric],
+                s=140,
+                facecolors="none",
+                edgecolors=INCUMBENT,
+                linewidths=2.0,
+                label="incumbent",
+                zorder=3,
+            )
         _parameter_axis(axes, parameter)
         axes.set_title(parameter.name, fontsize="medium")
         if index % columns == 0:
@@ -126,8 +147,13 @@ def slice_figure(measured: MeasuredStudy, *, size: tuple[float, float] | None = 
     assert scatter is not None
     figure.tight_layout(rect=(0, 0.04, 0.9, 1))
     if incumbent is not None:
-        figure.text(0.01, 0.01, f"ringed: the incumbent {incumbent.candidate_id}",
-                    fontsize="small", color=INCUMBENT)
+        figure.text(
+            0.01,
+            0.01,
+            f"ringed: the incumbent {incumbent.candidate_id}",
+            fontsize="small",
+            color=INCUMBENT,
+        )
     bar_axes = figure.add_axes((0.92, 0.15, 0.015, 0.7), label="round")
     bar = figure.colorbar(scatter, cax=bar_axes)
     bar.set_label("round")
@@ -136,8 +162,9 @@ def slice_figure(measured: MeasuredStudy, *, size: tuple[float, float] | None = 
     return figure
 
 
-def parallel_figure(measured: MeasuredStudy, *, size: tuple[float, float] = (8.0, 3.8),
-                    dpi: int = 100) -> Figure:
+def parallel_figure(
+    measured: MeasuredStudy, *, size: tuple[float, float] = (8.0, 3.8), dpi: int = 100
+) -> Figure:
     """Parallel coordinates: one line per measured candidate across the parameters'
     normalised axes (search-space bounds at the bottom and top) and the metric's axis,
     coloured by metric; the incumbent is drawn on top.
@@ -167,16 +194,31 @@ def parallel_figure(measured: MeasuredStudy, *, size: tuple[float, float] = (8.0
         return [*points, (float(len(space)), metric_unit(candidate.metric))]
 
     norm = Normalize(low, high if high > low else low + 1.0)
-    lines = LineCollection([line(c) for c in measured.candidates], cmap=colormaps[METRIC_MAP],
-                           norm=norm, linewidths=1.2, alpha=0.8, label="candidates", zorder=2)
+    lines = LineCollection(
+        [line(c) for c in measured.candidates],
+        cmap=colormaps[METRIC_MAP],
+        norm=norm,
+        linewidths=1.2,
+        alpha=0.8,
+        label="candidates",
+        zorder=2,
+    )
     lines.set_array(metrics)
     axes.add_collection(lines)
     incumbent = measured.incumbent
     drawn = []
     if incumbent is not None:
         xs, ys = zip(*line(incumbent), strict=True)
-        drawn = axes.plot(xs, ys, color=INCUMBENT, linewidth=2.6, marker="o", markersize=4,
-                          label="incumbent", zorder=4)
+        drawn = axes.plot(
+            xs,
+            ys,
+            color=INCUMBENT,
+            linewidth=2.6,
+            marker="o",
+            markersize=4,
+            label="incumbent",
+            zorder=4,
+        )
     names = [*(p.name for p in space), measured.metric]
     for x in range(len(names)):
         axes.axvline(x, color=MUTED, linewidth=0.8, zorder=1)
@@ -193,8 +235,13 @@ def parallel_figure(measured: MeasuredStudy, *, size: tuple[float, float] = (8.0
     for side in ("left", "right", "top"):
         axes.spines[side].set_visible(False)
     marked = f" · incumbent {incumbent.candidate_id} in red" if drawn and incumbent else ""
-    axes.set_title(f"{len(measured.candidates)} measured candidates · {measured.direction} "
-                   f"{measured.metric}{marked}", fontsize="medium", loc="left", pad=14)
+    axes.set_title(
+        f"{len(measured.candidates)} measured candidates · {measured.direction} "
+        f"{measured.metric}{marked}",
+        fontsize="medium",
+        loc="left",
+        pad=14,
+    )
     bar = figure.colorbar(lines, ax=axes, fraction=0.04, pad=0.02)
     bar.ax.set_label("metric")
     bar.set_label(measured.metric)
@@ -228,8 +275,9 @@ def _importance_title(importances: Importances) -> str:
 
 
 def _empty(axes: Any, text: str) -> None:
-    axes.text(0.5, 0.5, text, ha="center", va="center", wrap=True, color=MUTED,
-              transform=axes.transAxes)
+    axes.text(
+        0.5, 0.5, text, ha="center", va="center", wrap=True, color=MUTED, transform=axes.transAxes
+    )
     axes.set_xticks([])
     axes.set_yticks([])
 
@@ -252,8 +300,9 @@ def _x(parameter: SearchParameter, value: Any) -> float:
     """Where a value sits on its parameter's x axis (categories at 0, 1, 2, ...)."""
     if parameter.type == "categorical":
         choices = parameter.choices or []
-        return float(next((i for i, c in enumerate(choices) if c == value
-                           and type(c) is type(value)), -1))
+        return float(
+            next((i for i, c in enumerate(choices) if c == value and type(c) is type(value)), -1)
+        )
     return float(value) if isinstance(value, int | float) else math.nan
 
 
@@ -311,27 +360,34 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
     reason then come from its ledger too) or a workspace folder (records only).
     """
 
-    def __init__(self, source: Client | str | os.PathLike[str] | None = None, *,
-                 study: str, round: int | None = None, candidate: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: Client | str | os.PathLike[str] | None = None,
+        *,
+        study: str,
+        round: int | None = None,
+        candidate: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.workspace, self.client = _workspace(source)
         self.study = study
         self.detail: CandidateDetail | None = None
-        self.picker = widgets.Dropdown(description="candidate",
-                                       layout=widgets.Layout(width="480px"))
+        self.picker = widgets.Dropdown(
+            description="candidate", layout=widgets.Layout(width="480px")
+        )
         self.header = widgets.HTML()
         self.source_html = widgets.HTML()
         self.diff_html = widgets.HTML()
         self.measurements_html = widgets.HTML()
         self.review_html = widgets.HTML()
         self.message = widgets.HTML()
-        self.sections = widgets.Tab(children=[self.source_html, self.diff_html,
-                                              self.measurements_html, self.review_html])
+        self.sections = widgets.Tab(
+            children=[self.source_html, self.diff_html, self.measurements_html, self.review_html]
+        )
         for index, title in enumerate(("Source", "Diff", "Measurements", "Review")):
             self.sections.set_title(index, title)
         self.picker.observe(self._picked, names="value")
-        super().__init__(children=[self.picker, self.message, self.header, self.sections],
-                         **kwargs)
+        super().__init__(children=[self.picker, self.message, self.header, self.sections], **kwargs)
         self.refresh()
         if round is not None:
             self.select_round(round)
@@ -345,8 +401,7 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
         self.picker.options = [(c.label, c.candidate_id) for c in choices]
         ids = [c.candidate_id for c in choices]
         if not ids:
-            self.message.value = (f"study <b>{html.escape(self.study)}</b> has no candidates "
-                                  "yet")
+            self.message.value = f"study <b>{html.escape(self.study)}</b> has no candidates yet"
             return
         target = selected if selected in ids else ids[-1]
         if self.picker.value == target:
@@ -357,8 +412,10 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
     def select(self, candidate: str) -> None:
         """Show ``candidate`` (its id, e.g. ``c002``)."""
         if candidate not in [value for _, value in self.picker.options]:
-            self.message.value = (f"study <b>{html.escape(self.study)}</b> has no candidate "
-                                  f"<code>{html.escape(candidate)}</code>")
+            self.message.value = (
+                f"study <b>{html.escape(self.study)}</b> has no candidate "
+                f"<code>{html.escape(candidate)}</code>"
+            )
             return
         self.picker.value = candidate
 
@@ -391,38 +448,54 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
 class StudyInsights(widgets.VBox):  # type: ignore[misc]
     """A study's importance, slice plots, parallel coordinates and candidates, in tabs."""
 
-    def __init__(self, source: Client | str | os.PathLike[str] | None = None, *,
-                 study: str, evaluator: str = "ped-anova", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: Client | str | os.PathLike[str] | None = None,
+        *,
+        study: str,
+        evaluator: str = "ped-anova",
+        **kwargs: Any,
+    ) -> None:
         self.workspace, self.client = _workspace(source)
         self.study = study
         self.evaluator = evaluator
         self.measured: MeasuredStudy | None = None
         self.importances: Importances | None = None
-        self.importance_image = widgets.Image(format="png",
-                                              layout=widgets.Layout(max_width="640px"))
+        self.importance_image = widgets.Image(
+            format="png", layout=widgets.Layout(max_width="640px")
+        )
         self.importance_note = widgets.HTML()
         self.slice_image = widgets.Image(format="png", layout=widgets.Layout(max_width="900px"))
-        self.parallel_image = widgets.Image(format="png",
-                                            layout=widgets.Layout(max_width="820px"))
+        self.parallel_image = widgets.Image(format="png", layout=widgets.Layout(max_width="820px"))
         self.candidates = CandidateView(self.client or self.workspace, study=study)
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh())
-        self.tabs = widgets.Tab(children=[
-            widgets.VBox([self.importance_image, self.importance_note]),
-            self.slice_image, self.parallel_image, self.candidates])
-        for index, title in enumerate(("Importance", "Slices", "Parallel coordinates",
-                                       "Candidates")):
+        self.tabs = widgets.Tab(
+            children=[
+                widgets.VBox([self.importance_image, self.importance_note]),
+                self.slice_image,
+                self.parallel_image,
+                self.candidates,
+            ]
+        )
+        for index, title in enumerate(
+            ("Importance", "Slices", "Parallel coordinates", "Candidates")
+        ):
             self.tabs.set_title(index, title)
-        super().__init__(children=[
-            widgets.HTML(f"study <b>{html.escape(study)}</b>"), self.refresh_button, self.tabs,
-        ], **kwargs)
+        super().__init__(
+            children=[
+                widgets.HTML(f"study <b>{html.escape(study)}</b>"),
+                self.refresh_button,
+                self.tabs,
+            ],
+            **kwargs,
+        )
         self.refresh()
 
     def refresh(self) -> None:
         """Re-read the study's records and redraw (call from the main thread)."""
         self.measured = load_measured(self.workspace, self.study)
-        self.importances = parameter_importance(self.measured,
-                                                evaluator=self.evaluator)  # type: ignore[arg-type]
+        self.importances = parameter_importance(self.measured, evaluator=self.evaluator)  # type: ignore[arg-type]
         self.importance_image.value = importance_png(self.importances)
         self.importance_note.value = importance_html(self.importances)
         self.slice_image.value = slice_png(self.measured)
@@ -432,16 +505,20 @@ class StudyInsights(widgets.VBox):  # type: ignore[misc]
 
 # --- HTML ---------------------------------------------------------------------------------
 
-_BOX = (f"max-height:{SOURCE_HEIGHT};overflow:auto;margin:0;padding:6px;"
-        "border:1px solid #ddd;background:#fafafa;font-family:monospace;font-size:12px;"
-        "white-space:pre;line-height:1.35")
+_BOX = (
+    f"max-height:{SOURCE_HEIGHT};overflow:auto;margin:0;padding:6px;"
+    "border:1px solid #ddd;background:#fafafa;font-family:monospace;font-size:12px;"
+    "white-space:pre;line-height:1.35"
+)
 
 
 def importance_html(importances: Importances) -> str:
     if not importances:
         return f"<i>{html.escape(importances.reason)}</i>"
-    rows = "".join(f"<tr><td><code>{html.escape(k)}</code></td><td>{v:.3f}</td></tr>"
-                   for k, v in importances.items())
+    rows = "".join(
+        f"<tr><td><code>{html.escape(k)}</code></td><td>{v:.3f}</td></tr>"
+        for k, v in importances.items()
+    )
     note = f"<div><i>{html.escape(importances.note)}</i></div>" if importances.note else ""
     return f"<table>{rows}</table>{note}"
 
@@ -449,31 +526,41 @@ def importance_html(importances: Importances) -> str:
 def header_html(detail: CandidateDetail) -> str:
     params = ", ".join(f"{k}={v!r}" for k, v in detail.params.items()) or "no parameters"
     parent = detail.parent_id or "none (the task's starting candidate)"
-    state = "verified against its manifest" if detail.verified else (
-        "<b style='color:#d62728'>does not match its manifest</b>: "
-        + html.escape("; ".join(detail.problems[:3])))
+    state = (
+        "verified against its manifest"
+        if detail.verified
+        else (
+            "<b style='color:#d62728'>does not match its manifest</b>: "
+            + html.escape("; ".join(detail.problems[:3]))
+        )
+    )
     incumbent = " · <b>incumbent</b>" if detail.incumbent else ""
-    return (f"<b>{html.escape(detail.candidate_id)}</b> · round {detail.round} · parent "
-            f"{html.escape(parent)}{incumbent}<br>{html.escape(params)}<br>"
-            f"<small>content sha256 {detail.content_sha256[:12]}… · {state}</small>")
+    return (
+        f"<b>{html.escape(detail.candidate_id)}</b> · round {detail.round} · parent "
+        f"{html.escape(parent)}{incumbent}<br>{html.escape(params)}<br>"
+        f"<small>content sha256 {detail.content_sha256[:12]}… · {state}</small>"
+    )
 
 
 def source_html(detail: CandidateDetail) -> str:
     if not detail.verified:
-        return ("<i>the recorded bytes do not match the manifest, so they are not shown: "
-                + html.escape("; ".join(detail.problems[:5])) + "</i>")
+        return (
+            "<i>the recorded bytes do not match the manifest, so they are not shown: "
+            + html.escape("; ".join(detail.problems[:5]))
+            + "</i>"
+        )
     parts = []
     for file in detail.files:
         title = f"<b><code>{html.escape(file.path)}</code></b> <small>{file.size} bytes</small>"
         if not file.shown:
-            parts.append(f"<div>{title} <i>not shown: the view's size limit was reached"
-                         "</i></div>")
+            parts.append(f"<div>{title} <i>not shown: the view's size limit was reached</i></div>")
         elif file.binary:
             parts.append(f"<div>{title} <i>binary</i></div>")
         else:
             more = " <i>(cut: longer than the view shows)</i>" if file.truncated else ""
-            parts.append(f"<div>{title}{more}</div><pre style=\"{_BOX}\">"
-                         f"{html.escape(file.text)}</pre>")
+            parts.append(
+                f'<div>{title}{more}</div><pre style="{_BOX}">{html.escape(file.text)}</pre>'
+            )
     return "".join(parts) or "<i>no files</i>"
 
 
@@ -493,27 +580,34 @@ def diff_html(diff: str) -> str:
             lines.append(f"<span style='color:#6f42c1'>{escaped}</span>")
         else:
             lines.append(escaped)
-    return f"<pre style=\"{_BOX}\">" + "\n".join(lines) + "</pre>"
+    return f'<pre style="{_BOX}">' + "\n".join(lines) + "</pre>"
 
 
 def measurements_html(detail: CandidateDetail) -> str:
     rows = "".join(
         f"<tr><td>{m.seed}</td><td>{_number(m.value)}</td><td>{html.escape(m.status)}</td>"
-        f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td></tr>" for m in detail.measurements)
-    summary = (f"mean {_number(detail.mean)} · std {_number(detail.std)} · n {detail.n}")
+        f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td></tr>"
+        for m in detail.measurements
+    )
+    summary = f"mean {_number(detail.mean)} · std {_number(detail.std)} · n {detail.n}"
     decision = ""
     if detail.review is not None:
         decision = f"<div>{html.escape(detail.review.noise_decision)}</div>"
-    return (f"<div>{summary}</div>{decision}<table><tr><th>seed</th><th>value</th>"
-            f"<th>status</th><th>round</th><th>time</th></tr>{rows}</table>")
+    return (
+        f"<div>{summary}</div>{decision}<table><tr><th>seed</th><th>value</th>"
+        f"<th>status</th><th>round</th><th>time</th></tr>{rows}</table>"
+    )
 
 
 def review_html(detail: CandidateDetail) -> str:
     review = detail.review
     if review is None:
         return "<i>the task's starting candidate: measured as the baseline, not reviewed</i>"
-    verdict = (f"{html.escape(review.verdict)}: {html.escape(review.reason)}"
-               if review.verdict else "<i>not in this ledger (records only)</i>")
+    verdict = (
+        f"{html.escape(review.verdict)}: {html.escape(review.reason)}"
+        if review.verdict
+        else "<i>not in this ledger (records only)</i>"
+    )
     corrections = "".join(f"<li>{html.escape(c)}</li>" for c in review.corrections)
     rows = [
         ("decision", html.escape(review.decision or "undecided")),
@@ -525,10 +619,13 @@ def review_html(detail: CandidateDetail) -> str:
         ("rationale", html.escape(review.rationale)),
         ("noise floor", html.escape(review.noise_decision)),
         ("effect size", _number(review.effect_size)),
-        ("evidence", f"<pre style=\"{_BOX}\">{html.escape(review.evidence)}</pre>"),
+        ("evidence", f'<pre style="{_BOX}">{html.escape(review.evidence)}</pre>'),
     ]
-    body = "".join(f"<tr><th style='text-align:left;vertical-align:top'>{k}</th>"
-                   f"<td style='text-align:left'>{v}</td></tr>" for k, v in rows)
+    body = "".join(
+        f"<tr><th style='text-align:left;vertical-align:top'>{k}</th>"
+        f"<td style='text-align:left'>{v}</td></tr>"
+        for k, v in rows
+    )
     return f"<table>{body}</table>"
 
 

@@ -197,17 +197,20 @@ def _parse_plan(
     if isinstance(runtime, RuntimePlan):
         return runtime, []
     if runtime is not None and not isinstance(runtime, Mapping):
-        return None, [GraphDiagnostic(
-            code="invalid_graph_shape", path=[field_segment("runtime")],
-            message=f"a runtime plan is an object, not {type(runtime).__name__}")]
+        return None, [
+            GraphDiagnostic(
+                code="invalid_graph_shape",
+                path=[field_segment("runtime")],
+                message=f"a runtime plan is an object, not {type(runtime).__name__}",
+            )
+        ]
     document = dict(runtime) if runtime is not None else {}
     try:
         return RuntimePlan.model_validate(document), []
     except ValidationError as error:
         diagnostics = diagnostics_from_validation(error, document)
         prefixed = [
-            d.model_copy(update={"path": [field_segment("runtime"), *d.path]})
-            for d in diagnostics
+            d.model_copy(update={"path": [field_segment("runtime"), *d.path]}) for d in diagnostics
         ]
         return None, prefixed
 
@@ -226,12 +229,14 @@ def _input_diagnostics(graph: GraphSpec, value: Any) -> list[GraphDiagnostic]:
     ]
     more = sum(1 for _ in violations)
     if more:
-        diagnostics.append(GraphDiagnostic(
-            code="schema_safety",
-            message=f"initial input does not match initialInput: {more} more violations "
-                    f"(only the first {MAX_VIOLATIONS} are listed)",
-            path=[field_segment("input")],
-        ))
+        diagnostics.append(
+            GraphDiagnostic(
+                code="schema_safety",
+                message=f"initial input does not match initialInput: {more} more violations "
+                f"(only the first {MAX_VIOLATIONS} are listed)",
+                path=[field_segment("input")],
+            )
+        )
     return diagnostics
 
 

@@ -56,8 +56,13 @@ class FlowWalk:
             effects = self._executable(node, scope, loc)
         elif isinstance(node, SucceedNode):
             check_input_bindings(
-                self.run, node.bindings, node.output, scope, loc,
-                collection="bindings", payload_field="output",
+                self.run,
+                node.bindings,
+                node.output,
+                scope,
+                loc,
+                collection="bindings",
+                payload_field="output",
             )
             effects = _terminal(node, scope)
         elif isinstance(node, FailNode):
@@ -87,8 +92,13 @@ class FlowWalk:
 
     def _executable(self, node: StepNode | VerifierNode, scope: Scope, loc: Loc) -> Effects:
         check_input_bindings(
-            self.run, node.input_bindings, node.input, scope, loc,
-            collection="inputBindings", payload_field="input",
+            self.run,
+            node.input_bindings,
+            node.input,
+            scope,
+            loc,
+            collection="inputBindings",
+            payload_field="input",
         )
         writes = check_write_bindings(self.run, node, scope, loc)
         return Effects(
@@ -161,8 +171,12 @@ class FlowWalk:
         if group.otherwise is not None and routes.otherwise_reachable:
             alternatives.append(
                 self._route(
-                    group, group.otherwise, routes.otherwise, routes.otherwise_completion,
-                    scope, loc,
+                    group,
+                    group.otherwise,
+                    routes.otherwise,
+                    routes.otherwise_completion,
+                    scope,
+                    loc,
                 )
             )
         elif not routes.exhaustive:

@@ -71,8 +71,7 @@ def check_input_bindings(
         if any(overlaps(earlier, target) for earlier in targets):
             run.emit(
                 "write_conflict",
-                "binding target overlaps the target of an earlier binding; bind each field "
-                "once",
+                "binding target overlaps the target of an earlier binding; bind each field once",
                 at(binding_loc, "target"),
             )
         targets.append(target)
@@ -112,8 +111,9 @@ def _check_input_binding(
         )
 
 
-def read_data(run: VerifierState, selector: DataSelector, scope: Scope, loc: Loc
-              ) -> PayloadType | None:
+def read_data(
+    run: VerifierState, selector: DataSelector, scope: Scope, loc: Loc
+) -> PayloadType | None:
     """The type a state or item selector reads, reporting a missing or undefined path."""
     path = tuple(selector.path)
     override: PayloadType | None = None

@@ -89,8 +89,10 @@ def child_paths(parent: GraphNode, path: Path) -> Iterator[tuple[GraphNode, Path
             yield child, (*path, field("children"), index(i), node(child.name))
     elif isinstance(parent, ChoiceNode):
         for i, branch in enumerate(parent.branches):
-            yield branch.node, (*path, field("branches"), index(i), field("node"),
-                                node(branch.node.name))
+            yield (
+                branch.node,
+                (*path, field("branches"), index(i), field("node"), node(branch.node.name)),
+            )
         if parent.otherwise is not None:
             yield parent.otherwise, (*path, field("otherwise"), node(parent.otherwise.name))
     elif isinstance(parent, ParNode):
@@ -103,9 +105,7 @@ def child_paths(parent: GraphNode, path: Path) -> Iterator[tuple[GraphNode, Path
 def located_nodes(graph: GraphSpec) -> list[LocatedNode]:
     """Every node in pre-order with its path; iterative so deep graphs cannot overflow."""
     located: list[LocatedNode] = []
-    stack: list[tuple[GraphNode, Path, int]] = [
-        (graph.root, (*_ROOT, node(graph.root.name)), 1)
-    ]
+    stack: list[tuple[GraphNode, Path, int]] = [(graph.root, (*_ROOT, node(graph.root.name)), 1)]
     while stack:
         current, path, depth = stack.pop()
         located.append(LocatedNode(current, path, depth, len(located)))
@@ -205,43 +205,64 @@ class _Analysis:
         for entry in self.nodes:
             current, path = entry.node, entry.path
             if entry.depth > MAX_GRAPH_DEPTH:
-                self.emit("ceiling_exceeded",
-                          f"graph depth {entry.depth} exceeds the full/v1 ceiling of "
-                          f"{MAX_GRAPH_DEPTH}; flatten nested groups",
-                          path, [current.name])
+                self.emit(
+                    "ceiling_exceeded",
+                    f"graph depth {entry.depth} exceeds the full/v1 ceiling of "
+                    f"{MAX_GRAPH_DEPTH}; flatten nested groups",
+                    path,
+                    [current.name],
+                )
             if isinstance(current, StepNode | VerifierNode) and current.attempts > MAX_ATTEMPTS:
-                self.emit("ceiling_exceeded",
-                          f"attempts {current.attempts} exceeds the full/v1 ceiling of "
-                          f"{MAX_ATTEMPTS}; lower it",
-                          (*path, field("attempts")), [current.name])
+                self.emit(
+                    "ceiling_exceeded",
+                    f"attempts {current.attempts} exceeds the full/v1 ceiling of "
+                    f"{MAX_ATTEMPTS}; lower it",
+                    (*path, field("attempts")),
+                    [current.name],
+                )
             if isinstance(current, LoopNode) and current.max_iterations > MAX_LOOP_ITERATIONS:
-                self.emit("ceiling_exceeded",
-                          f"maxIterations {current.max_iterations} exceeds the full/v1 ceiling "
-                          f"of {MAX_LOOP_ITERATIONS}; lower it",
-                          (*path, field("maxIterations")), [current.name])
+                self.emit(
+                    "ceiling_exceeded",
+                    f"maxIterations {current.max_iterations} exceeds the full/v1 ceiling "
+                    f"of {MAX_LOOP_ITERATIONS}; lower it",
+                    (*path, field("maxIterations")),
+                    [current.name],
+                )
             if isinstance(current, MapNode) and current.max_items > MAX_MAP_ITEMS:
-                self.emit("ceiling_exceeded",
-                          f"maxItems {current.max_items} exceeds the full/v1 ceiling of "
-                          f"{MAX_MAP_ITEMS}; lower it or split the input",
-                          (*path, field("maxItems")), [current.name])
+                self.emit(
+                    "ceiling_exceeded",
+                    f"maxItems {current.max_items} exceeds the full/v1 ceiling of "
+                    f"{MAX_MAP_ITEMS}; lower it or split the input",
+                    (*path, field("maxItems")),
+                    [current.name],
+                )
             for guard, guard_path in _guards(current, path):
                 size = guard_size(guard)
                 total_guard_nodes += size
                 if size > MAX_GUARD_NODES:
-                    self.emit("ceiling_exceeded",
-                              f"guard has {size} guard nodes, over the full/v1 ceiling of "
-                              f"{MAX_GUARD_NODES}; simplify it",
-                              guard_path, [])
+                    self.emit(
+                        "ceiling_exceeded",
+                        f"guard has {size} guard nodes, over the full/v1 ceiling of "
+                        f"{MAX_GUARD_NODES}; simplify it",
+                        guard_path,
+                        [],
+                    )
         if len(self.nodes) > MAX_GRAPH_NODES:
-            self.emit("ceiling_exceeded",
-                      f"total nodes ({len(self.nodes)}) exceed the full/v1 ceiling of "
-                      f"{MAX_GRAPH_NODES}; split the graph",
-                      _ROOT, [])
+            self.emit(
+                "ceiling_exceeded",
+                f"total nodes ({len(self.nodes)}) exceed the full/v1 ceiling of "
+                f"{MAX_GRAPH_NODES}; split the graph",
+                _ROOT,
+                [],
+            )
         if total_guard_nodes > MAX_GUARD_NODES:
-            self.emit("ceiling_exceeded",
-                      f"total guard nodes ({total_guard_nodes}) exceed the full/v1 ceiling of "
-                      f"{MAX_GUARD_NODES}; simplify the routing",
-                      _ROOT, [])
+            self.emit(
+                "ceiling_exceeded",
+                f"total guard nodes ({total_guard_nodes}) exceed the full/v1 ceiling of "
+                f"{MAX_GUARD_NODES}; simplify the routing",
+                _ROOT,
+                [],
+            )
 
     # the dependency order
 
@@ -253,10 +274,13 @@ class _Analysis:
         for name, needs in waiting.items():
             # Membership tests, not set algebra with the keys view: that walks every key.
             for missing in sorted(need for need in needs if need not in self.first):
-                self.emit("undefined_read",
-                          f"reference to unknown node {missing}, which is not in this graph; "
-                          "name a node of the graph",
-                          self.first[name].path, [missing])
+                self.emit(
+                    "undefined_read",
+                    f"reference to unknown node {missing}, which is not in this graph; "
+                    "name a node of the graph",
+                    self.first[name].path,
+                    [missing],
+                )
         dependents: dict[str, list[str]] = {name: [] for name in waiting}
         for name, needs in waiting.items():
             for need in (need for need in needs if need in self.first):
@@ -274,10 +298,13 @@ class _Analysis:
                     heapq.heappush(ready, (self.first[dependent].ordinal, dependent))
         stuck = sorted(set(waiting) - set(order))
         if stuck:
-            self.emit("cyclic_reference",
-                      f"node-output and control references form a cycle through "
-                      f"{', '.join(stuck)}; break it so each node reads only earlier ones",
-                      self.first[stuck[0]].path, stuck)
+            self.emit(
+                "cyclic_reference",
+                f"node-output and control references form a cycle through "
+                f"{', '.join(stuck)}; break it so each node reads only earlier ones",
+                self.first[stuck[0]].path,
+                stuck,
+            )
         return order
 
     # the (E, C, L) fold
@@ -312,19 +339,26 @@ class _Analysis:
     def _fold_sum(self, group: SeqNode | ParNode, path: Path, folds: list[_Fold]) -> _Fold | None:
         where = (*path, field("children" if isinstance(group, SeqNode) else "branches"))
         hint = "split the group or lower the bounds inside it"
-        executions = self._within(sum(f.executions for f in folds), "node executions",
-                                  MAX_NODE_EXECUTIONS, where, hint)
+        executions = self._within(
+            sum(f.executions for f in folds), "node executions", MAX_NODE_EXECUTIONS, where, hint
+        )
         if executions is None:
             return None
         concurrency = max((f.concurrency for f in folds), default=0)
         if isinstance(group, ParNode):  # branches run at once; seq children one at a time
-            summed = self._within(sum(f.concurrency for f in folds), "peak concurrency",
-                                  MAX_PEAK_CONCURRENCY, where, hint)
+            summed = self._within(
+                sum(f.concurrency for f in folds),
+                "peak concurrency",
+                MAX_PEAK_CONCURRENCY,
+                where,
+                hint,
+            )
             if summed is None:
                 return None
             concurrency = summed
-        loop_entries = self._within(sum(f.loop_entries for f in folds), "loop entries",
-                                    MAX_LOOP_ENTRIES, where, hint)
+        loop_entries = self._within(
+            sum(f.loop_entries for f in folds), "loop entries", MAX_LOOP_ENTRIES, where, hint
+        )
         if loop_entries is None:
             return None
         return _Fold(executions, concurrency, loop_entries)
@@ -347,12 +381,22 @@ class _Analysis:
     def _fold_loop(self, group: LoopNode, path: Path, body: _Fold) -> _Fold | None:
         where = (*path, field("maxIterations"))
         hint = "lower maxIterations or the bounds inside the body"
-        executions = self._within(group.max_iterations * body.executions, "node executions",
-                                  MAX_NODE_EXECUTIONS, where, hint)
+        executions = self._within(
+            group.max_iterations * body.executions,
+            "node executions",
+            MAX_NODE_EXECUTIONS,
+            where,
+            hint,
+        )
         if executions is None:
             return None
-        loop_entries = self._within(group.max_iterations * (1 + body.loop_entries),
-                                    "loop entries", MAX_LOOP_ENTRIES, where, hint)
+        loop_entries = self._within(
+            group.max_iterations * (1 + body.loop_entries),
+            "loop entries",
+            MAX_LOOP_ENTRIES,
+            where,
+            hint,
+        )
         if loop_entries is None:
             return None
         return _Fold(executions, body.concurrency, loop_entries)
@@ -362,9 +406,12 @@ class _Analysis:
         # reference engine's do.
         if value <= ceiling:
             return value
-        self.emit("ceiling_exceeded",
-                  f"{label} could reach {value}, over the full/v1 ceiling of {ceiling}; {hint}",
-                  path, [])
+        self.emit(
+            "ceiling_exceeded",
+            f"{label} could reach {value}, over the full/v1 ceiling of {ceiling}; {hint}",
+            path,
+            [],
+        )
         return None
 
     def termination(self, fold: _Fold, order: list[str]) -> TerminationWitness:

@@ -133,14 +133,10 @@ def _common_writes(left: Writes, right: Writes) -> Writes:
     return common
 
 
-def definite_in_every(
-    scenarios: Sequence[Scenario], required: int, provides: list[bool]
-) -> bool:
+def definite_in_every(scenarios: Sequence[Scenario], required: int, provides: list[bool]) -> bool:
     """A branch fact survives a join when, in every legal set of completing branches,
     fewer than ``required`` of them lack it."""
-    return all(
-        sum(1 for i in scenario if not provides[i]) < required for scenario in scenarios
-    )
+    return all(sum(1 for i in scenario if not provides[i]) < required for scenario in scenarios)
 
 
 def merge_scenarios(
@@ -194,7 +190,9 @@ def _providers(
     per_branch: Sequence[Writes], path: FieldPath, scenarios: Sequence[Scenario]
 ) -> list[WriteFact]:
     return [
-        per_branch[i][path] for scenario in scenarios for i in sorted(scenario)
+        per_branch[i][path]
+        for scenario in scenarios
+        for i in sorted(scenario)
         if path in per_branch[i]
     ]
 

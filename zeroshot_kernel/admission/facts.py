@@ -123,9 +123,7 @@ def par_definition(
     after = dict(before)
     apply_writes(after, writes)
     targets = frozenset(writes)
-    touched = sorted(
-        path for path in {*before, *after} if any(overlaps(t, path) for t in targets)
-    )
+    touched = sorted(path for path in {*before, *after} if any(overlaps(t, path) for t in targets))
     if all(before.get(path) == after.get(path) for path in touched):
         return None
     transitions = {path: Transition(before.get(path), after.get(path)) for path in touched}
@@ -162,9 +160,7 @@ def restrict_definitions(
     """Only the targets under a path of ``keep`` (a group's promoted paths) survive."""
     kept: list[ParDefinition] = []
     for definition in definitions:
-        targets = frozenset(
-            t for t in definition.targets if any(is_prefix(p, t) for p in keep)
-        )
+        targets = frozenset(t for t in definition.targets if any(is_prefix(p, t) for p in keep))
         transitions = {
             path: change
             for path, change in definition.transitions.items()

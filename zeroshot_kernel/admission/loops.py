@@ -12,8 +12,9 @@ from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.contract.graph import LoopNode
 
 
-def check_loop_exit(run: VerifierState, loop: LoopNode, available: set[str], body: Effects,
-                    loc: Loc) -> None:
+def check_loop_exit(
+    run: VerifierState, loop: LoopNode, available: set[str], body: Effects, loc: Loc
+) -> None:
     """``available`` is what has run before the loop; ``body`` the effects of one iteration."""
     if loop.until is None:
         return

@@ -36,8 +36,9 @@ Indexed = dict[FieldPath, PayloadType]
 """Element types of promoted map arrays, by promoted path."""
 
 
-def indexed_targets(run: VerifierState, group: MapNode, scope: Scope, loc: Loc
-                    ) -> tuple[Indexed, Indexed]:
+def indexed_targets(
+    run: VerifierState, group: MapNode, scope: Scope, loc: Loc
+) -> tuple[Indexed, Indexed]:
     """Element types for the body (inherited from enclosing maps plus this map's own) and
     this map's own, reporting promoted paths that are not arrays."""
     inherited: Indexed = dict(scope.indexed or {})
@@ -45,7 +46,8 @@ def indexed_targets(run: VerifierState, group: MapNode, scope: Scope, loc: Loc
     for position, raw in enumerate(group.promoted_state_paths):
         path = tuple(raw)
         declared = (
-            scope.indexed[path] if scope.indexed is not None and path in scope.indexed
+            scope.indexed[path]
+            if scope.indexed is not None and path in scope.indexed
             else path_type(group.state, path)
         )
         if isinstance(declared, ArrayType):

@@ -62,7 +62,10 @@ def check_join(run: VerifierState, par: ParNode, incoming: Flow, loc: Loc) -> No
     if isinstance(par.join, FirstJoin):
         inside = {node.name for branch in par.branches for node in branch.walk()}
         check_guard(
-            run, par.join.when, incoming.available | inside, at(loc, "join", "when"),
+            run,
+            par.join.when,
+            incoming.available | inside,
+            at(loc, "join", "when"),
             "invalid_graph_shape",
         )
     check_quorum(run, par, loc)
@@ -220,4 +223,3 @@ def _undecided(branches: Sequence[Effects], required: int) -> Effects:
     merged.falls_through = True
     merged.completion = ALWAYS
     return merged
-

@@ -61,13 +61,13 @@ def restrict_promotions(
         if local is None:
             run.emit(
                 "schema_safety",
-                "promoted path is not in the group's state; declare it there or drop the "
-                "promotion",
+                "promoted path is not in the group's state; declare it there or drop the promotion",
                 promoted_loc,
             )
             continue
         target = (
-            overrides[path] if overrides is not None and path in overrides
+            overrides[path]
+            if overrides is not None and path in overrides
             else path_type(enclosing_state, path)
         )
         if target is None:

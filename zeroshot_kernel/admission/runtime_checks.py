@@ -49,12 +49,17 @@ def _problem(message: str, *names: str, related: list[str] | None = None) -> Gra
     )
 
 
-def _uninstalled(harness: str, *names: str, related: list[str] | None = None
-                 ) -> Iterator[GraphDiagnostic]:
+def _uninstalled(
+    harness: str, *names: str, related: list[str] | None = None
+) -> Iterator[GraphDiagnostic]:
     installed = agent_harnesses()
     if harness not in installed:
-        yield _problem(f'the harness "{harness}" is not installed here; installed: '
-                       f"{', '.join(sorted(installed))}", *names, related=related)
+        yield _problem(
+            f'the harness "{harness}" is not installed here; installed: '
+            f"{', '.join(sorted(installed))}",
+            *names,
+            related=related,
+        )
 
 
 def _unknown_nodes(
@@ -93,8 +98,10 @@ def _bindings(
         elif node.worker in trusted_workers():
             yield _problem(
                 f"node '{name}' ({node.worker}) is trusted engine code, never an agent: bind "
-                f"it as {{\"kind\": \"trusted\", \"code\": \"{trusted_workers()[node.worker]}\"}}",
-                "nodes", name, related=[name],
+                f'it as {{"kind": "trusted", "code": "{trusted_workers()[node.worker]}"}}',
+                "nodes",
+                name,
+                related=[name],
             )
         else:
             yield from _agent(plan, node, binding, importable=importable)
@@ -105,15 +112,26 @@ def _trusted(node: StepNode | VerifierNode, binding: TrustedBinding) -> Iterator
     known = trusted_code()
     entry = known.get(binding.code)
     if entry is None:
-        yield _problem(f"unknown trusted code '{binding.code}'; known: "
-                       f"{', '.join(sorted(known))}", *where, "code", related=[node.name])
+        yield _problem(
+            f"unknown trusted code '{binding.code}'; known: {', '.join(sorted(known))}",
+            *where,
+            "code",
+            related=[node.name],
+        )
     elif entry.worker != node.worker:
-        yield _problem(f"trusted code '{binding.code}' runs only nodes of worker "
-                       f"{entry.worker}, not {node.worker}", *where, "code",
-                       related=[node.name])
+        yield _problem(
+            f"trusted code '{binding.code}' runs only nodes of worker "
+            f"{entry.worker}, not {node.worker}",
+            *where,
+            "code",
+            related=[node.name],
+        )
     if node.instructions is not None:
-        yield _problem(f"node '{node.name}' runs trusted code, not an agent: remove its "
-                       "instructions", *where, related=[node.name])
+        yield _problem(
+            f"node '{node.name}' runs trusted code, not an agent: remove its instructions",
+            *where,
+            related=[node.name],
+        )
 
 
 def _agent(
@@ -175,8 +193,7 @@ def _delivery(
         )
     if node.instructions is not None:
         yield _problem(
-            f"delivery node '{node.name}' is trusted code, not an agent: remove its "
-            "instructions",
+            f"delivery node '{node.name}' is trusted code, not an agent: remove its instructions",
             *where,
             related=[node.name],
         )

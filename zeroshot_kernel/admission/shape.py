@@ -23,8 +23,7 @@ def check_unique_names(run: VerifierState) -> None:
         if node.name in seen:
             run.emit(
                 "invalid_graph_shape",
-                f"node name {node.name} is already used by an earlier node; rename one of "
-                "them",
+                f"node name {node.name} is already used by an earlier node; rename one of them",
                 loc,
                 [node.name],
             )

@@ -117,8 +117,7 @@ class FileRegistry(MappingRegistry):
                 "descriptor (or null)"
             )
         bad = [
-            key for key in document
-            if len(key) > MAX_REFERENCE_LENGTH or not _REFERENCE.match(key)
+            key for key in document if len(key) > MAX_REFERENCE_LENGTH or not _REFERENCE.match(key)
         ]
         if bad:
             raise RegistryFileError(
@@ -160,48 +159,66 @@ def _findings(
         yield "invalid_graph_shape", str(error)
         return
     if descriptor.worker != ref:
-        yield ("invalid_graph_shape",
-               f"registry entry for {ref} describes worker {descriptor.worker}; "
-               "fix the registry entry")
+        yield (
+            "invalid_graph_shape",
+            f"registry entry for {ref} describes worker {descriptor.worker}; "
+            "fix the registry entry",
+        )
     if not descriptor.supports(graph.profile):
-        yield ("invalid_graph_shape",
-               f"graph profile {graph.profile} is not among those worker {ref} supports "
-               f"({', '.join(descriptor.graph_profiles)})")
+        yield (
+            "invalid_graph_shape",
+            f"graph profile {graph.profile} is not among those worker {ref} supports "
+            f"({', '.join(descriptor.graph_profiles)})",
+        )
     if not is_subtype(executable.input, descriptor.contract.input):
-        yield ("schema_safety",
-               f"worker {ref} does not accept every value of the node's input type; "
-               "narrow the node's input to a subtype of the worker's")
+        yield (
+            "schema_safety",
+            f"worker {ref} does not accept every value of the node's input type; "
+            "narrow the node's input to a subtype of the worker's",
+        )
     if not is_subtype(descriptor.contract.output, executable.output):
-        yield ("schema_safety",
-               f"output type of worker {ref} is not a subtype of the node's output; "
-               "widen the node's output or choose a matching worker")
+        yield (
+            "schema_safety",
+            f"output type of worker {ref} is not a subtype of the node's output; "
+            "widen the node's output or choose a matching worker",
+        )
     verifier = descriptor.contract.verifier
     if isinstance(executable, StepNode):
         if verifier is not None:
-            yield ("invalid_graph_shape",
-                   f"step node uses {ref}, a verifier worker; make the node a verifier or "
-                   "use a non-verifier worker")
+            yield (
+                "invalid_graph_shape",
+                f"step node uses {ref}, a verifier worker; make the node a verifier or "
+                "use a non-verifier worker",
+            )
         return
     if verifier is None:
-        yield ("invalid_graph_shape",
-               f"verifier node uses {ref}, which is not a verifier worker; make the node "
-               "a step or use a verifier worker")
+        yield (
+            "invalid_graph_shape",
+            f"verifier node uses {ref}, which is not a verifier worker; make the node "
+            "a step or use a verifier worker",
+        )
         return
     for name, labels in sorted(verifier.signals.items()):
         declared = executable.signals.get(name)
         if declared is None:
-            yield ("schema_safety",
-                   f"signal {name} emitted by worker {ref} is not declared on the node; "
-                   "declare it in signals")
+            yield (
+                "schema_safety",
+                f"signal {name} emitted by worker {ref} is not declared on the node; "
+                "declare it in signals",
+            )
         elif not set(labels) <= set(declared):
             extra = sorted(set(labels) - set(declared))
-            yield ("schema_safety",
-                   f"labels of signal {name} from worker {ref} are not all declared on the "
-                   f"node; add {', '.join(extra)} to the node's signal")
+            yield (
+                "schema_safety",
+                f"labels of signal {name} from worker {ref} are not all declared on the "
+                f"node; add {', '.join(extra)} to the node's signal",
+            )
     if not is_subtype(verifier.diagnostic, executable.diagnostic):
-        yield ("schema_safety",
-               f"diagnostic type of worker {ref} is not a subtype of the node's diagnostic; "
-               "widen the node's diagnostic")
+        yield (
+            "schema_safety",
+            f"diagnostic type of worker {ref} is not a subtype of the node's diagnostic; "
+            "widen the node's diagnostic",
+        )
 
 
 __all__ = [

@@ -63,17 +63,27 @@ def adopt(request: AdoptionRequest) -> ResearchResult:
     manifest = records.read_manifest(evidence.candidate_id or evidence.parent_id)
     change = row.change
     result = ResearchResult(
-        round=request.round, parent_id=evidence.parent_id, candidate_id=evidence.candidate_id,
+        round=request.round,
+        parent_id=evidence.parent_id,
+        candidate_id=evidence.candidate_id,
         strategy=change.strategy if change else "baseline",
         approach=change.approach if change else "baseline",
-        params=manifest.params if manifest else {}, measure_status=evidence.status,
-        experiment_status=evidence.experiment_status, metric=evidence.metric,
-        metric_repeats=evidence.metric_repeats, incumbent_id=evidence.incumbent_id,
-        incumbent_metric=evidence.incumbent_metric, gain=evidence.gain,
-        noise_floor=evidence.noise_floor, effect_size=evidence.effect_size,
-        evidence=evidence.summary, disposition=disposition, justification=justification,
+        params=manifest.params if manifest else {},
+        measure_status=evidence.status,
+        experiment_status=evidence.experiment_status,
+        metric=evidence.metric,
+        metric_repeats=evidence.metric_repeats,
+        incumbent_id=evidence.incumbent_id,
+        incumbent_metric=evidence.incumbent_metric,
+        gain=evidence.gain,
+        noise_floor=evidence.noise_floor,
+        effect_size=evidence.effect_size,
+        evidence=evidence.summary,
+        disposition=disposition,
+        justification=justification,
         bytes_verified=evidence.status != "parent_unverified",
-        candidate_sha256=evidence.candidate_sha256, reconsidered=evidence.reconsidered,
+        candidate_sha256=evidence.candidate_sha256,
+        reconsidered=evidence.reconsidered,
         reconsideration_due=evidence.reconsideration_due,
     )
     records.decide(result)  # first: a retry finds the decision and settles the incumbent
@@ -86,49 +96,73 @@ def _recorded_evidence(record: RoundRecord | None, request: AdoptionRequest) -> 
     try:
         given = Evidence.from_wire(request.evidence)
     except ValidationError as invalid:
-        raise AdoptionRefused(f"round {request.round}: the evidence is malformed: "
-                              f"{invalid.errors()[0]['msg']}") from None
+        raise AdoptionRefused(
+            f"round {request.round}: the evidence is malformed: {invalid.errors()[0]['msg']}"
+        ) from None
     recorded = [p.evidence for p in record.passes if p.evidence is not None] if record else []
     if not recorded or recorded[-1] != given:
-        raise AdoptionRefused(f"round {request.round}: the evidence given is not the measure "
-                              "step's record of this round's last pass; nothing was decided")
+        raise AdoptionRefused(
+            f"round {request.round}: the evidence given is not the measure "
+            "step's record of this round's last pass; nothing was decided"
+        )
     return given
 
 
-def _decide(records: ResearchRecords, evidence: Evidence,
-            request: AdoptionRequest) -> tuple[Disposition, str]:
+def _decide(
+    records: ResearchRecords, evidence: Evidence, request: AdoptionRequest
+) -> tuple[Disposition, str]:
     candidate, incumbent = evidence.candidate_id, evidence.incumbent_id
     stop = request.verdict == "stop_approved"
     kept = "an early stop approved by the reviewer; " if stop else ""
     if evidence.status != "measured":
-        return ("stop" if stop else "reject",
-                f"{kept}not adopted: {evidence.status.replace('_', ' ')}: "
-                f"{'; '.join(evidence.reasons)}")
-    numbers = (f"gain {fmt(evidence.gain)} against the noise floor "
-               f"{fmt(evidence.noise_floor)} on {len(evidence.seeds)} paired seeds")
+        return (
+            "stop" if stop else "reject",
+            f"{kept}not adopted: {evidence.status.replace('_', ' ')}: "
+            f"{'; '.join(evidence.reasons)}",
+        )
+    numbers = (
+        f"gain {fmt(evidence.gain)} against the noise floor "
+        f"{fmt(evidence.noise_floor)} on {len(evidence.seeds)} paired seeds"
+    )
     if evidence.supports_adoption and request.adopt:
         check = verify_candidate(records, candidate)
         manifest = records.read_manifest(candidate)
         if manifest is not None and manifest.content_sha256 != evidence.candidate_sha256:
-            check = check.model_copy(update={"ok": False, "problems": [
-                *check.problems, "the manifest names other bytes than were measured"]})
+            check = check.model_copy(
+                update={
+                    "ok": False,
+                    "problems": [
+                        *check.problems,
+                        "the manifest names other bytes than were measured",
+                    ],
+                }
+            )
         if check.ok:
             return "adopt", (f"{kept}adopted {candidate}: {numbers}; the reviewer accepted")
-        return ("stop" if stop else "reject",
-                f"{kept}not adopted: the stored bytes of {candidate} no longer match their "
-                f"content hash ({', '.join(check.problems)})")
+        return (
+            "stop" if stop else "reject",
+            f"{kept}not adopted: the stored bytes of {candidate} no longer match their "
+            f"content hash ({', '.join(check.problems)})",
+        )
     if stop:
-        target = (f"; the measurement of {candidate} meets the charter's target"
-                  if evidence.target_met else "")
+        target = (
+            f"; the measurement of {candidate} meets the charter's target"
+            if evidence.target_met
+            else ""
+        )
         return "stop", f"an early stop approved by the reviewer{target}; {incumbent} is kept"
     if evidence.supports_adoption:
         return "reject", f"not adopted: the reviewer declined {candidate} although its {numbers}"
     if evidence.experiment_status != "ok":
-        return "reject", (f"not adopted: the experiment ended {evidence.experiment_status}; "
-                          f"the failure is recorded and {incumbent} is kept")
+        return "reject", (
+            f"not adopted: the experiment ended {evidence.experiment_status}; "
+            f"the failure is recorded and {incumbent} is kept"
+        )
     if candidate == incumbent:
-        return "reject", (f"a re-measurement of the incumbent {incumbent} "
-                          f"({len(evidence.seeds)} paired seeds); nothing new to adopt")
+        return "reject", (
+            f"a re-measurement of the incumbent {incumbent} "
+            f"({len(evidence.seeds)} paired seeds); nothing new to adopt"
+        )
     asked = "the reviewer asked to adopt, but " if request.adopt else ""
     return "reject", f"not adopted: {asked}the evidence does not support it: {numbers}"
 
@@ -142,6 +176,11 @@ def _settle_incumbent(records: ResearchRecords, result: ResearchResult) -> None:
         return
     manifest = records.read_manifest(result.candidate_id)
     assert manifest is not None
-    records.write_incumbent(IncumbentRecord(
-        candidate_id=result.candidate_id, adopted_round=result.round, metric=result.metric,
-        content_sha256=manifest.content_sha256))
+    records.write_incumbent(
+        IncumbentRecord(
+            candidate_id=result.candidate_id,
+            adopted_round=result.round,
+            metric=result.metric,
+            content_sha256=manifest.content_sha256,
+        )
+    )

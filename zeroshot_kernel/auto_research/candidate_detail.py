@@ -109,11 +109,16 @@ class Review:
         """The noise-floor decision in words."""
         if self.gain is None or self.noise_floor is None:
             return "not compared: no paired measurement"
-        beats = self.supports_adoption if self.supports_adoption is not None \
+        beats = (
+            self.supports_adoption
+            if self.supports_adoption is not None
             else self.gain > self.noise_floor
+        )
         word = "beats" if beats else "does not beat"
-        return (f"gain {self.gain:.4g} {word} the noise floor {self.noise_floor:.4g} "
-                f"against {self.incumbent_id}")
+        return (
+            f"gain {self.gain:.4g} {word} the noise floor {self.noise_floor:.4g} "
+            f"against {self.incumbent_id}"
+        )
 
 
 @dataclass(frozen=True)
@@ -177,10 +182,15 @@ def candidate_choices(workspace: str | os.PathLike[str], study: str) -> list[Can
     for manifest in sorted(state.candidates.values(), key=lambda m: (m.round, m.candidate_id)):
         record = state.rounds.get(manifest.round)
         result = record.result if record is not None else None
-        decision = ("baseline" if not manifest.parent_id else
-                    "" if result is None or result.candidate_id != manifest.candidate_id
-                    else {"adopt": "adopted", "reject": "rejected"}.get(result.disposition,
-                                                                        result.disposition))
+        decision = (
+            "baseline"
+            if not manifest.parent_id
+            else ""
+            if result is None or result.candidate_id != manifest.candidate_id
+            else {"adopt": "adopted", "reject": "rejected"}.get(
+                result.disposition, result.disposition
+            )
+        )
         metric = manifest.metric
         shown = "-" if metric is None else f"{metric:.4g}"
         parts = [f"round {manifest.round}", manifest.candidate_id, shown]
@@ -190,13 +200,15 @@ def candidate_choices(workspace: str | os.PathLike[str], study: str) -> list[Can
             parts.append(decision)
         if state.incumbent is not None and state.incumbent.candidate_id == manifest.candidate_id:
             parts.append("incumbent")
-        choices.append(CandidateChoice(manifest.candidate_id, manifest.round, metric, decision,
-                                       " · ".join(parts)))
+        choices.append(
+            CandidateChoice(
+                manifest.candidate_id, manifest.round, metric, decision, " · ".join(parts)
+            )
+        )
     return choices
 
 
-def candidate_for_round(workspace: str | os.PathLike[str], study: str, round_number: int
-                        ) -> str:
+def candidate_for_round(workspace: str | os.PathLike[str], study: str, round_number: int) -> str:
     """The candidate made in ``round_number`` (the round's decided candidate, else the one
     its last pass measured); :class:`CandidateNotFound` when it made none."""
     records = records_for(workspace, study)
@@ -213,8 +225,9 @@ def candidate_for_round(workspace: str | os.PathLike[str], study: str, round_num
     raise CandidateNotFound(f"round {round_number} of study {study!r} made no candidate")
 
 
-def candidate_detail(workspace: str | os.PathLike[str], study: str, candidate: str, *,
-                     client: Client | None = None) -> CandidateDetail:
+def candidate_detail(
+    workspace: str | os.PathLike[str], study: str, candidate: str, *, client: Client | None = None
+) -> CandidateDetail:
     """Everything the records say about ``candidate``; with ``client``, the reviewer's
     verdict and reason from the ledger too."""
     records = records_for(workspace, study)
@@ -230,22 +243,32 @@ def candidate_detail(workspace: str | os.PathLike[str], study: str, candidate: s
         review = _with_verdict(review, verdict, reason)
     incumbent = records.read_incumbent()
     return CandidateDetail(
-        study=study, candidate_id=candidate, parent_id=manifest.parent_id,
-        round=manifest.round, params=dict(manifest.params),
-        content_sha256=manifest.content_sha256, verified=check.ok,
-        problems=tuple(check.problems), files=files,
+        study=study,
+        candidate_id=candidate,
+        parent_id=manifest.parent_id,
+        round=manifest.round,
+        params=dict(manifest.params),
+        content_sha256=manifest.content_sha256,
+        verified=check.ok,
+        problems=tuple(check.problems),
+        files=files,
         diff=_diff(records, manifest, record) if manifest.parent_id else "",
-        measurements=tuple(SeedRun(seed=m.experiment.seed, value=m.experiment.metric,
-                                   status=m.experiment.status, round=m.round,
-                                   duration_s=m.experiment.duration_seconds)
-                           for m in manifest.measurements),
+        measurements=tuple(
+            SeedRun(
+                seed=m.experiment.seed,
+                value=m.experiment.metric,
+                status=m.experiment.status,
+                round=m.round,
+                duration_s=m.experiment.duration_seconds,
+            )
+            for m in manifest.measurements
+        ),
         review=review,
         incumbent=incumbent is not None and incumbent.candidate_id == candidate,
     )
 
 
-def ledger_review(client: Client, records: ResearchRecords, round_number: int
-                  ) -> tuple[str, str]:
+def ledger_review(client: Client, records: ResearchRecords, round_number: int) -> tuple[str, str]:
     """The reviewer's closing verdict and reason for ``round_number`` of the study, read
     from the ledger run that decided it; ``("", "")`` when the ledger does not have it."""
     from zeroshot_kernel.auto_research.views import load_research_view
@@ -256,8 +279,9 @@ def ledger_review(client: Client, records: ResearchRecords, round_number: int
         return "", ""
     if study is None:
         return "", ""
-    earlier = [(offset, run_id) for run_id, offset in study.run_offsets.items()
-               if offset < round_number]
+    earlier = [
+        (offset, run_id) for run_id, offset in study.run_offsets.items() if offset < round_number
+    ]
     for _, run_id in sorted(earlier, reverse=True):
         try:
             view = load_research_view(client.ledger, run_id)
@@ -272,13 +296,17 @@ def ledger_review(client: Client, records: ResearchRecords, round_number: int
 def _review(record: RoundRecord | None, candidate: str) -> Review | None:
     if record is None:
         return None
-    rows = [p for p in record.passes if p.evidence is not None
-            and p.evidence.candidate_id == candidate]
+    rows = [
+        p for p in record.passes if p.evidence is not None and p.evidence.candidate_id == candidate
+    ]
     row = rows[-1] if rows else None
     evidence = row.evidence if row is not None else None
     change = row.change if row is not None else None
-    result = record.result if record.result is not None \
-        and record.result.candidate_id == candidate else None
+    result = (
+        record.result
+        if record.result is not None and record.result.candidate_id == candidate
+        else None
+    )
     return Review(
         round=record.round,
         strategy=change.strategy if change else (result.strategy if result else ""),
@@ -286,19 +314,20 @@ def _review(record: RoundRecord | None, candidate: str) -> Review | None:
         rationale=change.rationale if change else "",
         passes=len(record.passes),
         corrections=tuple(p.corrections for p in record.passes if p.corrections),
-        measure_status=evidence.status if evidence else (result.measure_status if result
-                                                         else ""),
+        measure_status=evidence.status if evidence else (result.measure_status if result else ""),
         decision=result.disposition if result else "",
         justification=result.justification if result else "",
         gain=_finite(evidence.gain if evidence else result.gain if result else None),
-        noise_floor=_finite(evidence.noise_floor if evidence
-                            else result.noise_floor if result else None),
-        effect_size=_finite(evidence.effect_size if evidence
-                            else result.effect_size if result else None),
+        noise_floor=_finite(
+            evidence.noise_floor if evidence else result.noise_floor if result else None
+        ),
+        effect_size=_finite(
+            evidence.effect_size if evidence else result.effect_size if result else None
+        ),
         supports_adoption=evidence.supports_adoption if evidence else None,
-        incumbent_id=evidence.incumbent_id if evidence else (result.incumbent_id if result
-                                                             else ""),
-        incumbent_metric=evidence.incumbent_metric if evidence
+        incumbent_id=evidence.incumbent_id if evidence else (result.incumbent_id if result else ""),
+        incumbent_metric=evidence.incumbent_metric
+        if evidence
         else (result.incumbent_metric if result else None),
         evidence=evidence.summary if evidence else (result.evidence if result else ""),
     )
@@ -310,22 +339,28 @@ def _with_verdict(review: Review, verdict: str, reason: str) -> Review:
     return replace(review, verdict=verdict, reason=reason)
 
 
-def _diff(records: ResearchRecords, manifest: CandidateManifest,
-          record: RoundRecord | None) -> str:
+def _diff(records: ResearchRecords, manifest: CandidateManifest, record: RoundRecord | None) -> str:
     """The measure step's recorded diff for the change, else one made from the records."""
     if record is not None:
         for row in reversed(record.passes):
             evidence = row.evidence
-            if evidence is not None and evidence.candidate_id == manifest.candidate_id \
-                    and evidence.diff:
+            if (
+                evidence is not None
+                and evidence.candidate_id == manifest.candidate_id
+                and evidence.diff
+            ):
                 return evidence.diff
     parent = records.read_manifest(manifest.parent_id)
     if parent is None:
         return ""
-    changed = sorted(path for path in parent.files.keys() | manifest.files.keys()
-                     if parent.files.get(path) != manifest.files.get(path))
-    return describe_diff(records.source_dir(parent.candidate_id),
-                         records.source_dir(manifest.candidate_id), changed)
+    changed = sorted(
+        path
+        for path in parent.files.keys() | manifest.files.keys()
+        if parent.files.get(path) != manifest.files.get(path)
+    )
+    return describe_diff(
+        records.source_dir(parent.candidate_id), records.source_dir(manifest.candidate_id), changed
+    )
 
 
 def _files(source: Path, manifest: CandidateManifest) -> tuple[SourceFile, ...]:

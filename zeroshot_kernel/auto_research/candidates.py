@@ -47,8 +47,13 @@ def content_sha256(files: Mapping[str, str]) -> str:
 
 
 def store_candidate(
-    records: ResearchRecords, source: Path, *, candidate_id: str, parent_id: str,
-    round_number: int, params: Params,
+    records: ResearchRecords,
+    source: Path,
+    *,
+    candidate_id: str,
+    parent_id: str,
+    round_number: int,
+    params: Params,
 ) -> CandidateManifest:
     """Copy ``source`` into the records as ``candidate_id`` and write its manifest."""
     target = records.source_dir(candidate_id)
@@ -58,8 +63,12 @@ def store_candidate(
     shutil.copytree(source, target, ignore=_IGNORED)
     files = tree_hashes(target)
     manifest = CandidateManifest(
-        candidate_id=candidate_id, parent_id=parent_id, round=round_number, params=params,
-        files=files, content_sha256=content_sha256(files),
+        candidate_id=candidate_id,
+        parent_id=parent_id,
+        round=round_number,
+        params=params,
+        files=files,
+        content_sha256=content_sha256(files),
     )
     records.write_manifest(manifest)
     return manifest
@@ -69,8 +78,11 @@ def verify_tree(directory: Path, manifest: CandidateManifest) -> BytesCheck:
     """Compare ``directory`` with the manifest file by file."""
     found = tree_hashes(directory) if directory.is_dir() else {}
     problems = [f"missing {path}" for path in sorted(manifest.files.keys() - found.keys())]
-    problems += [f"changed {path}" for path in sorted(manifest.files.keys() & found.keys())
-                 if manifest.files[path] != found[path]]
+    problems += [
+        f"changed {path}"
+        for path in sorted(manifest.files.keys() & found.keys())
+        if manifest.files[path] != found[path]
+    ]
     problems += [f"unexpected {path}" for path in sorted(found.keys() - manifest.files.keys())]
     if content_sha256(manifest.files) != manifest.content_sha256:
         problems.append("manifest content hash does not match its file list")
@@ -118,9 +130,7 @@ def build_candidate(task: ResearchTask, params: Params | None, dest: Path) -> No
         write_params(dest, task, params)
 
 
-def repair_candidate(
-    records: ResearchRecords, task: ResearchTask, candidate_id: str
-) -> BytesCheck:
+def repair_candidate(records: ResearchRecords, task: ResearchTask, candidate_id: str) -> BytesCheck:
     """Rebuild a candidate whose stored bytes are damaged from the task and its params.
 
     Works for candidates that differ from the starting one only in the params file (all the
@@ -135,8 +145,11 @@ def repair_candidate(
         build_candidate(task, manifest.params if manifest.parent_id else None, rebuilt)
         check = verify_tree(rebuilt, manifest)
         if not check.ok:
-            return BytesCheck(candidate_id=candidate_id, ok=False,
-                              problems=[f"cannot rebuild: {p}" for p in check.problems])
+            return BytesCheck(
+                candidate_id=candidate_id,
+                ok=False,
+                problems=[f"cannot rebuild: {p}" for p in check.problems],
+            )
         target = records.source_dir(candidate_id)
         if target.exists():
             shutil.rmtree(target)

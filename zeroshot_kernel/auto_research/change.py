@@ -35,24 +35,31 @@ def parse_change(document: Any) -> Change | list[str]:
     try:
         return Change.from_wire(document)
     except ValidationError as invalid:
-        return [f"the change is malformed: {'.'.join(map(str, e['loc'])) or 'change'}: "
-                f"{e['msg']}" for e in invalid.errors()[:8]]
+        return [
+            f"the change is malformed: {'.'.join(map(str, e['loc'])) or 'change'}: {e['msg']}"
+            for e in invalid.errors()[:8]
+        ]
 
 
-def apply_change(task: ResearchTask, change: Change, parent_params: Params,
-                 source: Path) -> tuple[Params, list[str]]:
+def apply_change(
+    task: ResearchTask, change: Change, parent_params: Params, source: Path
+) -> tuple[Params, list[str]]:
     """Apply ``change`` to ``source`` (a scratch copy of the parent): the candidate's
     parameters, and the reasons it was refused (empty when it applied)."""
     spec = task.spec
     reasons = _check_edits(spec, change)
     unknown = sorted(set(change.params) - {p.name for p in spec.search_space})
     if change.params and not spec.search_space:
-        reasons.append(f"parameters given ({', '.join(sorted(change.params))}), but the task "
-                       "has no search space (task.yaml searchSpace): only its editable files "
-                       "can change")
+        reasons.append(
+            f"parameters given ({', '.join(sorted(change.params))}), but the task "
+            "has no search space (task.yaml searchSpace): only its editable files "
+            "can change"
+        )
     elif unknown:
-        reasons.append(f"unknown parameters: {', '.join(unknown)} (the search space has "
-                       f"{', '.join(p.name for p in spec.search_space)})")
+        reasons.append(
+            f"unknown parameters: {', '.join(unknown)} (the search space has "
+            f"{', '.join(p.name for p in spec.search_space)})"
+        )
     if reasons:
         return parent_params, reasons
     if change.params:
@@ -75,8 +82,9 @@ def _check_edits(spec: TaskSpec, change: Change) -> list[str]:
     if sum(len(e.text) for e in change.edits) > MAX_CHANGE_CHARS:
         reasons.append(f"the edits hold more than {MAX_CHANGE_CHARS} characters")
     paths = [e.path for e in change.edits]
-    reasons += [f"{path!r} is edited more than once" for path in sorted(set(paths))
-                if paths.count(path) > 1]
+    reasons += [
+        f"{path!r} is edited more than once" for path in sorted(set(paths)) if paths.count(path) > 1
+    ]
     for edit in change.edits[:MAX_EDITS]:
         problem = path_problem(spec, edit.path)
         if problem:
@@ -100,8 +108,10 @@ def path_problem(spec: TaskSpec, path: str) -> str | None:
     if "__pycache__" in parts or path.endswith(".pyc"):
         return f"{path!r}: byte-code caches are never part of a candidate"
     if not spec.editable:
-        return (f"{path!r}: the task declares no editable files (task.yaml editable); only "
-                "its parameters can change")
+        return (
+            f"{path!r}: the task declares no editable files (task.yaml editable); only "
+            "its parameters can change"
+        )
     if not spec.is_editable(path):
         return f"{path!r} is outside the task's editable files ({', '.join(spec.editable)})"
     return None
@@ -168,9 +178,16 @@ def describe_diff(parent: Path, candidate: Path, changed: list[str]) -> str:
         except UnicodeDecodeError:
             chunks.append(f"binary file {path} changed\n")
             continue
-        chunks.append("".join(difflib.unified_diff(
-            before, after, f"a/{path}" if before else "/dev/null",
-            f"b/{path}" if after else "/dev/null")))
+        chunks.append(
+            "".join(
+                difflib.unified_diff(
+                    before,
+                    after,
+                    f"a/{path}" if before else "/dev/null",
+                    f"b/{path}" if after else "/dev/null",
+                )
+            )
+        )
     text = "".join(chunks)
     if len(text) > MAX_DIFF_CHARS:
         text = text[:MAX_DIFF_CHARS] + f"\n... ({len(text) - MAX_DIFF_CHARS} more characters)\n"

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.views import ResearchView, RoundView
     from zeroshot_kernel.client import Run
 
-research_app = typer.Typer(help="Auto-research: improve a candidate in reviewed rounds.",
-                           no_args_is_help=True)
+research_app = typer.Typer(
+    help="Auto-research: improve a candidate in reviewed rounds.", no_args_is_help=True
+)
 
 
 @research_app.command("tasks")
@@ -46,22 +47,28 @@ def tasks() -> None:
 
     for name in bundled_tasks():
         spec = load_task(BUNDLED_TASKS / name).spec
-        changes = (f"{len(spec.search_space)} parameters" if spec.search_space else
-                   f"code task (edits {', '.join(spec.editable)})")
-        typer.echo(f"{name:<12}  {spec.metric} ({spec.direction}), "
-                   f"{spec.budget_seconds:g} s budget, {changes}")
+        changes = (
+            f"{len(spec.search_space)} parameters"
+            if spec.search_space
+            else f"code task (edits {', '.join(spec.editable)})"
+        )
+        typer.echo(
+            f"{name:<12}  {spec.metric} ({spec.direction}), "
+            f"{spec.budget_seconds:g} s budget, {changes}"
+        )
 
 
 @research_app.command("run")
 def run(
-    task: Annotated[Path, typer.Argument(
-        help="Research task folder (holds task.yaml), or a bundled task's name.")],
+    task: Annotated[
+        Path,
+        typer.Argument(help="Research task folder (holds task.yaml), or a bundled task's name."),
+    ],
     iterations: Annotated[
         int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
     ] = None,
     harness: Annotated[
-        str, typer.Option(help="local (embedded agents), claude, codex or openai (when "
-                               "installed).")
+        str, typer.Option(help="local (embedded agents), claude, codex or openai (when installed).")
     ] = "local",
     model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
     base_url: BaseUrlOption = None,
@@ -69,9 +76,13 @@ def run(
     push: Annotated[
         bool, typer.Option("--push", help="Publish each accepted round with git.")
     ] = False,
-    study: Annotated[str | None, typer.Option(
-        help="The study to continue or start (records in .zeroshot/research/STUDY; default: "
-             "the task folder's name).")] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            help="The study to continue or start (records in .zeroshot/research/STUDY; default: "
+            "the task folder's name)."
+        ),
+    ] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -102,22 +113,35 @@ def run(
     if push:
         _check_push(client.workspace)
     try:
-        expansion = expand_template("auto-research", TemplateOptions(
-            task=_task_reference(loaded.root, client.workspace), iterations=iterations,
-            push=push, harness=harness, model=model, study=study, base_url=base_url,
-            max_tokens=max_tokens,
-        ))
-        started = client.submit(expansion.graph, input=expansion.input,
-                                runtime=expansion.runtime,
-                                title=f"auto-research: {loaded.spec.name}")
+        expansion = expand_template(
+            "auto-research",
+            TemplateOptions(
+                task=_task_reference(loaded.root, client.workspace),
+                iterations=iterations,
+                push=push,
+                harness=harness,
+                model=model,
+                study=study,
+                base_url=base_url,
+                max_tokens=max_tokens,
+            ),
+        )
+        started = client.submit(
+            expansion.graph,
+            input=expansion.input,
+            runtime=expansion.runtime,
+            title=f"auto-research: {loaded.spec.name}",
+        )
     except AdmissionRejected as rejected:  # a ValueError too: before the next clause
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
     except (StudyError, ValueError) as refused:
         fail_usage(str(refused))
-    typer.echo(f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
-               f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
-               f"{expansion.input['study']}")
+    typer.echo(
+        f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
+        f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
+        f"{expansion.input['study']}"
+    )
     if detach:
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
@@ -143,15 +167,20 @@ def _check_harness(harness: str) -> None:
     installed = available_harnesses()
     usable = [h for h in RESEARCH_HARNESSES if h in installed]
     if harness not in RESEARCH_HARNESSES:
-        problem = (f"the {harness} harness runs Python callables, not research agents; bind "
-                   f"them in a runtime plan of your own (start from `zeroshot template show "
-                   f"auto-research --json`)")
+        problem = (
+            f"the {harness} harness runs Python callables, not research agents; bind "
+            f"them in a runtime plan of your own (start from `zeroshot template show "
+            f"auto-research --json`)"
+        )
     elif harness not in installed:
         problem = f"the {harness} harness is not available in this installation"
     else:
         return
-    typer.echo(f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
-               f"Nothing was started.", err=True)
+    typer.echo(
+        f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
+        f"Nothing was started.",
+        err=True,
+    )
     raise typer.Exit(EXIT_REJECTED)
 
 
@@ -215,19 +244,29 @@ def _follow(run_handle: Run) -> None:
             watch.check()
             time.sleep(0.3)
     except KeyboardInterrupt:
-        typer.echo(f"\ndetached; {run_handle.id} keeps running. "
-                   f"See it with: zeroshot research show {run_handle.id}", err=True)
+        typer.echo(
+            f"\ndetached; {run_handle.id} keeps running. "
+            f"See it with: zeroshot research show {run_handle.id}",
+            err=True,
+        )
         raise typer.Exit(130) from None
 
 
 def round_line(r: RoundView) -> str:
-    metric = (f"{r.metric:.6g}" if r.metric is not None
-              else r.experiment_status if r.measure_status == "measured" else r.measure_status)
+    metric = (
+        f"{r.metric:.6g}"
+        if r.metric is not None
+        else r.experiment_status
+        if r.measure_status == "measured"
+        else r.measure_status
+    )
     change = "ADOPTED" if r.adopted else "kept incumbent"
     extra = f", {r.passes} passes" if r.passes > 1 else ""
     reconsider = ", reconsidered" if r.reconsidered else ""
-    return (f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
-            f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}")
+    return (
+        f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
+        f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}"
+    )
 
 
 SHOWN_DIFF_LINES = 30
@@ -246,10 +285,15 @@ def diff_lines(diff: str) -> list[str]:
 def _summary(view: ResearchView) -> None:
     if view.incumbent is not None:
         metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
-        origin = (f"adopted in round {view.incumbent.round}" if view.incumbent.round
-                  else "the incumbent this run started from")
-        typer.echo(f"incumbent: {view.incumbent.candidate_id} (metric {metric}, {origin}); "
-                   f"plateau: {view.plateau} round(s)")
+        origin = (
+            f"adopted in round {view.incumbent.round}"
+            if view.incumbent.round
+            else "the incumbent this run started from"
+        )
+        typer.echo(
+            f"incumbent: {view.incumbent.candidate_id} (metric {metric}, {origin}); "
+            f"plateau: {view.plateau} round(s)"
+        )
 
 
 @research_app.command("show")
@@ -279,10 +323,15 @@ def show(
         document["failure"] = cause.to_wire() if cause else None
         print_json(json.loads(json.dumps(document, default=str)))
         return
-    typer.echo(f"{run_id}: {len(view.rounds)} reviewed round(s)"
-               + ("" if view.terminal
-                  else f", round {round_in_progress(view, study_round_offset(client, run_id))}"
-                       " in progress"))
+    typer.echo(
+        f"{run_id}: {len(view.rounds)} reviewed round(s)"
+        + (
+            ""
+            if view.terminal
+            else f", round {round_in_progress(view, study_round_offset(client, run_id))}"
+            " in progress"
+        )
+    )
     for round_view in view.rounds:
         typer.echo(round_line(round_view))
         for line in diff_lines(round_view.diff):
@@ -313,20 +362,25 @@ def studies(
     for study in found:
         metric = "n/a" if study.incumbent_metric is None else f"{study.incumbent_metric:.6g}"
         task = Path(study.task).name if study.task else "?"
-        typer.echo(printable(
-            f"{study.name:<20} task {task:<16} {study.runs} run(s), {study.rounds} round(s), "
-            f"{study.candidates} candidate(s); incumbent {study.incumbent_id or '-'} ({metric})"
-            + (f"; {study.problem}" if study.problem else "")))
+        typer.echo(
+            printable(
+                f"{study.name:<20} task {task:<16} {study.runs} run(s), {study.rounds} round(s), "
+                f"{study.candidates} candidate(s); incumbent {study.incumbent_id or '-'} ({metric})"
+                + (f"; {study.problem}" if study.problem else "")
+            )
+        )
 
 
 @research_app.command("restore")
 def restore(
-    study_or_run: Annotated[str, typer.Argument(
-        help="A study name, or an auto-research run id (its study is used).")],
+    study_or_run: Annotated[
+        str, typer.Argument(help="A study name, or an auto-research run id (its study is used).")
+    ],
     candidate: Annotated[str, typer.Argument(help="Candidate id, e.g. c004.")],
     directory: Annotated[Path, typer.Argument(help="Where to write the candidate's source.")],
-    force: Annotated[bool, typer.Option(
-        "--force", help="Write into DIRECTORY even if it is not empty.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into DIRECTORY even if it is not empty.")
+    ] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -355,24 +409,37 @@ def restore(
         written = restore_candidate_source(workspace, study, candidate, directory, force=force)
     except RestoreError as problem:
         fail_usage(str(problem))
-    typer.echo(printable(f"restored {candidate} of study {study} into {directory} ({written.files} "
-                         f"file(s), content sha256 {written.content_sha256[:12]}…)"))
+    typer.echo(
+        printable(
+            f"restored {candidate} of study {study} into {directory} ({written.files} "
+            f"file(s), content sha256 {written.content_sha256[:12]}…)"
+        )
+    )
 
 
 @research_app.command("export")
 def export(
-    study: Annotated[str, typer.Argument(help="The study to export (see: zeroshot research "
-                                              "studies).")],
-    csv_file: Annotated[Path | None, typer.Option(
-        "--csv", help="Write CSV to this file ('-': standard output).")] = None,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Write JSON (camelCase keys) to standard output, or to --output.")
-    ] = False,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="With --json: the file to write instead of standard output.")
+    study: Annotated[
+        str, typer.Argument(help="The study to export (see: zeroshot research studies).")
+    ],
+    csv_file: Annotated[
+        Path | None, typer.Option("--csv", help="Write CSV to this file ('-': standard output).")
     ] = None,
-    candidates: Annotated[bool, typer.Option(
-        "--candidates", help="One row per candidate instead of one per round.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Write JSON (camelCase keys) to standard output, or to --output."
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="With --json: the file to write instead of standard output."
+        ),
+    ] = None,
+    candidates: Annotated[
+        bool, typer.Option("--candidates", help="One row per candidate instead of one per round.")
+    ] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -398,8 +465,11 @@ def export(
     try:
         opened = Study.open(find_workspace(), study, client=client)
         kind: Literal["rounds", "candidates"] = "candidates" if candidates else "rounds"
-        text = (opened.csv_text(kind) if csv_file is not None else
-                json.dumps(opened.json_rows(kind), indent=2, ensure_ascii=False) + "\n")
+        text = (
+            opened.csv_text(kind)
+            if csv_file is not None
+            else json.dumps(opened.json_rows(kind), indent=2, ensure_ascii=False) + "\n"
+        )
     except (StudyError, OSError, ValueError) as problem:
         fail_usage(str(problem))
     destination = csv_file if csv_file is not None else output

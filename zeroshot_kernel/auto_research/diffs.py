@@ -13,8 +13,15 @@ import re
 from zeroshot_kernel.exceptions import InvalidInput
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_HEADERS = ("diff --git ", "index ", "similarity index", "old mode ", "new mode ",
-            "new file mode ", "deleted file mode ")
+_HEADERS = (
+    "diff --git ",
+    "index ",
+    "similarity index",
+    "old mode ",
+    "new mode ",
+    "new file mode ",
+    "deleted file mode ",
+)
 
 
 class DiffError(InvalidInput):
@@ -43,23 +50,33 @@ def apply_diff(original: str, diff: str, path: str) -> str:
         new_count = 1 if match.group(4) is None else int(match.group(4))
         at = start - 1 if old_count else start
         if at < position or at > len(source):
-            raise DiffError(f"hunk {hunks} starts at line {start}, outside the file or before "
-                            "the previous hunk")
+            raise DiffError(
+                f"hunk {hunks} starts at line {start}, outside the file or before the previous hunk"
+            )
         result.extend(source[position:at])
         position = at
-        index, position, written = _apply_hunk(lines, index + 1, source, position, result,
-                                               old_count, hunks)
+        index, position, written = _apply_hunk(
+            lines, index + 1, source, position, result, old_count, hunks
+        )
         if written != new_count:
-            raise DiffError(f"hunk {hunks} has {written} new-side lines but its header says "
-                            f"{new_count}")
+            raise DiffError(
+                f"hunk {hunks} has {written} new-side lines but its header says {new_count}"
+            )
     if hunks == 0:
         raise DiffError("the diff has no hunk (@@ -a,b +c,d @@)")
     result.extend(source[position:])
     return "".join(result)
 
 
-def _apply_hunk(lines: list[str], index: int, source: list[str], position: int,
-                result: list[str], old_count: int, number: int) -> tuple[int, int, int]:
+def _apply_hunk(
+    lines: list[str],
+    index: int,
+    source: list[str],
+    position: int,
+    result: list[str],
+    old_count: int,
+    number: int,
+) -> tuple[int, int, int]:
     """Apply one hunk's body; returns (next diff line, next source line, new-side lines)."""
     removed = written = 0
     previous = ""
@@ -75,16 +92,14 @@ def _apply_hunk(lines: list[str], index: int, source: list[str], position: int,
             written += 1
         elif line.startswith((" ", "-")) or line == "":  # "": a context line, space stripped
             if position >= len(source) or source[position].rstrip("\r\n") != line[1:]:
-                raise DiffError(f"hunk {number} does not match the file at line "
-                                f"{position + 1}")
+                raise DiffError(f"hunk {number} does not match the file at line {position + 1}")
             if not line.startswith("-"):
                 result.append(source[position])
                 written += 1
             position += 1
             removed += 1
         else:
-            raise DiffError(f"hunk {number}: a line starts with {line[:1]!r}, not ' ', '-' or "
-                            "'+'")
+            raise DiffError(f"hunk {number}: a line starts with {line[:1]!r}, not ' ', '-' or '+'")
         previous = line
         index += 1
     if removed != old_count:

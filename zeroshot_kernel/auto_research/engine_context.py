@@ -24,8 +24,12 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     round's latest review, as the ledger recorded it."""
     view = _view(request)
     accepted = [
-        {"disposition": r.disposition, "approach": r.approach, "gain": r.gain,
-         "reconsidered": r.reconsidered}
+        {
+            "disposition": r.disposition,
+            "approach": r.approach,
+            "gain": r.gain,
+            "reconsidered": r.reconsidered,
+        }
         for r in view.rounds
     ]
     run_input = request.run_input or {}
@@ -33,7 +37,8 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
     study = study_of(run_input)
     offset = records_for(request.workspace, study).round_offset(
-        request.run_id, str(run_input.get("task", "")))
+        request.run_id, str(run_input.get("task", ""))
+    )
     return {
         "round": offset + view.active_round,
         "pass": view.passes_in_progress + 1,

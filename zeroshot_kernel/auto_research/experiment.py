@@ -63,8 +63,12 @@ def run_experiment(task: ResearchTask, candidate: Path, *, seed: int) -> Experim
             timed_out, exit_code, duration = _run(task, argv, workdir, env, log_path)
         except OSError as exc:
             return ExperimentResult(
-                status="crashed", metric=None, seed=seed, duration_seconds=0.0,
-                exit_code=None, output_tail=f"cannot start {argv[0]!r}: {exc}",
+                status="crashed",
+                metric=None,
+                seed=seed,
+                duration_seconds=0.0,
+                exit_code=None,
+                output_tail=f"cannot start {argv[0]!r}: {exc}",
             )
         output = log_path.read_text(encoding="utf-8", errors="replace")
     metric = parse_metric(output, spec.metric)
@@ -76,8 +80,11 @@ def run_experiment(task: ResearchTask, candidate: Path, *, seed: int) -> Experim
     else:
         status = "ok" if metric is not None else "no_metric"
     return ExperimentResult(
-        status=status, metric=metric if status == "ok" else None, seed=seed,
-        duration_seconds=duration, exit_code=exit_code,
+        status=status,
+        metric=metric if status == "ok" else None,
+        seed=seed,
+        duration_seconds=duration,
+        exit_code=exit_code,
         output_tail=output[-TAIL_CHARACTERS:],
     )
 
@@ -98,14 +105,17 @@ def parse_metric(output: str, name: str) -> float | None:
         if not line.startswith(METRIC_PREFIX):
             continue
         try:
-            document = json.loads(line[len(METRIC_PREFIX):])
+            document = json.loads(line[len(METRIC_PREFIX) :])
         except json.JSONDecodeError:
             continue
         if not isinstance(document, dict) or document.get("name") != name:
             continue
         number = document.get("value")
-        if isinstance(number, int | float) and not isinstance(number, bool) \
-                and math.isfinite(number):
+        if (
+            isinstance(number, int | float)
+            and not isinstance(number, bool)
+            and math.isfinite(number)
+        ):
             value = float(number)
     return value
 
@@ -117,8 +127,16 @@ def _run(
     budget = task.spec.budget_seconds
     if task.spec.preload:
         status = log_path.with_name("status")
-        pid = start_warm(argv[1], argv[2:], cwd=workdir, env=env, task_env=task.spec.env,
-                         preload=task.spec.preload, log=log_path, status=status)
+        pid = start_warm(
+            argv[1],
+            argv[2:],
+            cwd=workdir,
+            env=env,
+            task_env=task.spec.env,
+            preload=task.spec.preload,
+            log=log_path,
+            status=status,
+        )
         started = time.monotonic()
         timed_out = not wait_exit(pid, budget)
         kill_group(pid)  # over budget, or children left behind: the group goes

@@ -13,16 +13,22 @@ FEATURE = Feature(
     templates={"auto-research": f"{_PACKAGE}.template:TEMPLATE"},
     harnesses={"git_delivery": "zeroshot_kernel.delivery.harness:GitDeliveryHarness"},
     embedded_agents={
-        **{f"research.scout.{s}": EmbeddedCode(f"{_AGENTS}:scout_{s}", f"{_AGENTS}:engine_context")
-           for s in _STRATEGIES},
+        **{
+            f"research.scout.{s}": EmbeddedCode(f"{_AGENTS}:scout_{s}", f"{_AGENTS}:engine_context")
+            for s in _STRATEGIES
+        },
         "research.researcher": EmbeddedCode(f"{_AGENTS}:researcher", f"{_AGENTS}:engine_context"),
         "research.reviewer": EmbeddedCode(f"{_AGENTS}:reviewer", f"{_AGENTS}:engine_context"),
     },
     trusted_code={
-        "research.measure": EmbeddedCode(f"{_TRUSTED}:measure", f"{_TRUSTED}:engine_context",
-                                         worker="zeroshot.research.measure@1"),
-        "research.adopt": EmbeddedCode(f"{_TRUSTED}:adopt", f"{_TRUSTED}:engine_context",
-                                       worker="zeroshot.research.adopt@1"),
+        "research.measure": EmbeddedCode(
+            f"{_TRUSTED}:measure",
+            f"{_TRUSTED}:engine_context",
+            worker="zeroshot.research.measure@1",
+        ),
+        "research.adopt": EmbeddedCode(
+            f"{_TRUSTED}:adopt", f"{_TRUSTED}:engine_context", worker="zeroshot.research.adopt@1"
+        ),
     },
     roles={
         **{f"zeroshot.research.scout-{s}@1": f"{_ROLES}:SCOUT" for s in _STRATEGIES},

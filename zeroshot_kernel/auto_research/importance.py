@@ -103,9 +103,16 @@ class Importances(dict[str, float]):
     """Parameter name -> importance (non-negative, summing to 1, most important first), or
     empty with ``reason`` saying why nothing was rated."""
 
-    def __init__(self, weights: dict[str, float] | None = None, *, reason: str = "",
-                 evaluator: str = "", measured: int = 0,
-                 constant: tuple[str, ...] = (), note: str = "") -> None:
+    def __init__(
+        self,
+        weights: dict[str, float] | None = None,
+        *,
+        reason: str = "",
+        evaluator: str = "",
+        measured: int = 0,
+        constant: tuple[str, ...] = (),
+        note: str = "",
+    ) -> None:
         super().__init__(weights or {})
         self.reason = reason
         """Why the result is empty (``""`` when parameters were rated)."""
@@ -124,8 +131,9 @@ class Importances(dict[str, float]):
         return f"Importances({dict(self)!r}, evaluator={self.evaluator!r})"
 
 
-def load_measured(workspace: str | os.PathLike[str], study: str, *,
-                  task: str | None = None) -> MeasuredStudy:
+def load_measured(
+    workspace: str | os.PathLike[str], study: str, *, task: str | None = None
+) -> MeasuredStudy:
     """The measured candidates of ``study`` in ``workspace`` (``task``: the task folder or
     bundled name, when not the one the study records)."""
     return measured_study(records_for(workspace, study), task=task)
@@ -143,32 +151,55 @@ def measured_study(records: ResearchRecords, *, task: str | None = None) -> Meas
         return _unreadable(records.study, "", f"the study's records cannot be read: {damaged}")
     task = task or (recorded.task if recorded is not None else None)
     if task is None:
-        why = ("has no records yet" if not manifests else
-               "does not say which task it researches (no study.json); pass task=")
+        why = (
+            "has no records yet"
+            if not manifests
+            else "does not say which task it researches (no study.json); pass task="
+        )
         return _unreadable(records.study, "", f"study {records.study!r} {why}")
     try:
         spec = resolve_task(task, workspace).spec
     except (TaskError, OSError, ValueError) as missing:
-        return _unreadable(records.study, task,
-                           f"the study's task {task!r} cannot be read: {missing}")
+        return _unreadable(
+            records.study, task, f"the study's task {task!r} cannot be read: {missing}"
+        )
     measured = []
     for manifest in sorted(manifests.values(), key=lambda m: m.candidate_id):
         metric = manifest.metric
         if manifest.status != "ok" or metric is None or not math.isfinite(metric):
             continue
-        measured.append(MeasuredCandidate(
-            candidate_id=manifest.candidate_id, parent_id=manifest.parent_id,
-            round=manifest.round, params=dict(manifest.params), metric=metric,
-            values=tuple(manifest.values)))
+        measured.append(
+            MeasuredCandidate(
+                candidate_id=manifest.candidate_id,
+                parent_id=manifest.parent_id,
+                round=manifest.round,
+                params=dict(manifest.params),
+                metric=metric,
+                values=tuple(manifest.values),
+            )
+        )
     return MeasuredStudy(
-        study=records.study, task=task, metric=spec.metric, direction=spec.direction,
-        search_space=tuple(spec.search_space), candidates=tuple(measured),
-        incumbent_id=incumbent.candidate_id if incumbent else None)
+        study=records.study,
+        task=task,
+        metric=spec.metric,
+        direction=spec.direction,
+        search_space=tuple(spec.search_space),
+        candidates=tuple(measured),
+        incumbent_id=incumbent.candidate_id if incumbent else None,
+    )
 
 
 def _unreadable(study: str, task: str, problem: str) -> MeasuredStudy:
-    return MeasuredStudy(study=study, task=task, metric="metric", direction="minimize",
-                         search_space=(), candidates=(), incumbent_id=None, problem=problem)
+    return MeasuredStudy(
+        study=study,
+        task=task,
+        metric="metric",
+        direction="minimize",
+        search_space=(),
+        candidates=(),
+        incumbent_id=None,
+        problem=problem,
+    )
 
 
 @dataclass
@@ -229,55 +260,72 @@ def parameter_importance(
         if source.problem is not None:
             return Importances(reason=source.problem)
         if not source.search_space:
-            return Importances(reason=f"no parameters to rate: task {Path(source.task).name} "
-                                      "has no searchSpace (a code task changes files only)")
+            return Importances(
+                reason=f"no parameters to rate: task {Path(source.task).name} "
+                "has no searchSpace (a code task changes files only)"
+            )
         built = _trials(source)
         study, skipped = built.study, built.skipped
     else:
         study = source
-    trials = [t for t in study.get_trials(deepcopy=False,
-                                          states=(optuna.trial.TrialState.COMPLETE,))
-              if t.value is not None and math.isfinite(t.value)]
-    left_out = f" ({len(skipped)} left out: parameters outside the search space)" if skipped \
-        else ""
+    trials = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if t.value is not None and math.isfinite(t.value)
+    ]
+    left_out = f" ({len(skipped)} left out: parameters outside the search space)" if skipped else ""
     if len(trials) < MIN_MEASURED:
-        return Importances(reason=f"{len(trials)} measured candidate(s){left_out}: importance "
-                                  f"needs at least {MIN_MEASURED}", measured=len(trials))
+        return Importances(
+            reason=f"{len(trials)} measured candidate(s){left_out}: importance "
+            f"needs at least {MIN_MEASURED}",
+            measured=len(trials),
+        )
     names = sorted({name for t in trials for name in t.params})
     if not names:
-        return Importances(reason="no parameters to rate: the measured candidates have none",
-                           measured=len(trials))
+        return Importances(
+            reason="no parameters to rate: the measured candidates have none", measured=len(trials)
+        )
     varied = [n for n in names if len({repr(t.params.get(n)) for t in trials}) > 1]
     constant = tuple(n for n in names if n not in varied)
     if not varied:
-        return Importances(reason=f"no parameter varied: {', '.join(names)} held one value in "
-                                  f"all {len(trials)} measured candidates",
-                           measured=len(trials), constant=constant)
+        return Importances(
+            reason=f"no parameter varied: {', '.join(names)} held one value in "
+            f"all {len(trials)} measured candidates",
+            measured=len(trials),
+            constant=constant,
+        )
     if len({t.value for t in trials}) == 1:
-        return Importances(reason=f"all {len(trials)} measured candidates scored the same: "
-                                  "nothing to attribute", measured=len(trials),
-                           constant=constant)
+        return Importances(
+            reason=f"all {len(trials)} measured candidates scored the same: nothing to attribute",
+            measured=len(trials),
+            constant=constant,
+        )
     chosen, note = _evaluator(evaluator)
     if len(varied) == 1:
         weights = {varied[0]: 1.0}
         note = _join(note, f"only {varied[0]} varied, so it carries all the weight")
     else:
         with _quiet():
-            rated = optuna.importance.get_param_importances(study, evaluator=chosen,
-                                                            params=varied)
+            rated = optuna.importance.get_param_importances(study, evaluator=chosen, params=varied)
         weights = {name: max(0.0, float(value)) for name, value in rated.items()}
         total = sum(weights.values())
-        weights = ({k: v / total for k, v in weights.items()} if total > 0
-                   else {k: 1.0 / len(weights) for k in weights})
+        weights = (
+            {k: v / total for k, v in weights.items()}
+            if total > 0
+            else {k: 1.0 / len(weights) for k in weights}
+        )
     ordered = dict(sorted(weights.items(), key=lambda item: (-item[1], item[0])))
     ordered.update({name: 0.0 for name in constant})
     if constant:
         note = _join(note, f"{', '.join(constant)} held one value throughout (weight 0)")
     if skipped:
-        note = _join(note, f"{len(skipped)} candidate(s) left out: parameters outside the "
-                           "task's search space")
-    return Importances(ordered, evaluator=type(chosen).__name__, measured=len(trials),
-                       constant=constant, note=note)
+        note = _join(
+            note,
+            f"{len(skipped)} candidate(s) left out: parameters outside the task's search space",
+        )
+    return Importances(
+        ordered, evaluator=type(chosen).__name__, measured=len(trials), constant=constant, note=note
+    )
 
 
 def sklearn_available() -> bool:
@@ -297,14 +345,17 @@ def _evaluator(evaluator: Any) -> tuple[Any, str]:
     if isinstance(evaluator, BaseImportanceEvaluator):
         return evaluator, ""
     if evaluator not in EVALUATORS:
-        raise ValueError(f"evaluator {evaluator!r}: use one of {', '.join(EVALUATORS)} or an "
-                         "optuna BaseImportanceEvaluator")
+        raise ValueError(
+            f"evaluator {evaluator!r}: use one of {', '.join(EVALUATORS)} or an "
+            "optuna BaseImportanceEvaluator"
+        )
     if evaluator == "ped-anova":
         return PedAnovaImportanceEvaluator(), ""
     if not sklearn_available():
         return PedAnovaImportanceEvaluator(), (
             f"{evaluator} needs scikit-learn (pip install 'zeroshot-workbench[tasks]'); "
-            "rated with PED-ANOVA instead")
+            "rated with PED-ANOVA instead"
+        )
     if evaluator == "fanova":
         return FanovaImportanceEvaluator(seed=0), ""
     return MeanDecreaseImpurityImportanceEvaluator(seed=0), ""

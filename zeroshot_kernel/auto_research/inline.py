@@ -45,9 +45,16 @@ class InlineRound:
     passes: list[tuple[Change, Evidence, ReviewVerdict]] = field(default_factory=list)
 
 
-def run_rounds(task: str | os.PathLike[str], workspace: str | os.PathLike[str], study: str,
-               rounds: int, *, seed: int = 0, measure_seed: int | None = None,
-               run_id: str = "inline") -> list[InlineRound]:
+def run_rounds(
+    task: str | os.PathLike[str],
+    workspace: str | os.PathLike[str],
+    study: str,
+    rounds: int,
+    *,
+    seed: int = 0,
+    measure_seed: int | None = None,
+    run_id: str = "inline",
+) -> list[InlineRound]:
     """Run ``rounds`` rounds (fewer after a stop) and return them. ``seed`` drives the
     agents' choices; ``measure_seed`` the experiment seeds (default: the study's)."""
     from zeroshot_kernel.auto_research.agents import researcher, reviewer, scout
@@ -57,31 +64,68 @@ def run_rounds(task: str | os.PathLike[str], workspace: str | os.PathLike[str], 
     offset = records_for(place, study).round_offset(run_id, folder)
     done: list[InlineRound] = []
     for number in range(offset + 1, offset + rounds + 1):
-        proposals = [scout(ScoutInput(task=folder, study=study, workspace=place, round=number,
-                                      strategy=s, seed=seed)) for s in STRATEGIES]
+        proposals = [
+            scout(
+                ScoutInput(
+                    task=folder, study=study, workspace=place, round=number, strategy=s, seed=seed
+                )
+            )
+            for s in STRATEGIES
+        ]
         due = reconsideration_due([r.result.to_wire() for r in done], rounds)
         corrections = ""
         passes: list[tuple[Change, Evidence, ReviewVerdict]] = []
         for pass_number in range(1, REVIEW_PASSES + 1):
-            change = researcher(ResearcherInput(
-                task=folder, study=study, workspace=place, round=number, proposals=proposals,
-                corrections=corrections, reconsideration_due=due, seed=seed))
-            evidence = measure(MeasureRequest(
-                task=folder, study=study, workspace=place, run_id=run_id, round=number,
-                pass_number=pass_number, pass_id=f"{run_id}/round-{number}/pass-{pass_number}",
-                seed=base, change=change.to_wire(), proposals=proposals,
-                corrections=corrections, reconsideration_due=due))
-            verdict = reviewer(ReviewerInput(task=folder, study=study, workspace=place,
-                                             change=change, evidence=evidence))
+            change = researcher(
+                ResearcherInput(
+                    task=folder,
+                    study=study,
+                    workspace=place,
+                    round=number,
+                    proposals=proposals,
+                    corrections=corrections,
+                    reconsideration_due=due,
+                    seed=seed,
+                )
+            )
+            evidence = measure(
+                MeasureRequest(
+                    task=folder,
+                    study=study,
+                    workspace=place,
+                    run_id=run_id,
+                    round=number,
+                    pass_number=pass_number,
+                    pass_id=f"{run_id}/round-{number}/pass-{pass_number}",
+                    seed=base,
+                    change=change.to_wire(),
+                    proposals=proposals,
+                    corrections=corrections,
+                    reconsideration_due=due,
+                )
+            )
+            verdict = reviewer(
+                ReviewerInput(
+                    task=folder, study=study, workspace=place, change=change, evidence=evidence
+                )
+            )
             passes.append((change, evidence, verdict))
             if verdict.verdict != "corrections":
                 break
             corrections = verdict.corrections
         else:
             raise RuntimeError(f"round {number}: the review took {REVIEW_PASSES} passes")
-        result = adopt(AdoptionRequest(task=folder, study=study, workspace=place, round=number,
-                                       evidence=evidence.to_wire(), verdict=verdict.verdict,
-                                       adopt=verdict.adopt))
+        result = adopt(
+            AdoptionRequest(
+                task=folder,
+                study=study,
+                workspace=place,
+                round=number,
+                evidence=evidence.to_wire(),
+                verdict=verdict.verdict,
+                adopt=verdict.adopt,
+            )
+        )
         done.append(InlineRound(result, verdict, passes))
         if result.disposition == "stop":
             break

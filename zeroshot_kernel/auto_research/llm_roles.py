@@ -81,13 +81,17 @@ class _Briefing:
     def _incumbent(self) -> str:
         incumbent = self.state.incumbent
         if incumbent is None:
-            return (f"## Incumbent\n\nNone measured yet: the engine measures the starting "
-                    f"candidate as {BASELINE_ID} before the first change.\n")
+            return (
+                f"## Incumbent\n\nNone measured yet: the engine measures the starting "
+                f"candidate as {BASELINE_ID} before the first change.\n"
+            )
         manifest = self.state.candidates.get(incumbent.candidate_id)
         params = json.dumps(manifest.params, sort_keys=True) if manifest else "{}"
-        return (f"## Incumbent\n\n{incumbent.candidate_id} (adopted in round "
-                f"{incumbent.adopted_round}): {self.task.spec.metric} {fmt(incumbent.metric)} "
-                f"measured by the engine; parameters {params}\n")
+        return (
+            f"## Incumbent\n\n{incumbent.candidate_id} (adopted in round "
+            f"{incumbent.adopted_round}): {self.task.spec.metric} {fmt(incumbent.metric)} "
+            f"measured by the engine; parameters {params}\n"
+        )
 
     def _rounds(self) -> str:
         results = self.state.results()[-RECENT_ROUNDS:]
@@ -95,10 +99,12 @@ class _Briefing:
             return "## Recent rounds\n\nNone decided yet.\n"
         lines = ["## Recent rounds (measured by the engine)", ""]
         for r in results:
-            lines.append(f"- round {r.round}: {r.candidate_id or '-'} from {r.parent_id or '-'} "
-                         f"({r.strategy}: {r.approach[:120]}); {r.measure_status}, "
-                         f"{self.task.spec.metric} {fmt(r.metric)}, gain {fmt(r.gain)} vs "
-                         f"noise floor {fmt(r.noise_floor)}; {r.disposition}")
+            lines.append(
+                f"- round {r.round}: {r.candidate_id or '-'} from {r.parent_id or '-'} "
+                f"({r.strategy}: {r.approach[:120]}); {r.measure_status}, "
+                f"{self.task.spec.metric} {fmt(r.metric)}, gain {fmt(r.gain)} vs "
+                f"noise floor {fmt(r.noise_floor)}; {r.disposition}"
+            )
         return "\n".join(lines) + "\n"
 
     def _files(self) -> str:
@@ -122,12 +128,19 @@ class _Briefing:
 class ScoutRole:
     def prepare(self, request: ExecutionRequest, *, tools: bool) -> Preparation:
         briefing = _Briefing(request)
-        return Preparation(brief=briefing.text(files=not tools) + (
-            f"\nYou may read the records under {RECORDS_DIR.as_posix()}/"
-            f"{briefing.records.study}/ ; change nothing.\n" if tools else ""))
+        return Preparation(
+            brief=briefing.text(files=not tools)
+            + (
+                f"\nYou may read the records under {RECORDS_DIR.as_posix()}/"
+                f"{briefing.records.study}/ ; change nothing.\n"
+                if tools
+                else ""
+            )
+        )
 
-    def finish(self, request: ExecutionRequest, preparation: Preparation,
-               result: HarnessResult) -> HarnessResult:
+    def finish(
+        self, request: ExecutionRequest, preparation: Preparation, result: HarnessResult
+    ) -> HarnessResult:
         return result
 
 
@@ -140,34 +153,45 @@ class ResearcherRole:
     def prepare(self, request: ExecutionRequest, *, tools: bool) -> Preparation:
         briefing = _Briefing(request)
         if not tools:
-            return Preparation(brief=briefing.text(files=True) + (
-                f"\nReturn the change with parentId {briefing.parent_id!r}; give code edits "
-                "in `edits` (whole contents or a unified diff of one editable file).\n"))
+            return Preparation(
+                brief=briefing.text(files=True)
+                + (
+                    f"\nReturn the change with parentId {briefing.parent_id!r}; give code edits "
+                    "in `edits` (whole contents or a unified diff of one editable file).\n"
+                )
+            )
         checkout = _checkout(request, briefing)
         before = _fingerprint(briefing)
         return Preparation(
-            brief=briefing.text(files=False) + (
+            brief=briefing.text(files=False)
+            + (
                 f"\nYour working directory is a scratch checkout of {briefing.parent_id}'s "
                 "verified bytes. Make your change by editing its editable files there; the "
                 "engine collects what you changed as the change's edits (leave `edits` "
-                f"empty) and measures it. Do not write anywhere else.\n"),
-            checkout=checkout, state=(briefing, before))
+                f"empty) and measures it. Do not write anywhere else.\n"
+            ),
+            checkout=checkout,
+            state=(briefing, before),
+        )
 
-    def finish(self, request: ExecutionRequest, preparation: Preparation,
-               result: HarnessResult) -> HarnessResult:
+    def finish(
+        self, request: ExecutionRequest, preparation: Preparation, result: HarnessResult
+    ) -> HarnessResult:
         if preparation.checkout is None or not isinstance(result.outcome, VerifiedOutcome):
             return result
         briefing, before = preparation.state
         after = _fingerprint(briefing)
         touched = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         if touched:
-            shown = ", ".join(touched[:3]) + (f" and {len(touched) - 3} more"
-                                              if len(touched) > 3 else "")
+            shown = ", ".join(touched[:3]) + (
+                f" and {len(touched) - 3} more" if len(touched) > 3 else ""
+            )
             return HarnessResult(
                 error("refusal", "policy_denied"),
                 f"the researcher wrote outside its scratch checkout ({shown}): the study's "
                 "records and the task folder are read-only to it; its change is refused",
-                result.usage)
+                result.usage,
+            )
         collected = _collect(briefing, preparation.checkout)
         if isinstance(collected, str):
             return HarnessResult(error("refusal", "policy_denied"), collected, result.usage)
@@ -175,10 +199,13 @@ class ResearcherRole:
         change = dict(output.get("change") or {})
         change["parentId"], change["edits"] = briefing.parent_id, collected
         output["change"] = change
-        request.log("system", f"collected {len(collected)} edit(s) from the scratch checkout "
-                              f"of {briefing.parent_id}")
-        return HarnessResult(VerifiedOutcome(status="verified", output=output), result.detail,
-                             result.usage)
+        request.log(
+            "system",
+            f"collected {len(collected)} edit(s) from the scratch checkout of {briefing.parent_id}",
+        )
+        return HarnessResult(
+            VerifiedOutcome(status="verified", output=output), result.detail, result.usage
+        )
 
 
 SCOUT = ScoutRole()
@@ -200,8 +227,9 @@ def _checkout(request: ExecutionRequest, briefing: _Briefing) -> Path:
         return root
     check = restore_candidate(briefing.records, parent, root)
     if not check.ok:
-        raise RoleError(f"the recorded bytes of {parent} do not verify: "
-                        f"{'; '.join(check.problems[:3])}")
+        raise RoleError(
+            f"the recorded bytes of {parent} do not verify: {'; '.join(check.problems[:3])}"
+        )
     return root
 
 

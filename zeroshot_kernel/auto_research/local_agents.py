@@ -59,8 +59,11 @@ def recorded_contexts(events: Iterable[RunEvent]) -> dict[str, dict[str, Any]]:
     back from its ``engine context`` log line."""
     found: dict[str, dict[str, Any]] = {}
     for event in events:
-        if isinstance(event, SafeLog) and event.execution is not None and \
-                event.line.startswith(CONTEXT_LOG_PREFIX):
+        if (
+            isinstance(event, SafeLog)
+            and event.execution is not None
+            and event.line.startswith(CONTEXT_LOG_PREFIX)
+        ):
             found[event.execution] = json.loads(event.line.removeprefix(CONTEXT_LOG_PREFIX))
     return found
 
@@ -82,11 +85,16 @@ def _parameters_only() -> Iterator[None]:
 def _scout(strategy: Strategy, call: dict[str, Any], context: WorkerContext) -> Verdict:
     engine = call["engine"]
     with _parameters_only():
-        proposal = run_scout(ScoutInput(
-            task=call["input"]["task"], study=call["input"]["study"],
-            workspace=_workspace(context), round=engine["round"],
-            strategy=strategy, seed=engine["seed"],
-        ))
+        proposal = run_scout(
+            ScoutInput(
+                task=call["input"]["task"],
+                study=call["input"]["study"],
+                workspace=_workspace(context),
+                round=engine["round"],
+                strategy=strategy,
+                seed=engine["seed"],
+            )
+        )
     return Verdict(signals={}, output={"proposal": proposal.to_wire()})
 
 
@@ -104,28 +112,45 @@ def scout_challenge(call: dict[str, Any], context: WorkerContext) -> Verdict:
 
 def researcher(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
     graph_input, engine = call["input"], call["engine"]
-    proposals = [ScoutProposal.model_validate(graph_input[s]) for s in STRATEGIES
-                 if graph_input[s].get("approach") != "none yet"]
+    proposals = [
+        ScoutProposal.model_validate(graph_input[s])
+        for s in STRATEGIES
+        if graph_input[s].get("approach") != "none yet"
+    ]
     with _parameters_only():
-        change = run_researcher(ResearcherInput(
-            task=graph_input["task"], study=graph_input["study"],
-            workspace=_workspace(context), round=engine["round"], proposals=proposals,
-            corrections=graph_input["corrections"],
-            reconsideration_due=engine["reconsiderationDue"], seed=engine["seed"],
-        ))
+        change = run_researcher(
+            ResearcherInput(
+                task=graph_input["task"],
+                study=graph_input["study"],
+                workspace=_workspace(context),
+                round=engine["round"],
+                proposals=proposals,
+                corrections=graph_input["corrections"],
+                reconsideration_due=engine["reconsiderationDue"],
+                seed=engine["seed"],
+            )
+        )
     return {"change": change.to_wire()}
 
 
 def reviewer(call: dict[str, Any], context: WorkerContext) -> Verdict:
     graph_input = call["input"]
-    verdict = run_reviewer(ReviewerInput(
-        task=graph_input["task"], study=graph_input["study"], workspace=_workspace(context),
-        change=Change.model_validate(graph_input["change"]),
-        evidence=Evidence.model_validate(graph_input["evidence"]),
-    ))
+    verdict = run_reviewer(
+        ReviewerInput(
+            task=graph_input["task"],
+            study=graph_input["study"],
+            workspace=_workspace(context),
+            change=Change.model_validate(graph_input["change"]),
+            evidence=Evidence.model_validate(graph_input["evidence"]),
+        )
+    )
     return Verdict(
         signals={"verdict": verdict.verdict},
-        diagnostic={"reason": verdict.reason, "corrections": verdict.corrections,
-                    "title": verdict.title, "description": verdict.description,
-                    "adopt": verdict.adopt},
+        diagnostic={
+            "reason": verdict.reason,
+            "corrections": verdict.corrections,
+            "title": verdict.title,
+            "description": verdict.description,
+            "adopt": verdict.adopt,
+        },
     )

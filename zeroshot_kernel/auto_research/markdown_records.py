@@ -16,23 +16,45 @@ BACKLOG_LIMIT = 20
 def charter(task: ResearchTask) -> str:
     spec = task.spec
     lines = [
-        f"# Charter: {spec.name}", "", spec.charter.strip(), "",
+        f"# Charter: {spec.name}",
+        "",
+        spec.charter.strip(),
+        "",
         f"- Metric: `{spec.metric}` ({spec.direction})",
         f"- Experiment: `{' '.join(spec.command)}` in a scratch copy of the candidate, "
         f"budget {spec.budget_seconds:g} s, {spec.repeats} repeats per candidate",
     ]
-    lines.append("- Editable files: " + (", ".join(f"`{g}`" for g in spec.editable)
-                                         if spec.editable else "none (parameters only)"))
+    lines.append(
+        "- Editable files: "
+        + (
+            ", ".join(f"`{g}`" for g in spec.editable)
+            if spec.editable
+            else "none (parameters only)"
+        )
+    )
     if spec.target is not None:
-        lines.append(f"- Target: {spec.metric} {'<=' if spec.direction == 'minimize' else '>='} "
-                     f"{spec.target:g}")
+        lines.append(
+            f"- Target: {spec.metric} {'<=' if spec.direction == 'minimize' else '>='} "
+            f"{spec.target:g}"
+        )
     if not spec.search_space:
-        return "\n".join([*lines, "", "## Search space", "",
-                          "None: a code task; change it by editing its editable files."]) + "\n"
+        return (
+            "\n".join(
+                [
+                    *lines,
+                    "",
+                    "## Search space",
+                    "",
+                    "None: a code task; change it by editing its editable files.",
+                ]
+            )
+            + "\n"
+        )
     lines += ["", "## Search space", "", "| parameter | type | domain | log |", "|---|---|---|---|"]
     for p in spec.search_space:
-        domain = (", ".join(map(str, p.choices)) if p.choices is not None
-                  else f"[{p.low:g}, {p.high:g}]")
+        domain = (
+            ", ".join(map(str, p.choices)) if p.choices is not None else f"[{p.low:g}, {p.high:g}]"
+        )
         lines.append(f"| {p.name} | {p.type} | {domain} | {'yes' if p.log else 'no'} |")
     return "\n".join(lines) + "\n"
 
@@ -40,27 +62,33 @@ def charter(task: ResearchTask) -> str:
 def summary(task: ResearchTask, state: ResearchState) -> str:
     spec = task.spec
     results = state.results()
-    lines = [f"# Research summary: {spec.name}", "",
-             f"- Rounds completed: {len(results)}"]
+    lines = [f"# Research summary: {spec.name}", "", f"- Rounds completed: {len(results)}"]
     incumbent = state.incumbent
     if incumbent is not None:
         manifest = state.candidates.get(incumbent.candidate_id)
         n = len(manifest.values) if manifest else 0
-        lines.append(f"- Incumbent: {incumbent.candidate_id} (adopted in round "
-                     f"{incumbent.adopted_round}), {spec.metric} {fmt(incumbent.metric)} "
-                     f"over {n} measurements")
+        lines.append(
+            f"- Incumbent: {incumbent.candidate_id} (adopted in round "
+            f"{incumbent.adopted_round}), {spec.metric} {fmt(incumbent.metric)} "
+            f"over {n} measurements"
+        )
         last_round = max(state.rounds) if state.rounds else 0
-        lines.append(f"- Plateau: {last_round - incumbent.adopted_round} rounds since the "
-                     f"incumbent last improved")
+        lines.append(
+            f"- Plateau: {last_round - incumbent.adopted_round} rounds since the "
+            f"incumbent last improved"
+        )
     best = ranked(spec, state.candidates)
     if best:
-        lines.append(f"- Best so far: {best[0].candidate_id}, {spec.metric} "
-                     f"{fmt(best[0].metric)}")
+        lines.append(f"- Best so far: {best[0].candidate_id}, {spec.metric} {fmt(best[0].metric)}")
     lines.append(f"- Noise: sigma {fmt(noise_sigma(state.candidates, []))} (pooled repeats)")
-    lines += ["", "## Rounds", "",
-              "| round | candidate | parent | approach | metric | gain | noise floor | "
-              "disposition | justification |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Rounds",
+        "",
+        "| round | candidate | parent | approach | metric | gain | noise floor | "
+        "disposition | justification |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         lines.append(
             f"| {r.round} | {r.candidate_id} | {r.parent_id} | {r.approach} | {fmt(r.metric)} "
@@ -90,8 +118,10 @@ def backlog(state: ResearchState) -> str:
                 continue
             if params_key(proposal.params) in tried:
                 continue
-            lines.append(f"- round {number}, {proposal.approach}: `{params_key(proposal.params)}`: "
-                         f"{proposal.rationale}")
+            lines.append(
+                f"- round {number}, {proposal.approach}: `{params_key(proposal.params)}`: "
+                f"{proposal.rationale}"
+            )
             count += 1
     if count == 0:
         lines.append("(none)")

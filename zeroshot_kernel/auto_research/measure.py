@@ -93,10 +93,14 @@ class BaselineFailed(OperationFailed):
         failed = [m.experiment for m in manifest.measurements if m.experiment.status != "ok"]
         last = failed[-1] if failed else None
         exit_code = "" if last is None or last.exit_code is None else f", exit {last.exit_code}"
-        tail = "" if last is None else " | ".join(
-            line.strip() for line in last.output_tail.strip().splitlines()[-3:])
-        super().__init__(f"the baseline experiment failed ({manifest.status}{exit_code}): "
-                         f"{tail or 'no output'}")
+        tail = (
+            ""
+            if last is None
+            else " | ".join(line.strip() for line in last.output_tail.strip().splitlines()[-3:])
+        )
+        super().__init__(
+            f"the baseline experiment failed ({manifest.status}{exit_code}): {tail or 'no output'}"
+        )
 
 
 def measure(request: MeasureRequest) -> Evidence:
@@ -105,22 +109,32 @@ def measure(request: MeasureRequest) -> Evidence:
     task = resolve_task(request.task, request.workspace)
     records = records_for(request.workspace, request.study)
     if not records.initialised():
-        measure_baseline(task, records, request.seed, f"{request.run_id}/baseline",
-                         request.parallel)
+        measure_baseline(
+            task, records, request.seed, f"{request.run_id}/baseline", request.parallel
+        )
     record = records.read_round(request.round)
-    row = next((p for p in record.passes if p.pass_id == request.pass_id), None) \
-        if record else None
+    row = next((p for p in record.passes if p.pass_id == request.pass_id), None) if record else None
     if row is not None and row.evidence is not None:
         return row.evidence  # the pass finished; only its execution's completion was lost
     parsed = parse_change(request.change)
     if row is None:
-        row = RoundPass(status="started", pass_id=request.pass_id,
-                        corrections=request.corrections, proposals=request.proposals,
-                        change=parsed if isinstance(parsed, Change) else None)
+        row = RoundPass(
+            status="started",
+            pass_id=request.pass_id,
+            corrections=request.corrections,
+            proposals=request.proposals,
+            change=parsed if isinstance(parsed, Change) else None,
+        )
         records.begin_pass(request.round, row)  # the row exists before any restore
     else:
-        row = row.model_copy(update={"notes": [*row.notes, "carried on after its earlier "
-                                               "execution was lost; recorded runs are kept"]})
+        row = row.model_copy(
+            update={
+                "notes": [
+                    *row.notes,
+                    "carried on after its earlier execution was lost; recorded runs are kept",
+                ]
+            }
+        )
     pass_ = _Pass(task, records, request, row)
     if isinstance(parsed, list):
         return pass_.finish("change_rejected", None, parsed)
@@ -141,8 +155,9 @@ class _Pass:
         assert incumbent is not None  # the baseline is measured first
         parent = change.parent_id
         if not CANDIDATE_ID.match(parent) or self.records.read_manifest(parent) is None:
-            return self.finish("change_rejected", change,
-                               [f"the study has no candidate {parent!r} to change"])
+            return self.finish(
+                "change_rejected", change, [f"the study has no candidate {parent!r} to change"]
+            )
         built = self.build(change)
         if isinstance(built, tuple):
             return self.finish(built[0], change, built[1])
@@ -155,8 +170,7 @@ class _Pass:
             early = self.early_stop(built, incumbent.candidate_id, seeds[:1])
             if early:
                 self.notes.append(early)
-                return self.finish("measured", change, [], candidate_id=built,
-                                   seeds=seeds[:1])
+                return self.finish("measured", change, [], candidate_id=built, seeds=seeds[:1])
         self.record_runs(built, seeds)
         return self.finish("measured", change, [], candidate_id=built, seeds=seeds)
 
@@ -170,36 +184,47 @@ class _Pass:
             before, source = Path(scratch) / "parent", Path(scratch) / "candidate"
             check = restore_candidate(self.records, change.parent_id, before)
             if not check.ok:
-                return "parent_unverified", [f"the restored copy of {change.parent_id} does "
-                                             f"not verify: {', '.join(check.problems)}"]
+                return "parent_unverified", [
+                    f"the restored copy of {change.parent_id} does "
+                    f"not verify: {', '.join(check.problems)}"
+                ]
             shutil.copytree(before, source)
             params, reasons = apply_change(self.task, change, parent.params, source)
             if reasons:
                 return "change_rejected", reasons
             files = tree_hashes(source)
-            changed = sorted(p for p in files.keys() | parent.files.keys()
-                             if files.get(p) != parent.files.get(p))
+            changed = sorted(
+                p for p in files.keys() | parent.files.keys() if files.get(p) != parent.files.get(p)
+            )
             self.diff = describe_diff(before, source, changed)
             existing = self.same_bytes(content_sha256(files), change.parent_id)
             if existing is not None:
-                self.notes.append(f"the change leaves the bytes of {existing}: measuring it"
-                                  if existing != change.parent_id else
-                                  f"the change leaves {existing} as it is: re-measuring it")
+                self.notes.append(
+                    f"the change leaves the bytes of {existing}: measuring it"
+                    if existing != change.parent_id
+                    else f"the change leaves {existing} as it is: re-measuring it"
+                )
                 if not ensure_bytes(self.task, self.records, existing, self.notes):
                     return "parent_unverified", [n for n in self.notes if "cannot" in n]
                 return existing
             candidate_id = self.new_id()
-            store_candidate(self.records, source, candidate_id=candidate_id,
-                            parent_id=change.parent_id, round_number=self.request.round,
-                            params=params)
+            store_candidate(
+                self.records,
+                source,
+                candidate_id=candidate_id,
+                parent_id=change.parent_id,
+                round_number=self.request.round,
+                params=params,
+            )
         return candidate_id
 
     def same_bytes(self, sha256: str, parent_id: str) -> str | None:
         """The stored candidate with these bytes (the parent first), if any."""
         candidates = self.records.candidates()
         ordered = [parent_id, *sorted(candidates)]
-        return next((c for c in ordered if c in candidates and
-                     candidates[c].content_sha256 == sha256), None)
+        return next(
+            (c for c in ordered if c in candidates and candidates[c].content_sha256 == sha256), None
+        )
 
     def new_id(self) -> str:
         first = f"c{self.request.round:03d}"
@@ -212,8 +237,15 @@ class _Pass:
         return [experiment_seed(self.request.seed, i) for i in range(count)]
 
     def record_runs(self, candidate_id: str, seeds: Sequence[int]) -> None:
-        record_runs(self.task, self.records, candidate_id, seeds, round_number=self.request.round,
-                    pass_id=self.request.pass_id, parallel=self.request.parallel)
+        record_runs(
+            self.task,
+            self.records,
+            candidate_id,
+            seeds,
+            round_number=self.request.round,
+            pass_id=self.request.pass_id,
+            parallel=self.request.parallel,
+        )
 
     def early_stop(self, candidate_id: str, incumbent_id: str, seeds: list[int]) -> str:
         """Why the other repeats are pointless after the first (a failed run, or a pair
@@ -224,64 +256,111 @@ class _Pass:
             return f"stopped after a {first.status} run; no further repeats"
         comparison = self.compare(candidate_id, incumbent_id, seeds)
         if comparison.worse_beyond_noise:
-            return ("stopped after one run: worse than the incumbent beyond the noise floor "
-                    f"({comparison.describe(self.task.spec.metric, candidate_id, incumbent_id)})")
+            return (
+                "stopped after one run: worse than the incumbent beyond the noise floor "
+                f"({comparison.describe(self.task.spec.metric, candidate_id, incumbent_id)})"
+            )
         return ""
 
     def compare(self, candidate_id: str, incumbent_id: str, seeds: Sequence[int]) -> Paired:
-        return paired(self.task.spec, seeds, _metrics(by_seed(self.records, candidate_id)),
-                      _metrics(by_seed(self.records, incumbent_id)),
-                      study_sigma(self.task, self.records, self.request.round))
+        return paired(
+            self.task.spec,
+            seeds,
+            _metrics(by_seed(self.records, candidate_id)),
+            _metrics(by_seed(self.records, incumbent_id)),
+            study_sigma(self.task, self.records, self.request.round),
+        )
 
-    def finish(self, status: MeasureStatus, change: Change | None, reasons: list[str], *,
-               candidate_id: str = "", seeds: Sequence[int] = ()) -> Evidence:
+    def finish(
+        self,
+        status: MeasureStatus,
+        change: Change | None,
+        reasons: list[str],
+        *,
+        candidate_id: str = "",
+        seeds: Sequence[int] = (),
+    ) -> Evidence:
         spec = self.task.spec
         incumbent = self.records.read_incumbent()
         assert incumbent is not None
         incumbent_id = incumbent.candidate_id
         runs = by_seed(self.records, candidate_id) if candidate_id else {}
         ran = [runs[s] for s in seeds if s in runs]
-        comparison = self.compare(candidate_id, incumbent_id, seeds) if candidate_id else \
-            paired(spec, [], {}, {}, None)
+        comparison = (
+            self.compare(candidate_id, incumbent_id, seeds)
+            if candidate_id
+            else paired(spec, [], {}, {}, None)
+        )
         values = [r.metric for r in ran if r.metric is not None]
-        experiment: ResultStatus = "not_run" if not ran else next(
-            (r.status for r in ran if r.status != "ok"), "ok")
+        experiment: ResultStatus = (
+            "not_run" if not ran else next((r.status for r in ran if r.status != "ok"), "ok")
+        )
         metric = sum(values) / len(values) if values else None
-        lines = [comparison.describe(spec.metric, candidate_id, incumbent_id)] \
-            if candidate_id else []
+        lines = (
+            [comparison.describe(spec.metric, candidate_id, incumbent_id)] if candidate_id else []
+        )
         failed = next((r for r in ran if r.status != "ok"), None)
         if failed is not None:
             tail = failed.output_tail.strip().splitlines()[-1:] or [""]
-            lines.append(f"{failed.status} (exit {failed.exit_code}, seed {failed.seed}, "
-                         f"{failed.duration_seconds:g} s): {tail[0][:200]}")
+            lines.append(
+                f"{failed.status} (exit {failed.exit_code}, seed {failed.seed}, "
+                f"{failed.duration_seconds:g} s): {tail[0][:200]}"
+            )
         if status != "measured":
             lines.append(f"{status.replace('_', ' ')}: " + "; ".join(reasons))
-        supports = (status == "measured" and candidate_id != incumbent_id
-                    and experiment == "ok" and comparison.n >= spec.repeats
-                    and comparison.beats_noise)
+        supports = (
+            status == "measured"
+            and candidate_id != incumbent_id
+            and experiment == "ok"
+            and comparison.n >= spec.repeats
+            and comparison.beats_noise
+        )
         evidence = Evidence(
-            round=self.request.round, pass_number=self.request.pass_number, status=status,
-            parent_id=change.parent_id if change else "", candidate_id=candidate_id,
-            candidate_sha256=self.sha256(candidate_id), incumbent_id=incumbent_id,
+            round=self.request.round,
+            pass_number=self.request.pass_number,
+            status=status,
+            parent_id=change.parent_id if change else "",
+            candidate_id=candidate_id,
+            candidate_sha256=self.sha256(candidate_id),
+            incumbent_id=incumbent_id,
             measurement=change.measurement if change else "standard",
-            experiment_status=experiment, seeds=list(comparison.seeds),
+            experiment_status=experiment,
+            seeds=list(comparison.seeds),
             metric_repeats=list(comparison.candidate),
-            incumbent_repeats=list(comparison.incumbent), metric=metric,
-            incumbent_metric=(sum(comparison.incumbent) / comparison.n if comparison.n
-                              else incumbent.metric),
-            gain=comparison.gain, noise_floor=comparison.noise_floor,
-            effect_size=comparison.effect_size, supports_adoption=supports,
+            incumbent_repeats=list(comparison.incumbent),
+            metric=metric,
+            incumbent_metric=(
+                sum(comparison.incumbent) / comparison.n if comparison.n else incumbent.metric
+            ),
+            gain=comparison.gain,
+            noise_floor=comparison.noise_floor,
+            effect_size=comparison.effect_size,
+            supports_adoption=supports,
             target_met=experiment == "ok" and metric is not None and spec.meets_target(metric),
-            reasons=reasons, diff=self.diff, summary="\n".join([*lines, *self.notes]),
+            reasons=reasons,
+            diff=self.diff,
+            summary="\n".join([*lines, *self.notes]),
             reconsidered=bool(change and change.reconsidered),
             reconsideration_due=self.request.reconsideration_due,
         )
-        measurements = [m for c in dict.fromkeys((candidate_id, incumbent_id)) if c
-                        for m in (self.records.read_manifest(c) or _EMPTY).measurements
-                        if m.pass_id == self.request.pass_id]
-        self.records.finish_pass(self.request.round, self.row.model_copy(update={
-            "status": "done", "evidence": evidence, "measurements": measurements,
-            "notes": [*self.row.notes, *self.notes]}))
+        measurements = [
+            m
+            for c in dict.fromkeys((candidate_id, incumbent_id))
+            if c
+            for m in (self.records.read_manifest(c) or _EMPTY).measurements
+            if m.pass_id == self.request.pass_id
+        ]
+        self.records.finish_pass(
+            self.request.round,
+            self.row.model_copy(
+                update={
+                    "status": "done",
+                    "evidence": evidence,
+                    "measurements": measurements,
+                    "notes": [*self.row.notes, *self.notes],
+                }
+            ),
+        )
         render_records(self.task, self.records)
         return evidence
 
@@ -290,8 +369,9 @@ class _Pass:
         return manifest.content_sha256 if manifest else ""
 
 
-_EMPTY = CandidateManifest(candidate_id="", parent_id="", round=0, params={}, files={},
-                           content_sha256="")
+_EMPTY = CandidateManifest(
+    candidate_id="", parent_id="", round=0, params={}, files={}, content_sha256=""
+)
 
 
 def by_seed(records: ResearchRecords, candidate_id: str) -> dict[int, ExperimentResult]:
@@ -307,9 +387,16 @@ def _metrics(runs: dict[int, ExperimentResult]) -> dict[int, float]:
     return {seed: run.metric for seed, run in runs.items() if run.metric is not None}
 
 
-def record_runs(task: ResearchTask, records: ResearchRecords, candidate_id: str,
-                seeds: Sequence[int], *, round_number: int, pass_id: str,
-                parallel: int | None = None) -> None:
+def record_runs(
+    task: ResearchTask,
+    records: ResearchRecords,
+    candidate_id: str,
+    seeds: Sequence[int],
+    *,
+    round_number: int,
+    pass_id: str,
+    parallel: int | None = None,
+) -> None:
     """Run the experiment of ``candidate_id`` on each of ``seeds`` it has no recorded run
     for, and record the runs in its manifest."""
     missing = [s for s in dict.fromkeys(seeds) if s not in by_seed(records, candidate_id)]
@@ -318,10 +405,13 @@ def record_runs(task: ResearchTask, records: ResearchRecords, candidate_id: str,
     runs = run_repeats(task, records.source_dir(candidate_id), missing, parallel=parallel)
     manifest = records.read_manifest(candidate_id)
     assert manifest is not None
-    new = [Measurement(candidate_id=candidate_id, round=round_number, experiment=r,
-                       pass_id=pass_id) for r in runs]
-    records.write_manifest(manifest.model_copy(
-        update={"measurements": [*manifest.measurements, *new]}))
+    new = [
+        Measurement(candidate_id=candidate_id, round=round_number, experiment=r, pass_id=pass_id)
+        for r in runs
+    ]
+    records.write_manifest(
+        manifest.model_copy(update={"measurements": [*manifest.measurements, *new]})
+    )
 
 
 def study_sigma(task: ResearchTask, records: ResearchRecords, before: int) -> float | None:
@@ -333,30 +423,43 @@ def study_sigma(task: ResearchTask, records: ResearchRecords, before: int) -> fl
             continue
         for row in record.passes:
             evidence = row.evidence
-            if evidence is not None and evidence.candidate_id != evidence.incumbent_id and \
-                    len(evidence.seeds) >= 2:
-                groups.append(differences(task.spec, evidence.metric_repeats,
-                                          evidence.incumbent_repeats))
+            if (
+                evidence is not None
+                and evidence.candidate_id != evidence.incumbent_id
+                and len(evidence.seeds) >= 2
+            ):
+                groups.append(
+                    differences(task.spec, evidence.metric_repeats, evidence.incumbent_repeats)
+                )
     return pooled_sigma(groups)
 
 
-def ensure_bytes(task: ResearchTask, records: ResearchRecords, candidate_id: str,
-                 notes: list[str]) -> bool:
+def ensure_bytes(
+    task: ResearchTask, records: ResearchRecords, candidate_id: str, notes: list[str]
+) -> bool:
     """Verify a stored candidate; rebuild it from the task and its params when damaged."""
     check = verify_candidate(records, candidate_id)
     if check.ok:
         return True
-    notes.append(f"stored bytes of {candidate_id} do not match its manifest: "
-                 f"{', '.join(check.problems)}")
+    notes.append(
+        f"stored bytes of {candidate_id} do not match its manifest: {', '.join(check.problems)}"
+    )
     repaired = repair_candidate(records, task, candidate_id)
-    notes.append(f"rebuilt {candidate_id} from the task and its params; verified"
-                 if repaired.ok else
-                 f"cannot restore {candidate_id}: {', '.join(repaired.problems)}")
+    notes.append(
+        f"rebuilt {candidate_id} from the task and its params; verified"
+        if repaired.ok
+        else f"cannot restore {candidate_id}: {', '.join(repaired.problems)}"
+    )
     return repaired.ok
 
 
-def measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int, pass_id: str,
-                     parallel: int | None = None) -> None:
+def measure_baseline(
+    task: ResearchTask,
+    records: ResearchRecords,
+    seed: int,
+    pass_id: str,
+    parallel: int | None = None,
+) -> None:
     """Round 0: store the task's starting candidate and measure it as the first incumbent.
 
     A run that finds an earlier run's failed baseline (its row stays in round 0) stores the
@@ -368,43 +471,102 @@ def measure_baseline(task: ResearchTask, records: ResearchRecords, seed: int, pa
     mine = started is not None and any(p.pass_id == pass_id for p in started.passes)
     if not mine:
         records.begin_pass(0, RoundPass(status="started", pass_id=pass_id))
-    if not mine or records.read_manifest(BASELINE_ID) is None or \
-            not ensure_bytes(task, records, BASELINE_ID, notes):
-        store_candidate(records, task.candidate_dir, candidate_id=BASELINE_ID, parent_id="",
-                        round_number=0, params=task.start_params)
+    if (
+        not mine
+        or records.read_manifest(BASELINE_ID) is None
+        or not ensure_bytes(task, records, BASELINE_ID, notes)
+    ):
+        store_candidate(
+            records,
+            task.candidate_dir,
+            candidate_id=BASELINE_ID,
+            parent_id="",
+            round_number=0,
+            params=task.start_params,
+        )
     seeds = [experiment_seed(seed, i) for i in range(task.spec.repeats)]
-    record_runs(task, records, BASELINE_ID, seeds, round_number=0, pass_id=pass_id,
-                parallel=parallel)
+    record_runs(
+        task, records, BASELINE_ID, seeds, round_number=0, pass_id=pass_id, parallel=parallel
+    )
     manifest = records.read_manifest(BASELINE_ID)
     assert manifest is not None
     runs = by_seed(records, BASELINE_ID)
     measured = [s for s in seeds if runs[s].metric is not None]
     values = [runs[s].metric or 0.0 for s in measured]
     if not values:
-        records.finish_pass(0, RoundPass(status="started", pass_id=pass_id, notes=notes,
-                                         measurements=manifest.measurements))
+        records.finish_pass(
+            0,
+            RoundPass(
+                status="started", pass_id=pass_id, notes=notes, measurements=manifest.measurements
+            ),
+        )
         raise BaselineFailed(manifest)
     metric = sum(values) / len(values)
     evidence = Evidence(
-        round=0, pass_number=1, status="measured", parent_id="", candidate_id=BASELINE_ID,
-        candidate_sha256=manifest.content_sha256, incumbent_id=BASELINE_ID,
-        measurement="standard", experiment_status=manifest.status, seeds=measured,
-        metric_repeats=values, incumbent_repeats=values, metric=metric, incumbent_metric=metric,
-        gain=0.0, noise_floor=0.0, supports_adoption=False,
-        target_met=task.spec.meets_target(metric), reasons=[], diff="",
-        summary="\n".join(notes), reconsidered=False, reconsideration_due=False)
-    records.finish_pass(0, RoundPass(status="done", pass_id=pass_id, evidence=evidence,
-                                     measurements=manifest.measurements, notes=notes))
-    records.decide(ResearchResult(
-        round=0, parent_id="", candidate_id=BASELINE_ID, strategy="baseline",
-        approach="baseline", params=manifest.params, measure_status="measured",
-        experiment_status=manifest.status, metric=metric, metric_repeats=values,
-        incumbent_id="", gain=0.0, noise_floor=0.0, evidence=evidence.summary,
-        disposition="adopt", justification="the starting candidate is the first incumbent",
-        bytes_verified=True, candidate_sha256=manifest.content_sha256, reconsidered=False,
-        reconsideration_due=False))
-    records.write_incumbent(IncumbentRecord(  # last: it marks the research as started
-        candidate_id=BASELINE_ID, adopted_round=0, metric=metric,
-        content_sha256=manifest.content_sha256))
+        round=0,
+        pass_number=1,
+        status="measured",
+        parent_id="",
+        candidate_id=BASELINE_ID,
+        candidate_sha256=manifest.content_sha256,
+        incumbent_id=BASELINE_ID,
+        measurement="standard",
+        experiment_status=manifest.status,
+        seeds=measured,
+        metric_repeats=values,
+        incumbent_repeats=values,
+        metric=metric,
+        incumbent_metric=metric,
+        gain=0.0,
+        noise_floor=0.0,
+        supports_adoption=False,
+        target_met=task.spec.meets_target(metric),
+        reasons=[],
+        diff="",
+        summary="\n".join(notes),
+        reconsidered=False,
+        reconsideration_due=False,
+    )
+    records.finish_pass(
+        0,
+        RoundPass(
+            status="done",
+            pass_id=pass_id,
+            evidence=evidence,
+            measurements=manifest.measurements,
+            notes=notes,
+        ),
+    )
+    records.decide(
+        ResearchResult(
+            round=0,
+            parent_id="",
+            candidate_id=BASELINE_ID,
+            strategy="baseline",
+            approach="baseline",
+            params=manifest.params,
+            measure_status="measured",
+            experiment_status=manifest.status,
+            metric=metric,
+            metric_repeats=values,
+            incumbent_id="",
+            gain=0.0,
+            noise_floor=0.0,
+            evidence=evidence.summary,
+            disposition="adopt",
+            justification="the starting candidate is the first incumbent",
+            bytes_verified=True,
+            candidate_sha256=manifest.content_sha256,
+            reconsidered=False,
+            reconsideration_due=False,
+        )
+    )
+    records.write_incumbent(
+        IncumbentRecord(  # last: it marks the research as started
+            candidate_id=BASELINE_ID,
+            adopted_round=0,
+            metric=metric,
+            content_sha256=manifest.content_sha256,
+        )
+    )
     render_records(task, records)
-

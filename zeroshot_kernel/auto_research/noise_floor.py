@@ -81,7 +81,9 @@ def noise_sigma(candidates: Mapping[str, CandidateManifest], pair: Sequence[str]
 
 
 def compare(
-    spec: TaskSpec, candidates: Mapping[str, CandidateManifest], candidate_id: str,
+    spec: TaskSpec,
+    candidates: Mapping[str, CandidateManifest],
+    candidate_id: str,
     incumbent_id: str,
 ) -> Comparison:
     """``candidate_id`` against ``incumbent_id`` under the current measurements."""
@@ -95,9 +97,15 @@ def compare(
     floor = Z * sigma * math.sqrt(1 / max(len(c_values), 1) + 1 / max(len(i_values), 1))
     gain = spec.gain(i_mean, c_mean) if c_mean is not None and i_mean is not None else 0.0
     return Comparison(
-        candidate_id=candidate_id, incumbent_id=incumbent_id, candidate_mean=c_mean,
-        incumbent_mean=i_mean, n_candidate=len(c_values), n_incumbent=len(i_values),
-        sigma=sigma, gain=gain, noise_floor=floor,
+        candidate_id=candidate_id,
+        incumbent_id=incumbent_id,
+        candidate_mean=c_mean,
+        incumbent_mean=i_mean,
+        n_candidate=len(c_values),
+        n_incumbent=len(i_values),
+        sigma=sigma,
+        gain=gain,
+        noise_floor=floor,
     )
 
 
@@ -142,32 +150,42 @@ class Paired:
 
     @property
     def beats_noise(self) -> bool:
-        return self.n > 0 and self.sigma is not None and \
-            self.gain > self.noise_floor + self._rounding
+        return (
+            self.n > 0 and self.sigma is not None and self.gain > self.noise_floor + self._rounding
+        )
 
     @property
     def worse_beyond_noise(self) -> bool:
-        return self.n > 0 and self.sigma is not None and \
-            -self.gain > self.noise_floor + self._rounding
+        return (
+            self.n > 0 and self.sigma is not None and -self.gain > self.noise_floor + self._rounding
+        )
 
     def describe(self, metric: str, candidate_id: str, incumbent_id: str) -> str:
         c_mean = sum(self.candidate) / self.n if self.n else None
         i_mean = sum(self.incumbent) / self.n if self.n else None
         effect = "" if self.effect_size is None else f", effect size {fmt(self.effect_size)}"
-        return (f"{candidate_id} {metric} {fmt(c_mean)} vs incumbent {incumbent_id} "
-                f"{fmt(i_mean)} on {self.n} paired seeds: gain {fmt(self.gain)}, noise floor "
-                f"{fmt(self.noise_floor)} (sigma of the differences {fmt(self.sigma)}, "
-                f"Z={Z:g}){effect}")
+        return (
+            f"{candidate_id} {metric} {fmt(c_mean)} vs incumbent {incumbent_id} "
+            f"{fmt(i_mean)} on {self.n} paired seeds: gain {fmt(self.gain)}, noise floor "
+            f"{fmt(self.noise_floor)} (sigma of the differences {fmt(self.sigma)}, "
+            f"Z={Z:g}){effect}"
+        )
 
 
-def differences(spec: TaskSpec, candidate: Sequence[float],
-                incumbent: Sequence[float]) -> list[float]:
+def differences(
+    spec: TaskSpec, candidate: Sequence[float], incumbent: Sequence[float]
+) -> list[float]:
     """Each seed's improvement of the candidate over the incumbent (positive = better)."""
     return [spec.gain(i, c) for c, i in zip(candidate, incumbent, strict=True)]
 
 
-def paired(spec: TaskSpec, seeds: Sequence[int], candidate: Mapping[int, float],
-           incumbent: Mapping[int, float], pooled: float | None) -> Paired:
+def paired(
+    spec: TaskSpec,
+    seeds: Sequence[int],
+    candidate: Mapping[int, float],
+    incumbent: Mapping[int, float],
+    pooled: float | None,
+) -> Paired:
     """Compare on the ``seeds`` both have a value for; ``pooled`` is the standard deviation
     of earlier comparisons' differences (see :func:`pooled_sigma`)."""
     shared = [s for s in seeds if s in candidate and s in incumbent]
@@ -180,5 +198,11 @@ def paired(spec: TaskSpec, seeds: Sequence[int], candidate: Mapping[int, float],
     scale = abs(sum(i_values) / len(i_values)) if i_values else 0.0
     noisy = local is not None and local > ROUNDING * max(1.0, scale)  # else it cancelled
     effect = gain / local if noisy and local else None
-    return Paired(seeds=tuple(shared), candidate=tuple(c_values), incumbent=tuple(i_values),
-                  gain=gain, sigma=sigma, effect_size=effect)
+    return Paired(
+        seeds=tuple(shared),
+        candidate=tuple(c_values),
+        incumbent=tuple(i_values),
+        gain=gain,
+        sigma=sigma,
+        effect_size=effect,
+    )

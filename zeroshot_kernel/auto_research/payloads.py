@@ -36,12 +36,20 @@ from zeroshot_kernel.contract.payload import (
 )
 
 MODELS: tuple[type[BaseModel], ...] = (
-    ScoutInput, ScoutProposal, ResearcherInput, Change, Evidence, ResearchResult,
-    ReviewerInput, ReviewVerdict,
+    ScoutInput,
+    ScoutProposal,
+    ResearcherInput,
+    Change,
+    Evidence,
+    ResearchResult,
+    ReviewerInput,
+    ReviewVerdict,
 )
 _PRIMITIVES: dict[Any, PayloadType] = {
-    str: StringType(kind="string"), bool: BooleanType(kind="boolean"),
-    int: IntegerType(kind="integer"), float: NumberType(kind="number"),
+    str: StringType(kind="string"),
+    bool: BooleanType(kind="boolean"),
+    int: IntegerType(kind="integer"),
+    float: NumberType(kind="number"),
     Params: StringType(kind="string"),  # parameters travel as JSON text
 }
 
@@ -54,8 +62,9 @@ def payload_types() -> dict[str, RecordType]:
 def record_type(model: type[BaseModel]) -> RecordType:
     fields = {}
     for name, info in model.model_fields.items():
-        fields[info.alias or name] = RecordField(type=_type(info.annotation),
-                                                 required=info.is_required())
+        fields[info.alias or name] = RecordField(
+            type=_type(info.annotation), required=info.is_required()
+        )
     return RecordType(kind="record", fields=fields)
 
 

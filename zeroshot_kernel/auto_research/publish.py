@@ -59,7 +59,12 @@ async def preflight(workspace: Path) -> Remote:
 
 
 async def deliver(
-    *, workspace: Path, run_id: str, task: str, study: str, payload: dict[str, Any],
+    *,
+    workspace: Path,
+    run_id: str,
+    task: str,
+    study: str,
+    payload: dict[str, Any],
     log: Callable[[str], None],
 ) -> Delivered:
     """Publish ``payload`` (the deliver node's input: ``result``, ``title``,
@@ -70,35 +75,64 @@ async def deliver(
     repository = await open_repository(workspace)
     worktree = await run_worktree(repository, workspace, run_id)
     if result["disposition"] != "adopt":
-        return Delivered("skipped", f"round {number}: {result['disposition']}; nothing to "
-                                    f"publish, nothing committed")
+        return Delivered(
+            "skipped",
+            f"round {number}: {result['disposition']}; nothing to publish, nothing committed",
+        )
     remote = await push_remote(repository)
     folder = _task_folder(workspace, task, repository) / CANDIDATE_DIR
-    trailers = {"Zeroshot-Run": run_id, "Zeroshot-Round": str(number),
-                "Zeroshot-Candidate": candidate}
+    trailers = {
+        "Zeroshot-Run": run_id,
+        "Zeroshot-Round": str(number),
+        "Zeroshot-Candidate": candidate,
+    }
     if not await _committed(worktree, trailers):
         problem = await asyncio.to_thread(
-            _restore, records_for(workspace, study), candidate, str(result["candidateSha256"]),
-            worktree.path / folder)
+            _restore,
+            records_for(workspace, study),
+            candidate,
+            str(result["candidateSha256"]),
+            worktree.path / folder,
+        )
         if problem:
             return Delivered("repair_requested", f"round {number}: {problem}")
         await worktree.git("add", "--all", "--force", "--", str(folder))
         title = payload["title"].strip() or f"Round {number}: adopt {candidate}"
-        message = [title, payload["description"].strip(),
-                   "\n".join(f"{k}: {v}" for k, v in trailers.items())]
-        await worktree.git("commit", "-q", "--allow-empty", "--cleanup=whitespace",
-                           *(part for text in message if text for part in ("-m", text)))
+        message = [
+            title,
+            payload["description"].strip(),
+            "\n".join(f"{k}: {v}" for k, v in trailers.items()),
+        ]
+        await worktree.git(
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--cleanup=whitespace",
+            *(part for text in message if text for part in ("-m", text)),
+        )
     head = await worktree.git("rev-parse", "HEAD")
     rejected = await push_branch(worktree, remote)
     if rejected:
-        return Delivered("repair_requested", f"round {number}: the remote refused the push "
-                                             f"of {worktree.branch}: {rejected}")
-    receipt = {"version": "v1", "repository": remote.display, "targetBranch": worktree.branch,
-               "headRevision": head, "mode": "push", "outcome": "published", "round": number,
-               "candidateId": candidate}
+        return Delivered(
+            "repair_requested",
+            f"round {number}: the remote refused the push of {worktree.branch}: {rejected}",
+        )
+    receipt = {
+        "version": "v1",
+        "repository": remote.display,
+        "targetBranch": worktree.branch,
+        "headRevision": head,
+        "mode": "push",
+        "outcome": "published",
+        "round": number,
+        "candidateId": candidate,
+    }
     log("delivery receipt " + json.dumps(receipt, sort_keys=True))
-    return Delivered("published", f"round {number}: {candidate} published as {head[:12]} on "
-                                  f"{remote.name}/{worktree.branch}", receipt)
+    return Delivered(
+        "published",
+        f"round {number}: {candidate} published as {head[:12]} on {remote.name}/{worktree.branch}",
+        receipt,
+    )
 
 
 def _task_folder(workspace: Path, task: str, repository: Repository) -> Path:
@@ -107,8 +141,10 @@ def _task_folder(workspace: Path, task: str, repository: Repository) -> Path:
     try:
         return path.resolve().relative_to(repository.root.resolve())
     except ValueError:
-        raise DeliveryRefused(f"the task folder {path} is outside the repository "
-                              f"{repository.root}, so it cannot be published from it") from None
+        raise DeliveryRefused(
+            f"the task folder {path} is outside the repository "
+            f"{repository.root}, so it cannot be published from it"
+        ) from None
 
 
 async def _committed(worktree: RunWorktree, trailers: dict[str, str]) -> bool:
@@ -124,8 +160,10 @@ def _restore(records: ResearchRecords, candidate: str, sha256: str, dest: Path) 
     if manifest is None:
         return f"the records hold no candidate {candidate}"
     if manifest.content_sha256 != sha256:
-        return (f"the reviewed result names content {sha256[:12]} but the records hold "
-                f"{manifest.content_sha256[:12]} for {candidate}")
+        return (
+            f"the reviewed result names content {sha256[:12]} but the records hold "
+            f"{manifest.content_sha256[:12]} for {candidate}"
+        )
     if dest.exists():
         shutil.rmtree(dest)
     check: BytesCheck = restore_candidate(records, candidate, dest)
@@ -139,13 +177,19 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
     harness (which turns :class:`DeliveryRefused` and :class:`GitError` into outcomes)."""
     task = request.run_input.get("task") if isinstance(request.run_input, dict) else None
     if not isinstance(request.node, VerifierNode) or not isinstance(task, str):
-        return HarnessResult(error("refusal"), "git delivery serves the deliver verifier "
-                                               "of an auto-research run (input task)")
+        return HarnessResult(
+            error("refusal"),
+            "git delivery serves the deliver verifier of an auto-research run (input task)",
+        )
     delivered = await deliver(
-        workspace=request.workspace.resolve(), run_id=request.run_id, task=task,
+        workspace=request.workspace.resolve(),
+        run_id=request.run_id,
+        task=task,
         study=study_of(request.run_input),
-        payload=request.input, log=lambda line: request.log("output", line),
+        payload=request.input,
+        log=lambda line: request.log("output", line),
     )
-    outcome = VerifierOutcome(status="verifier", output=None,
-                              signals={SIGNAL: delivered.signal}, diagnostic=None)
+    outcome = VerifierOutcome(
+        status="verifier", output=None, signals={SIGNAL: delivered.signal}, diagnostic=None
+    )
     return HarnessResult(outcome, delivered.detail)

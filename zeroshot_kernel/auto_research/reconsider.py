@@ -26,7 +26,7 @@ def reconsideration_due(rounds: Sequence[Mapping[str, Any]], iterations: int) ->
     recent = list(rounds)
     for index in range(len(recent) - 1, -1, -1):
         if recent[index].get("reconsidered"):
-            recent = recent[index + 1:]
+            recent = recent[index + 1 :]
             break
     since_adoption = 0
     for entry in reversed(recent):
@@ -42,7 +42,7 @@ def reconsideration_due(rounds: Sequence[Mapping[str, Any]], iterations: int) ->
     same = [entry for entry in recent if entry.get("approach") == approach]
     if len(same) < window + 1 or any(e.get("approach") != approach for e in recent[-window:]):
         return False
-    gains = [_realised(entry) for entry in same[-(window + 1):]]
+    gains = [_realised(entry) for entry in same[-(window + 1) :]]
     return all(later < earlier for earlier, later in itertools.pairwise(gains))
 
 

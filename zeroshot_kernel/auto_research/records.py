@@ -169,8 +169,9 @@ class ResearchRecords:
         so a retried execution gets the same numbers)."""
         study = self.read_study() or StudyRecord(task=task)
         if run_id not in study.run_offsets:
-            study = study.model_copy(update={
-                "run_offsets": {**study.run_offsets, run_id: self._last_round()}})
+            study = study.model_copy(
+                update={"run_offsets": {**study.run_offsets, run_id: self._last_round()}}
+            )
             _write_json(self.study_path, study)
         return study.run_offsets[run_id]
 
@@ -186,8 +187,10 @@ class ResearchRecords:
             return 0
 
     def _last_round(self) -> int:
-        return max((int(p.stem) for p in (self.root / "rounds").glob("*.json")
-                    if p.stem.isdigit()), default=0)
+        return max(
+            (int(p.stem) for p in (self.root / "rounds").glob("*.json") if p.stem.isdigit()),
+            default=0,
+        )
 
     @property
     def charter_path(self) -> Path:
@@ -251,8 +254,9 @@ class ResearchRecords:
                 continue  # a round recorded before the trusted measure step: kept, not read
             if record is not None:
                 rounds[record.round] = record
-        return ResearchState(rounds=rounds, candidates=self.candidates(),
-                             incumbent=self.read_incumbent())
+        return ResearchState(
+            rounds=rounds, candidates=self.candidates(), incumbent=self.read_incumbent()
+        )
 
     def candidates(self) -> dict[str, CandidateManifest]:
         """Every candidate's manifest, by id."""

@@ -34,8 +34,12 @@ class Restored:
 
 
 def restore_candidate_source(
-    workspace: str | os.PathLike[str], study: str, candidate: str,
-    directory: str | os.PathLike[str], *, force: bool = False,
+    workspace: str | os.PathLike[str],
+    study: str,
+    candidate: str,
+    directory: str | os.PathLike[str],
+    *,
+    force: bool = False,
 ) -> Restored:
     """Write ``candidate`` of ``study`` into ``directory``: refused (nothing written) when
     the study or candidate is unknown, when its recorded bytes no longer match their
@@ -50,14 +54,17 @@ def restore_candidate_source(
     try:
         manifest = records.read_manifest(candidate) if _CANDIDATE.match(candidate) else None
     except (OSError, ValueError):
-        raise RestoreError(f"the manifest of {candidate} in study {study!r} is damaged; "
-                           "nothing was written") from None
+        raise RestoreError(
+            f"the manifest of {candidate} in study {study!r} is damaged; nothing was written"
+        ) from None
     if manifest is None:
         raise RestoreError(f"study {study!r} has no candidate {candidate!r}")
     stored = verify_candidate(records, candidate)
     if not stored.ok:
-        raise RestoreError(f"the recorded source of {candidate} does not match its content hash "
-                           f"({'; '.join(stored.problems[:3])}); nothing was written")
+        raise RestoreError(
+            f"the recorded source of {candidate} does not match its content hash "
+            f"({'; '.join(stored.problems[:3])}); nothing was written"
+        )
     target = Path(directory)
     if target.exists() and not target.is_dir():
         raise RestoreError(f"{target} is not a folder")
@@ -71,20 +78,25 @@ def restore_candidate_source(
         raise RestoreError(f"cannot write into {target}: {blocked.strerror or blocked}") from None
 
 
-def _write(records: ResearchRecords, manifest: CandidateManifest, scratch: Path,
-           target: Path) -> Restored:
+def _write(
+    records: ResearchRecords, manifest: CandidateManifest, scratch: Path, target: Path
+) -> Restored:
     """Restore into ``scratch`` (inside ``target``), verify, then move each file in: a
     rename from beside it, which replaces a symlink in the way instead of following it."""
     copied = restore_candidate(records, manifest.candidate_id, scratch / "source")
     if not copied.ok:
-        raise RestoreError(f"the copy of {manifest.candidate_id} did not verify "
-                           f"({'; '.join(copied.problems[:3])}); nothing was written")
+        raise RestoreError(
+            f"the copy of {manifest.candidate_id} did not verify "
+            f"({'; '.join(copied.problems[:3])}); nothing was written"
+        )
     inside = target.resolve()
     for path in sorted(manifest.files):
         destination = target / path
         destination.parent.mkdir(parents=True, exist_ok=True)
         if not destination.parent.resolve().is_relative_to(inside):
-            raise RestoreError(f"{destination.parent} leads outside {target} (a symlink); "
-                               "restore into an empty folder")
+            raise RestoreError(
+                f"{destination.parent} leads outside {target} (a symlink); "
+                "restore into an empty folder"
+            )
         os.replace(scratch / "source" / path, destination)
     return Restored(files=len(manifest.files), content_sha256=manifest.content_sha256)

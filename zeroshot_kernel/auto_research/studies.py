@@ -54,11 +54,14 @@ def check_study_name(name: str) -> str:
     :class:`StudyError` otherwise."""
     if len(name) > MAX_STUDY_CHARS or not _NAME.match(name):
         shown = name if len(name) <= MAX_STUDY_CHARS else name[:MAX_STUDY_CHARS] + "…"
-        raise StudyError(f"study name {shown!r}: use 1 to {MAX_STUDY_CHARS} letters, digits, "
-                         "'.', '_' or '-', starting with a letter or digit")
+        raise StudyError(
+            f"study name {shown!r}: use 1 to {MAX_STUDY_CHARS} letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
     if name in LEGACY_FOLDERS:
-        raise StudyError(f"study name {name!r} is reserved (records from before studies "
-                         "used it); choose another")
+        raise StudyError(
+            f"study name {name!r} is reserved (records from before studies used it); choose another"
+        )
     return name
 
 
@@ -104,8 +107,10 @@ def migrate_legacy(workspace: Path) -> str | None:
 
 
 def _legacy_entries(root: Path) -> list[str]:
-    return [*(e for e in LEGACY_FILES if (root / e).is_file()),
-            *(e for e in LEGACY_FOLDERS if (root / e).is_dir())]
+    return [
+        *(e for e in LEGACY_FILES if (root / e).is_file()),
+        *(e for e in LEGACY_FOLDERS if (root / e).is_dir()),
+    ]
 
 
 @contextlib.contextmanager
@@ -121,7 +126,8 @@ def _locked(workspace: Path, name: str) -> Iterator[None]:
 
 def _is_research_input(run_input: Any) -> bool:
     return isinstance(run_input, Mapping) and {"task", "corrections", "reviewTitle"} <= set(
-        run_input)
+        run_input
+    )
 
 
 class StudySummary(ContractModel):
@@ -143,8 +149,14 @@ def list_studies(workspace: str | os.PathLike[str]) -> list[StudySummary]:
     """Every study of the workspace, by name."""
     root = Path(workspace).resolve() / RECORDS_DIR
     migrate_legacy(Path(workspace))
-    folders = sorted(p for p in root.glob("*") if p.is_dir() and not p.is_symlink()
-                     and _NAME.match(p.name) and p.name not in LEGACY_FOLDERS)
+    folders = sorted(
+        p
+        for p in root.glob("*")
+        if p.is_dir()
+        and not p.is_symlink()
+        and _NAME.match(p.name)
+        and p.name not in LEGACY_FOLDERS
+    )
     return [_summary(ResearchRecords(Path(workspace), folder.name)) for folder in folders]
 
 
@@ -156,12 +168,14 @@ def _summary(records: ResearchRecords) -> StudySummary:
         study = incumbent = None
         problem = f"unreadable records: {type(damaged).__name__}"
     return StudySummary(
-        name=records.study, task=study.task if study else None,
+        name=records.study,
+        task=study.task if study else None,
         runs=len(study.run_offsets) if study else 0,
         rounds=len(list((records.root / "rounds").glob("*.json"))),
         candidates=len(list((records.root / "candidates").glob("*/manifest.json"))),
         incumbent_id=incumbent.candidate_id if incumbent else None,
-        incumbent_metric=incumbent.metric if incumbent else None, problem=problem,
+        incumbent_metric=incumbent.metric if incumbent else None,
+        problem=problem,
     )
 
 
@@ -199,8 +213,7 @@ def study_round_offset(client: Client, run_id: str) -> int:
     is not auto-research); read-only."""
     try:
         study = study_of_run(client, run_id)
-        return ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(
-            run_id)
+        return ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(run_id)
     except (StudyError, RunNotFound):
         return 0
 
@@ -220,11 +233,15 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
     try:
         recorded = ResearchRecords(workspace, study).read_study()
     except (OSError, ValueError):
-        raise StudyError(f"study {study!r} has a damaged study.json; name another study "
-                         "with --study. Nothing was started.") from None
+        raise StudyError(
+            f"study {study!r} has a damaged study.json; name another study "
+            "with --study. Nothing was started."
+        ) from None
     if recorded is not None and Path(recorded.task).name != Path(task).name:
-        raise StudyError(f"study {study!r} researches task {recorded.task!r}, not {task!r}; "
-                         f"name another study with --study")
+        raise StudyError(
+            f"study {study!r} researches task {recorded.task!r}, not {task!r}; "
+            f"name another study with --study"
+        )
     for summary in client.runs():
         if summary.terminal is not None:
             continue
@@ -233,4 +250,5 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
             raise StudyError(
                 f"study {study!r} already has an unfinished run, {summary.run_id}; wait for "
                 f"it, stop it (zeroshot stop {summary.run_id}) or resume it (zeroshot "
-                f"resume {summary.run_id}). Nothing was started.")
+                f"resume {summary.run_id}). Nothing was started."
+            )

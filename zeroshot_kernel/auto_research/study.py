@@ -45,14 +45,46 @@ PARAM_PREFIX = "param."
 """Flat tables (DataFrame, CSV) put each parameter in its own column, ``param.<name>``."""
 
 ROUND_COLUMNS = (
-    "round", "run_id", "candidate_id", "parent_id", "strategy", "approach", "measure_status",
-    "experiment_status", "metric", "repeats", "incumbent_id", "incumbent_metric", "gain",
-    "noise_floor", "effect_size", "disposition", "adopted", "best_so_far", "reconsidered",
-    "passes", "verdict", "reason", "harness", "model",
+    "round",
+    "run_id",
+    "candidate_id",
+    "parent_id",
+    "strategy",
+    "approach",
+    "measure_status",
+    "experiment_status",
+    "metric",
+    "repeats",
+    "incumbent_id",
+    "incumbent_metric",
+    "gain",
+    "noise_floor",
+    "effect_size",
+    "disposition",
+    "adopted",
+    "best_so_far",
+    "reconsidered",
+    "passes",
+    "verdict",
+    "reason",
+    "harness",
+    "model",
 )
 CANDIDATE_COLUMNS = (
-    "round", "candidate_id", "parent_id", "content_sha256", "metric_mean", "metric_std",
-    "metric_n", "status", "decision", "adopted", "incumbent", "verdict", "run_id", "harness",
+    "round",
+    "candidate_id",
+    "parent_id",
+    "content_sha256",
+    "metric_mean",
+    "metric_std",
+    "metric_n",
+    "status",
+    "decision",
+    "adopted",
+    "incumbent",
+    "verdict",
+    "run_id",
+    "harness",
     "model",
 )
 
@@ -72,8 +104,9 @@ class Study:
     run, harness, model and reviewer columns.
     """
 
-    def __init__(self, workspace: str | os.PathLike[str], name: str, *,
-                 client: Client | None = None) -> None:
+    def __init__(
+        self, workspace: str | os.PathLike[str], name: str, *, client: Client | None = None
+    ) -> None:
         self.workspace = Path(workspace).resolve()
         self.name = check_study_name(name)
         self.records = ResearchRecords(self.workspace, self.name)
@@ -84,8 +117,9 @@ class Study:
         return f"Study({self.name!r})"
 
     @classmethod
-    def open(cls, workspace: str | os.PathLike[str], name: str, *,
-             client: Client | None = None) -> Study:
+    def open(
+        cls, workspace: str | os.PathLike[str], name: str, *, client: Client | None = None
+    ) -> Study:
         """The study ``name`` of ``workspace``; :class:`StudyError` when the name is not a
         study name or the workspace has no such study (naming the ones it has)."""
         migrate_legacy(Path(workspace))
@@ -93,9 +127,10 @@ class Study:
         if not study.records.root.is_dir():
             root = Path(workspace).resolve() / RECORDS_DIR
             known = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
-            raise StudyError(f"no study {name!r} in {study.workspace}"
-                             + (f" (studies: {', '.join(known)})" if known else
-                                " (no studies yet)"))
+            raise StudyError(
+                f"no study {name!r} in {study.workspace}"
+                + (f" (studies: {', '.join(known)})" if known else " (no studies yet)")
+            )
         return study
 
     # --- rows -------------------------------------------------------------------------
@@ -121,21 +156,35 @@ class Study:
             if result.disposition == "adopt":
                 best = result.metric
             seen = run.rounds.get(number) if run else None
-            rows.append({
-                "round": number, "run_id": run_id,
-                "candidate_id": result.candidate_id, "parent_id": result.parent_id,
-                "strategy": result.strategy, "approach": result.approach,
-                "params": _params(result.params), "measure_status": result.measure_status,
-                "experiment_status": result.experiment_status, "metric": result.metric,
-                "repeats": len(result.metric_repeats), "incumbent_id": result.incumbent_id,
-                "incumbent_metric": result.incumbent_metric, "gain": result.gain,
-                "noise_floor": result.noise_floor, "effect_size": result.effect_size,
-                "disposition": result.disposition, "adopted": result.disposition == "adopt",
-                "best_so_far": best, "reconsidered": result.reconsidered,
-                "passes": len(record.passes), "verdict": seen.verdict if seen else None,
-                "reason": seen.reason if seen else None,
-                "harness": run.harness if run else None, "model": run.model if run else None,
-            })
+            rows.append(
+                {
+                    "round": number,
+                    "run_id": run_id,
+                    "candidate_id": result.candidate_id,
+                    "parent_id": result.parent_id,
+                    "strategy": result.strategy,
+                    "approach": result.approach,
+                    "params": _params(result.params),
+                    "measure_status": result.measure_status,
+                    "experiment_status": result.experiment_status,
+                    "metric": result.metric,
+                    "repeats": len(result.metric_repeats),
+                    "incumbent_id": result.incumbent_id,
+                    "incumbent_metric": result.incumbent_metric,
+                    "gain": result.gain,
+                    "noise_floor": result.noise_floor,
+                    "effect_size": result.effect_size,
+                    "disposition": result.disposition,
+                    "adopted": result.disposition == "adopt",
+                    "best_so_far": best,
+                    "reconsidered": result.reconsidered,
+                    "passes": len(record.passes),
+                    "verdict": seen.verdict if seen else None,
+                    "reason": seen.reason if seen else None,
+                    "harness": run.harness if run else None,
+                    "model": run.model if run else None,
+                }
+            )
         return rows
 
     def candidates(self) -> list[dict[str, Any]]:
@@ -145,32 +194,48 @@ class Study:
         state = self.records.snapshot()
         facts = self._run_facts()
         offsets = self._offsets()
-        decided = {r.result.candidate_id: (n, r) for n, r in state.rounds.items()
-                   if r.result is not None and r.result.candidate_id}
+        decided = {
+            r.result.candidate_id: (n, r)
+            for n, r in state.rounds.items()
+            if r.result is not None and r.result.candidate_id
+        }
         incumbent = state.incumbent.candidate_id if state.incumbent else None
         rows = []
-        for manifest in sorted(state.candidates.values(),
-                               key=lambda m: (m.round, m.candidate_id)):
+        for manifest in sorted(state.candidates.values(), key=lambda m: (m.round, m.candidate_id)):
             values = manifest.values
             number, record = decided.get(manifest.candidate_id, (manifest.round, None))
             result = record.result if isinstance(record, RoundRecord) else None
             run = _run_of(number, facts, offsets) if number >= 1 else None
             seen = run.rounds.get(number) if run else None
-            decision = ("baseline" if manifest.round < 1 else
-                        result.disposition if result is not None else "undecided")
-            rows.append({
-                "round": manifest.round, "candidate_id": manifest.candidate_id,
-                "parent_id": manifest.parent_id, "content_sha256": manifest.content_sha256,
-                "params": _params(manifest.params),
-                "metric_mean": sum(values) / len(values) if values else None,
-                "metric_std": _std(values), "metric_n": len(values),
-                "status": manifest.status, "decision": decision,
-                "adopted": decision == "adopt", "incumbent": manifest.candidate_id == incumbent,
-                "verdict": seen.verdict if seen else None,
-                "run_id": run.run_id if run else (_offset_run(number, offsets)
-                                                  if number >= 1 else None),
-                "harness": run.harness if run else None, "model": run.model if run else None,
-            })
+            decision = (
+                "baseline"
+                if manifest.round < 1
+                else result.disposition
+                if result is not None
+                else "undecided"
+            )
+            rows.append(
+                {
+                    "round": manifest.round,
+                    "candidate_id": manifest.candidate_id,
+                    "parent_id": manifest.parent_id,
+                    "content_sha256": manifest.content_sha256,
+                    "params": _params(manifest.params),
+                    "metric_mean": sum(values) / len(values) if values else None,
+                    "metric_std": _std(values),
+                    "metric_n": len(values),
+                    "status": manifest.status,
+                    "decision": decision,
+                    "adopted": decision == "adopt",
+                    "incumbent": manifest.candidate_id == incumbent,
+                    "verdict": seen.verdict if seen else None,
+                    "run_id": run.run_id
+                    if run
+                    else (_offset_run(number, offsets) if number >= 1 else None),
+                    "harness": run.harness if run else None,
+                    "model": run.model if run else None,
+                }
+            )
         return rows
 
     def rows(self, kind: Kind = "rounds") -> list[dict[str, Any]]:
@@ -200,8 +265,9 @@ class Study:
         try:
             pandas = importlib.import_module("pandas")
         except ImportError:
-            raise ImportError("Study.to_dataframe needs pandas: pip install "
-                              "'zeroshot-workbench[lab]' (or pandas)") from None
+            raise ImportError(
+                "Study.to_dataframe needs pandas: pip install 'zeroshot-workbench[lab]' (or pandas)"
+            ) from None
         columns, rows = self.flat_rows(kind)
         return pandas.DataFrame(rows, columns=columns)
 
@@ -218,8 +284,13 @@ class Study:
     def json_rows(self, kind: Kind = "rounds") -> list[dict[str, Any]]:
         """The rows with camelCase keys, as every ``--json`` output writes them; parameters
         stay a nested ``params`` object under their own names."""
-        return [{to_camel(key): (value if key == "params" else _finite(value))
-                 for key, value in row.items()} for row in self.rows(kind)]
+        return [
+            {
+                to_camel(key): (value if key == "params" else _finite(value))
+                for key, value in row.items()
+            }
+            for row in self.rows(kind)
+        ]
 
     def write_csv(self, path: str | os.PathLike[str], kind: Kind = "rounds") -> Path:
         target = Path(path)
@@ -262,8 +333,7 @@ class Study:
         return facts
 
 
-def _run_of(number: int, facts: list[_RunFacts], offsets: Mapping[str, int]
-            ) -> _RunFacts | None:
+def _run_of(number: int, facts: list[_RunFacts], offsets: Mapping[str, int]) -> _RunFacts | None:
     for run in facts:
         if number in run.rounds:
             return run

@@ -37,8 +37,19 @@ if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
     from zeroshot_kernel.ledger import RunSummary
 
-COLUMNS = ("study", "task", "harness", "status", "best", "rounds", "adoptions", "calls",
-           "cost", "started", "duration")
+COLUMNS = (
+    "study",
+    "task",
+    "harness",
+    "status",
+    "best",
+    "rounds",
+    "adoptions",
+    "calls",
+    "cost",
+    "started",
+    "duration",
+)
 """The table's columns, in order; each is a key of :func:`sort_rows`."""
 MAX_RUNS = 2000
 """Runs read per table (the most recent): a ledger with more still opens at once."""
@@ -178,7 +189,8 @@ class StudyRow:
     @property
     def direction_label(self) -> str:
         return {"minimize": "lower is better", "maximize": "higher is better"}.get(
-            self.direction or "", "direction unknown")
+            self.direction or "", "direction unknown"
+        )
 
     @property
     def curve(self) -> tuple[CurvePoint, ...]:
@@ -193,9 +205,16 @@ class StudyRow:
         evaluations, calls, tokens, cost = 0, 0, None, None
         for run in self.runs:
             for point in run.curve:
-                points.append(CurvePoint(
-                    point.round, evaluations + point.evaluations, calls + point.model_calls,
-                    _add(tokens, point.tokens), _add(cost, point.cost_usd), point.best))
+                points.append(
+                    CurvePoint(
+                        point.round,
+                        evaluations + point.evaluations,
+                        calls + point.model_calls,
+                        _add(tokens, point.tokens),
+                        _add(cost, point.cost_usd),
+                        point.best,
+                    )
+                )
             evaluations += run.curve[-1].evaluations if run.curve else 0
             calls += run.model_calls
             tokens, cost = _add(tokens, run.tokens), _add(cost, run.cost_usd)
@@ -216,8 +235,13 @@ class RunCache:
             self._rows[run_id] = row
 
 
-def study_rows(client: Client, *, cache: RunCache | None = None,
-               max_runs: int = MAX_RUNS, now: datetime | None = None) -> list[StudyRow]:
+def study_rows(
+    client: Client,
+    *,
+    cache: RunCache | None = None,
+    max_runs: int = MAX_RUNS,
+    now: datetime | None = None,
+) -> list[StudyRow]:
     """Every study of the client's workspace, and every study its ledger's auto-research
     runs name (a shared ledger may hold runs whose records live in another workspace: their
     row has the ledger's facts only), by name."""
@@ -239,19 +263,18 @@ def study_rows(client: Client, *, cache: RunCache | None = None,
     return rows
 
 
-def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None
-            ) -> RunRow | None:
+def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None) -> RunRow | None:
     """The row of one run (None when it is not an auto-research run); reads its events
     once."""
     admitted = client.ledger.admitted(summary.run_id)
     run_input = admitted.get("initialInput")
-    if not (isinstance(run_input, Mapping) and "task" in run_input
-            and "reviewTitle" in run_input):
+    if not (isinstance(run_input, Mapping) and "task" in run_input and "reviewTitle" in run_input):
         return None
     runtime = admitted.get("runtime") or {}
     nodes = runtime.get("nodes") or {}
-    agents = {name for name, b in nodes.items() if isinstance(b, Mapping)
-              and b.get("kind") == "agent"}
+    agents = {
+        name for name, b in nodes.items() if isinstance(b, Mapping) and b.get("kind") == "agent"
+    }
     harness, model = harness_and_model(admitted)
     _, tail = client.ledger.snapshot_and_tail(summary.run_id, kinds=_EVENT_KINDS)
     fold = _Fold(agents)
@@ -259,20 +282,37 @@ def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None
     view = fold.builder.view()
     end = summary.updated_at if summary.terminal is not None else (now or datetime.now(UTC))
     curve, evaluations = [], 0
-    for round_view, best, (calls, usage) in zip(view.rounds, view.best_so_far, fold.at_rounds,
-                                                 strict=False):
+    for round_view, best, (calls, usage) in zip(
+        view.rounds, view.best_so_far, fold.at_rounds, strict=False
+    ):
         evaluations += round_view.measure_status == "measured"
-        curve.append(CurvePoint(round_view.round, evaluations, calls,
-                                _tokens(usage), usage.cost_usd if usage else None, best))
+        curve.append(
+            CurvePoint(
+                round_view.round,
+                evaluations,
+                calls,
+                _tokens(usage),
+                usage.cost_usd if usage else None,
+                best,
+            )
+        )
     usage = fold.usage
     return RunRow(
-        run_id=summary.run_id, study=study_of(run_input), task=str(run_input["task"]),
-        harness=harness, model=model, status=_status(summary), finished=summary.terminal
-        is not None, best=view.incumbent.metric if view.incumbent else None,
-        rounds=len(view.rounds), adoptions=len(view.adoptions), model_calls=fold.calls,
+        run_id=summary.run_id,
+        study=study_of(run_input),
+        task=str(run_input["task"]),
+        harness=harness,
+        model=model,
+        status=_status(summary),
+        finished=summary.terminal is not None,
+        best=view.incumbent.metric if view.incumbent else None,
+        rounds=len(view.rounds),
+        adoptions=len(view.adoptions),
+        model_calls=fold.calls,
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
-        cost_usd=usage.cost_usd if usage else None, started=summary.created_at,
+        cost_usd=usage.cost_usd if usage else None,
+        started=summary.created_at,
         duration_s=max(0.0, (_aware(end) - _aware(summary.created_at)).total_seconds()),
         curve=tuple(curve),
         start_metric=view.rounds[0].incumbent_metric if view.rounds else None,
@@ -291,8 +331,7 @@ def harness_and_model(admitted: Mapping[str, Any]) -> tuple[str, str]:
     return harness, model
 
 
-def sort_rows(rows: Sequence[StudyRow], column: str, *, descending: bool = False
-              ) -> list[StudyRow]:
+def sort_rows(rows: Sequence[StudyRow], column: str, *, descending: bool = False) -> list[StudyRow]:
     """``rows`` ordered by one of :data:`COLUMNS` (``best`` orders by each study's own
     direction: better first; rows without a value go last either way)."""
     if column not in COLUMNS:
@@ -353,8 +392,9 @@ class _Fold:
 def _study_row(workspace: Path, name: str, recorded: Any, runs: list[RunRow]) -> StudyRow:
     from zeroshot_kernel.auto_research.records import ResearchRecords
 
-    task = (recorded.task if recorded is not None and recorded.task else
-            runs[-1].task if runs else "")
+    task = (
+        recorded.task if recorded is not None and recorded.task else runs[-1].task if runs else ""
+    )
     metric, direction = _task_metric(task, workspace)
     incumbent = None
     problem = recorded.problem if recorded is not None else None
@@ -367,8 +407,12 @@ def _study_row(workspace: Path, name: str, recorded: Any, runs: list[RunRow]) ->
             read = manifest = None
             problem = f"unreadable records: {type(damaged).__name__}"
         if read is not None:
-            incumbent = Incumbent(read.candidate_id, read.metric, read.adopted_round,
-                                  dict(manifest.params) if manifest else {})
+            incumbent = Incumbent(
+                read.candidate_id,
+                read.metric,
+                read.adopted_round,
+                dict(manifest.params) if manifest else {},
+            )
     if incumbent is None and runs and runs[-1].curve:
         last = runs[-1]
         adopted = [p for p in last.curve if p.best == last.best]
@@ -376,10 +420,18 @@ def _study_row(workspace: Path, name: str, recorded: Any, runs: list[RunRow]) ->
     best = incumbent.metric if incumbent is not None else None
     rounds = sum(r.rounds for r in runs) if runs else _recorded_rounds(workspace, name)
     candidates = recorded.candidates if recorded is not None else 0
-    return StudyRow(name=name, task=task, metric=metric, direction=direction,
-                    runs=tuple(sorted(runs, key=lambda r: r.started)), best=best,
-                    incumbent=incumbent, candidates=candidates, rounds=rounds,
-                    problem=problem)
+    return StudyRow(
+        name=name,
+        task=task,
+        metric=metric,
+        direction=direction,
+        runs=tuple(sorted(runs, key=lambda r: r.started)),
+        best=best,
+        incumbent=incumbent,
+        candidates=candidates,
+        rounds=rounds,
+        problem=problem,
+    )
 
 
 def _recorded_rounds(workspace: Path, name: str) -> int:
@@ -390,8 +442,7 @@ def _recorded_rounds(workspace: Path, name: str) -> int:
     return sum(1 for p in rounds.glob("*.json") if p.stem.isdigit() and int(p.stem) >= 1)
 
 
-def _task_metric(task: str, workspace: Path
-                 ) -> tuple[str, Literal["minimize", "maximize"] | None]:
+def _task_metric(task: str, workspace: Path) -> tuple[str, Literal["minimize", "maximize"] | None]:
     if not task:
         return "metric", None
     try:
@@ -434,8 +485,16 @@ def _key(row: StudyRow, column: str) -> Any:
 
 
 def _haystack(row: StudyRow) -> str:
-    return " ".join((row.name, row.task, row.harness_model, row.status,
-                     *(r.status for r in row.runs), *(r.run_id for r in row.runs))).lower()
+    return " ".join(
+        (
+            row.name,
+            row.task,
+            row.harness_model,
+            row.status,
+            *(r.status for r in row.runs),
+            *(r.run_id for r in row.runs),
+        )
+    ).lower()
 
 
 def _tokens(usage: Usage | None) -> int | None:
@@ -459,6 +518,18 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-__all__ = ["COLUMNS", "CurvePoint", "Incumbent", "RunCache", "RunRow", "StudyRow",
-           "filter_rows", "format_duration", "format_metric", "harness_and_model", "run_row",
-           "sort_rows", "study_rows"]
+__all__ = [
+    "COLUMNS",
+    "CurvePoint",
+    "Incumbent",
+    "RunCache",
+    "RunRow",
+    "StudyRow",
+    "filter_rows",
+    "format_duration",
+    "format_metric",
+    "harness_and_model",
+    "run_row",
+    "sort_rows",
+    "study_rows",
+]

@@ -57,8 +57,9 @@ class SearchParameter(ContractModel):
                 raise ValueError("a categorical parameter needs 'choices' and no low/high/log")
             kinds = {_choice_kind(c) for c in self.choices}
             if len(kinds) != 1 or len(set(map(repr, self.choices))) != len(self.choices):
-                raise ValueError("choices must be unique and all of one kind (text, number or "
-                                 "boolean)")
+                raise ValueError(
+                    "choices must be unique and all of one kind (text, number or boolean)"
+                )
             return self
         if self.choices is not None or self.low is None or self.high is None:
             raise ValueError(f"a {self.type} parameter needs 'low' and 'high' and no 'choices'")
@@ -114,29 +115,37 @@ class TaskSpec(ContractModel):
     preload: list[str] = Field(default_factory=list)
     """Modules a warm interpreter imports once for ``{python} script.py`` experiments."""
     editable: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(
-        default_factory=list, max_length=64)
+        default_factory=list, max_length=64
+    )
     """Globs of the files inside ``candidate/`` a change may edit, matched against the whole
     relative path (``fnmatch``: ``*`` also matches ``/``); empty: parameters only."""
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:
         if not self.search_space and not self.editable:
-            raise ValueError("the task declares neither a searchSpace nor editable files, so "
-                             "nothing could change: give it one or both")
+            raise ValueError(
+                "the task declares neither a searchSpace nor editable files, so "
+                "nothing could change: give it one or both"
+            )
         names = [p.name for p in self.search_space]
         if len(set(names)) != len(names):
             raise ValueError("search space parameter names must be unique")
-        if self.preload and (self.command[0] != PYTHON_PLACEHOLDER or len(self.command) < 2
-                             or not self.command[1].endswith(".py")):
-            raise ValueError(f"preload needs a command of the form "
-                             f"['{PYTHON_PLACEHOLDER}', 'script.py', ...]")
+        if self.preload and (
+            self.command[0] != PYTHON_PLACEHOLDER
+            or len(self.command) < 2
+            or not self.command[1].endswith(".py")
+        ):
+            raise ValueError(
+                f"preload needs a command of the form ['{PYTHON_PLACEHOLDER}', 'script.py', ...]"
+            )
         params_path = Path(self.params_file)
         if params_path.is_absolute() or ".." in params_path.parts:
             raise ValueError("paramsFile must be a relative path inside candidate/")
         for glob in self.editable:
             if glob.startswith("/") or "\\" in glob or ".." in glob.split("/"):
-                raise ValueError(f"editable glob {glob!r} must be a relative path inside "
-                                 "candidate/")
+                raise ValueError(
+                    f"editable glob {glob!r} must be a relative path inside candidate/"
+                )
         return self
 
     def is_editable(self, path: str) -> bool:
@@ -158,8 +167,10 @@ class TaskSpec(ContractModel):
         propose parameters only, so a task without a search space is beyond them."""
         if self.search_space:
             return None
-        return (f"task {self.name} has no searchSpace: the embedded agents search parameters "
-                f"only; run it with --harness claude|codex|openai")
+        return (
+            f"task {self.name} has no searchSpace: the embedded agents search parameters "
+            f"only; run it with --harness claude|codex|openai"
+        )
 
     def gain(self, incumbent: float, candidate: float) -> float:
         """How much better ``candidate`` is than ``incumbent`` (positive = better)."""
@@ -209,8 +220,7 @@ def load_task(path: str | Path) -> ResearchTask:
     if not spec.search_space and not params_path.exists():
         return ResearchTask(root=root, spec=spec, start_params={})  # a code task
     if not params_path.exists():
-        raise TaskError(
-            f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing")
+        raise TaskError(f"research task {root}: {CANDIDATE_DIR}/{spec.params_file} is missing")
     try:
         params = loads_document(read_text(params_path), yaml_allowed=False)
     except DocumentError as exc:
@@ -245,8 +255,11 @@ def _read_spec(task_file: Path, stamp: tuple[int, int, int]) -> TaskSpec:
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 BUNDLED_TASKS = next(
-    (d for d in (_PACKAGE / "research_templates", _PACKAGE.parent / "research_templates")
-     if d.is_dir()),
+    (
+        d
+        for d in (_PACKAGE / "research_templates", _PACKAGE.parent / "research_templates")
+        if d.is_dir()
+    ),
     _PACKAGE / "research_templates",
 )
 """The bundled research tasks: inside the installed package, or the source tree's

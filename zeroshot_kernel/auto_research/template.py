@@ -69,18 +69,36 @@ delivery never commits a round twice."""
 MEASURE_WORKER = "zeroshot.research.measure@1"
 ADOPT_WORKER = "zeroshot.research.adopt@1"
 
-PROPOSAL = record({
-    "strategy": enum(*STRATEGIES), "approach": string(), "paramsJson": string(),
-    "rationale": string(),
-})
+PROPOSAL = record(
+    {
+        "strategy": enum(*STRATEGIES),
+        "approach": string(),
+        "paramsJson": string(),
+        "rationale": string(),
+    }
+)
 CHANGE = record_type(Change).to_wire()
 EVIDENCE = record_type(Evidence).to_wire()
 RESULT = record_type(ResearchResult).to_wire()
-REVIEW = record({"reason": string(), "corrections": string(), "title": string(),
-                 "description": string(), "adopt": boolean()})
+REVIEW = record(
+    {
+        "reason": string(),
+        "corrections": string(),
+        "title": string(),
+        "description": string(),
+        "adopt": boolean(),
+    }
+)
 OPTIONS = record(optional={"iterations": integer()})
-CARRIED = {"task": string(), "study": string(), "corrections": string(), "reviewTitle": string(),
-           "reviewDescription": string(), "result": RESULT, **{s: PROPOSAL for s in STRATEGIES}}
+CARRIED = {
+    "task": string(),
+    "study": string(),
+    "corrections": string(),
+    "reviewTitle": string(),
+    "reviewDescription": string(),
+    "result": RESULT,
+    **{s: PROPOSAL for s in STRATEGIES},
+}
 """Fields the run input carries from the start (the template fills all but ``task`` and
 ``study``): a round's last node may fail, and what it writes must be defined on every
 route that completes the round."""
@@ -119,36 +137,57 @@ REVIEWER_INSTRUCTIONS = (
 def scout(strategy: str) -> Doc:
     name = f"scout_{strategy}"
     return verifier(
-        name, f"zeroshot.research.scout-{strategy}@1",
+        name,
+        f"zeroshot.research.scout-{strategy}@1",
         input=record({"task": string(), "study": string()}),
-        output=record({"proposal": PROPOSAL}), signals={},
-        diagnostic={"kind": "null"}, input_bindings=[from_state(["task"]), from_state(["study"])],
+        output=record({"proposal": PROPOSAL}),
+        signals={},
+        diagnostic={"kind": "null"},
+        input_bindings=[from_state(["task"]), from_state(["study"])],
         write_bindings=[write([strategy], name, "out", ["proposal"])],
-        instructions=SCOUT_INSTRUCTIONS[strategy], attempts=ATTEMPTS,
+        instructions=SCOUT_INSTRUCTIONS[strategy],
+        attempts=ATTEMPTS,
     )
 
 
 def researcher() -> Doc:
     return step(
-        "researcher", "zeroshot.research.researcher@1",
-        input=record({"task": string(), "study": string(), "corrections": string(),
-                      **{s: PROPOSAL for s in STRATEGIES}}),
+        "researcher",
+        "zeroshot.research.researcher@1",
+        input=record(
+            {
+                "task": string(),
+                "study": string(),
+                "corrections": string(),
+                **{s: PROPOSAL for s in STRATEGIES},
+            }
+        ),
         output=record({"change": CHANGE}),
         input_bindings=[from_state([f]) for f in ("task", "study", "corrections", *STRATEGIES)],
         write_bindings=[write(["change"], "researcher", "out", ["change"])],
-        instructions=RESEARCHER_INSTRUCTIONS, attempts=ATTEMPTS,
+        instructions=RESEARCHER_INSTRUCTIONS,
+        attempts=ATTEMPTS,
     )
 
 
 def measure() -> Doc:
     """Trusted: builds, stores and measures the change (bound to trusted code only)."""
     return step(
-        "measure", MEASURE_WORKER,
-        input=record({"task": string(), "study": string(), "corrections": string(),
-                      "change": CHANGE, **{s: PROPOSAL for s in STRATEGIES}}),
+        "measure",
+        MEASURE_WORKER,
+        input=record(
+            {
+                "task": string(),
+                "study": string(),
+                "corrections": string(),
+                "change": CHANGE,
+                **{s: PROPOSAL for s in STRATEGIES},
+            }
+        ),
         output=record({"evidence": EVIDENCE}),
-        input_bindings=[from_state([f]) for f in ("task", "study", "corrections", "change",
-                                                  *STRATEGIES)],
+        input_bindings=[
+            from_state([f]) for f in ("task", "study", "corrections", "change", *STRATEGIES)
+        ],
         write_bindings=[write(["evidence"], "measure", "out", ["evidence"])],
         attempts=ATTEMPTS,
     )
@@ -156,15 +195,20 @@ def measure() -> Doc:
 
 def reviewer() -> Doc:
     return verifier(
-        "reviewer", "zeroshot.research.reviewer@1",
-        input=record({"task": string(), "study": string(), "change": CHANGE,
-                      "evidence": EVIDENCE}),
-        output={"kind": "null"}, signals={"verdict": list(VERDICTS)}, diagnostic=REVIEW,
+        "reviewer",
+        "zeroshot.research.reviewer@1",
+        input=record({"task": string(), "study": string(), "change": CHANGE, "evidence": EVIDENCE}),
+        output={"kind": "null"},
+        signals={"verdict": list(VERDICTS)},
+        diagnostic=REVIEW,
         input_bindings=[from_state([f]) for f in ("task", "study", "change", "evidence")],
-        write_bindings=[write(["corrections"], "reviewer", "diagnostic", ["corrections"]),
-                        write(["reviewTitle"], "reviewer", "diagnostic", ["title"]),
-                        write(["reviewDescription"], "reviewer", "diagnostic", ["description"])],
-        instructions=REVIEWER_INSTRUCTIONS, attempts=ATTEMPTS,
+        write_bindings=[
+            write(["corrections"], "reviewer", "diagnostic", ["corrections"]),
+            write(["reviewTitle"], "reviewer", "diagnostic", ["title"]),
+            write(["reviewDescription"], "reviewer", "diagnostic", ["description"]),
+        ],
+        instructions=REVIEWER_INSTRUCTIONS,
+        attempts=ATTEMPTS,
     )
 
 
@@ -172,9 +216,11 @@ def adoption() -> Doc:
     """Trusted: decides the reviewed round from the evidence and the reviewer's verdict
     (read from the ledger) and moves the incumbent (bound to trusted code only)."""
     return verifier(
-        "adopt", ADOPT_WORKER,
+        "adopt",
+        ADOPT_WORKER,
         input=record({"task": string(), "study": string(), "evidence": EVIDENCE}),
-        output=record({"result": RESULT}), signals={"decision": list(DECISIONS)},
+        output=record({"result": RESULT}),
+        signals={"decision": list(DECISIONS)},
         diagnostic={"kind": "null"},
         input_bindings=[from_state([f]) for f in ("task", "study", "evidence")],
         write_bindings=[write(["result"], "adopt", "out", ["result"])],
@@ -186,22 +232,46 @@ def review_cycle() -> Doc:
     """Change, trusted measurement, then fresh review, up to 64 passes, until the reviewer
     accepts, approves a stop, or fails (which the round's gate turns into
     ``review_failed``)."""
-    measured = seq("measured", STATE, [
-        measure(),
-        choice("measure_checked", STATE,
-               [branch(errored("measure"), fail("measure_failed"))], reviewer(),
-               promoted=REVIEWED),
-    ], promoted=[["evidence"], *REVIEWED])
-    passage = seq("pass", STATE, [
-        researcher(),
-        choice("research_checked", STATE,
-               [branch(errored("researcher"), fail("research_failed"))], measured,
-               promoted=[["evidence"], *REVIEWED]),
-    ], promoted=[["evidence"], *REVIEWED])
-    return loop("review_cycle", STATE, passage, REVIEW_PASSES,
-                until=any_of(signal_in("reviewer", "verdict", "accepted", "stop_approved"),
-                             errored("reviewer")),
-                promoted=[["evidence"], *REVIEWED])
+    measured = seq(
+        "measured",
+        STATE,
+        [
+            measure(),
+            choice(
+                "measure_checked",
+                STATE,
+                [branch(errored("measure"), fail("measure_failed"))],
+                reviewer(),
+                promoted=REVIEWED,
+            ),
+        ],
+        promoted=[["evidence"], *REVIEWED],
+    )
+    passage = seq(
+        "pass",
+        STATE,
+        [
+            researcher(),
+            choice(
+                "research_checked",
+                STATE,
+                [branch(errored("researcher"), fail("research_failed"))],
+                measured,
+                promoted=[["evidence"], *REVIEWED],
+            ),
+        ],
+        promoted=[["evidence"], *REVIEWED],
+    )
+    return loop(
+        "review_cycle",
+        STATE,
+        passage,
+        REVIEW_PASSES,
+        until=any_of(
+            signal_in("reviewer", "verdict", "accepted", "stop_approved"), errored("reviewer")
+        ),
+        promoted=[["evidence"], *REVIEWED],
+    )
 
 
 def decision(push: bool) -> Doc:
@@ -209,38 +279,64 @@ def decision(push: bool) -> Doc:
     the round (and, with push, delivery publishes an adoption)."""
     decided: Doc = adoption()
     if push:
-        adopted = choice("adopted", STATE, [branch(errored("adopt"), fail("adoption_failed"))],
-                         delivery(), promoted=[["result"]])
-        decided = seq("decide_and_deliver", STATE, [adoption(), adopted],
-                      promoted=[["result"], *REVIEWED])
-    return choice("reviewed", STATE, round_failures(), decided,
-                  promoted=[["result"], *REVIEWED])
+        adopted = choice(
+            "adopted",
+            STATE,
+            [branch(errored("adopt"), fail("adoption_failed"))],
+            delivery(),
+            promoted=[["result"]],
+        )
+        decided = seq(
+            "decide_and_deliver", STATE, [adoption(), adopted], promoted=[["result"], *REVIEWED]
+        )
+    return choice("reviewed", STATE, round_failures(), decided, promoted=[["result"], *REVIEWED])
 
 
 def round_body(push: bool) -> Doc:
-    scouting = par("scouting", STATE, [scout(s) for s in STRATEGIES], {"kind": "all"},
-                   promoted=[[s] for s in STRATEGIES])
-    reviewed = seq("review_and_decide", STATE, [review_cycle(), decision(push)],
-                   promoted=[*REVIEWED, ["result"]])
-    scouted = choice("scouted", STATE,
-                     [branch(any_of(*(errored(f"scout_{s}") for s in STRATEGIES)),
-                             fail("scouting_failed"))],
-                     reviewed, promoted=[*REVIEWED, ["result"]])
-    return seq("round", STATE, [scouting, scouted],
-               promoted=[*REVIEWED, ["result"], *([s] for s in STRATEGIES)])
+    scouting = par(
+        "scouting",
+        STATE,
+        [scout(s) for s in STRATEGIES],
+        {"kind": "all"},
+        promoted=[[s] for s in STRATEGIES],
+    )
+    reviewed = seq(
+        "review_and_decide",
+        STATE,
+        [review_cycle(), decision(push)],
+        promoted=[*REVIEWED, ["result"]],
+    )
+    scouted = choice(
+        "scouted",
+        STATE,
+        [branch(any_of(*(errored(f"scout_{s}") for s in STRATEGIES)), fail("scouting_failed"))],
+        reviewed,
+        promoted=[*REVIEWED, ["result"]],
+    )
+    return seq(
+        "round",
+        STATE,
+        [scouting, scouted],
+        promoted=[*REVIEWED, ["result"], *([s] for s in STRATEGIES)],
+    )
 
 
 def delivery() -> Doc:
     """Trusted publication of an accepted round (push only); a no-op for other rounds."""
     return verifier(
-        "deliver", "zeroshot.git-delivery.push@1",
+        "deliver",
+        "zeroshot.git-delivery.push@1",
         input=record({"result": RESULT, "title": string(), "description": string()}),
         output={"kind": "null"},
         signals={"delivery": ["published", "skipped", "repair_requested"]},
         diagnostic={"kind": "null"},
-        input_bindings=[from_state(["result"]), from_state(["title"], ["reviewTitle"]),
-                        from_state(["description"], ["reviewDescription"])],
-        write_bindings=[], attempts=ATTEMPTS,
+        input_bindings=[
+            from_state(["result"]),
+            from_state(["title"], ["reviewTitle"]),
+            from_state(["description"], ["reviewDescription"]),
+        ],
+        write_bindings=[],
+        attempts=ATTEMPTS,
     )
 
 
@@ -255,9 +351,13 @@ def round_failures() -> list[Doc]:
 def final_gates(push: bool) -> list[Doc]:
     """Run-ending outcomes of a round's last node (adoption, or delivery with push)."""
     if push:
-        return [branch(errored("deliver"), fail("delivery_failed")),
-                branch(signal_in("deliver", "delivery", "repair_requested"),
-                       fail("delivery_repair_requested"))]
+        return [
+            branch(errored("deliver"), fail("delivery_failed")),
+            branch(
+                signal_in("deliver", "delivery", "repair_requested"),
+                fail("delivery_repair_requested"),
+            ),
+        ]
     return [branch(errored("adopt"), fail("adoption_failed"))]
 
 
@@ -268,39 +368,71 @@ def auto_research_graph(iterations: int = DEFAULT_ITERATIONS, *, push: bool = Fa
     stop = [signal_in("adopt", "decision", "stopped"), errored("adopt")]
     if push:
         stop += [errored("deliver"), signal_in("deliver", "delivery", "repair_requested")]
-    rounds = loop("rounds", STATE, round_body(push), iterations, until=any_of(*stop),
-                  promoted=[["result"]])
-    done = succeed("done", record({"round": integer(), "candidateId": string(),
-                                   "disposition": enum("adopt", "reject", "stop")}),
-                   [from_state(["round"], ["result", "round"]),
-                    from_state(["candidateId"], ["result", "candidateId"]),
-                    from_state(["disposition"], ["result", "disposition"])])
+    rounds = loop(
+        "rounds", STATE, round_body(push), iterations, until=any_of(*stop), promoted=[["result"]]
+    )
+    done = succeed(
+        "done",
+        record(
+            {
+                "round": integer(),
+                "candidateId": string(),
+                "disposition": enum("adopt", "reject", "stop"),
+            }
+        ),
+        [
+            from_state(["round"], ["result", "round"]),
+            from_state(["candidateId"], ["result", "candidateId"]),
+            from_state(["disposition"], ["result", "disposition"]),
+        ],
+    )
     root = seq("run", STATE, [rounds, choice("finished", STATE, final_gates(push), done)])
     return graph(INPUT, root)
 
 
-def auto_research_input(task: str, iterations: int | None = None, study: str | None = None
-                        ) -> dict[str, Any]:
+def auto_research_input(
+    task: str, iterations: int | None = None, study: str | None = None
+) -> dict[str, Any]:
     """The run input: the task and its study (by default the task folder's name), plus
     empty review fields and placeholders that the first round replaces (proposals, and a
     result no round decided; a scout that fails ends the run before they are read)."""
     document: dict[str, Any] = {
-        "task": task, "study": check_study_name(study) if study else default_study(task),
-        "corrections": "", "reviewTitle": "", "reviewDescription": "",
-        "result": PLACEHOLDER_RESULT, **{
+        "task": task,
+        "study": check_study_name(study) if study else default_study(task),
+        "corrections": "",
+        "reviewTitle": "",
+        "reviewDescription": "",
+        "result": PLACEHOLDER_RESULT,
+        **{
             s: {"strategy": s, "approach": "none yet", "paramsJson": "{}", "rationale": ""}
-            for s in STRATEGIES}}
+            for s in STRATEGIES
+        },
+    }
     if iterations is not None:
         document["options"] = {"iterations": iterations}
     return document
 
 
 PLACEHOLDER_RESULT = ResearchResult(
-    round=0, parent_id="", candidate_id="", strategy="baseline", approach="none yet",
-    params={}, measure_status="measured", experiment_status="not_run", metric_repeats=[],
-    incumbent_id="", gain=0.0, noise_floor=0.0, evidence="", disposition="reject",
-    justification="no round decided yet", bytes_verified=False, candidate_sha256="",
-    reconsidered=False, reconsideration_due=False,
+    round=0,
+    parent_id="",
+    candidate_id="",
+    strategy="baseline",
+    approach="none yet",
+    params={},
+    measure_status="measured",
+    experiment_status="not_run",
+    metric_repeats=[],
+    incumbent_id="",
+    gain=0.0,
+    noise_floor=0.0,
+    evidence="",
+    disposition="reject",
+    justification="no round decided yet",
+    bytes_verified=False,
+    candidate_sha256="",
+    reconsidered=False,
+    reconsideration_due=False,
 ).to_wire()
 
 

@@ -28,15 +28,22 @@ def engine_context(request: ExecutionRequest) -> dict[str, Any]:
 def measure(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
     graph_input, engine = call["input"], call["engine"]
     number = engine["measured"] + 1
-    evidence = run_measure(MeasureRequest(
-        task=graph_input["task"], study=graph_input["study"],
-        workspace=str(Path(context.workspace).resolve()), run_id=context.run_id,
-        round=engine["round"], pass_number=number,
-        pass_id=f"{context.run_id}/round-{engine['round']}/pass-{number}",
-        seed=engine["studySeed"], change=graph_input["change"],
-        proposals=_proposals(graph_input), corrections=graph_input["corrections"],
-        reconsideration_due=engine["reconsiderationDue"],
-    ))
+    evidence = run_measure(
+        MeasureRequest(
+            task=graph_input["task"],
+            study=graph_input["study"],
+            workspace=str(Path(context.workspace).resolve()),
+            run_id=context.run_id,
+            round=engine["round"],
+            pass_number=number,
+            pass_id=f"{context.run_id}/round-{engine['round']}/pass-{number}",
+            seed=engine["studySeed"],
+            change=graph_input["change"],
+            proposals=_proposals(graph_input),
+            corrections=graph_input["corrections"],
+            reconsideration_due=engine["reconsiderationDue"],
+        )
+    )
     return {"evidence": evidence.to_wire()}
 
 
@@ -46,13 +53,20 @@ DECISIONS = {"adopt": "adopted", "reject": "kept", "stop": "stopped"}
 def adopt(call: dict[str, Any], context: WorkerContext) -> Verdict:
     """Decide the round; the reviewer's verdict and adopt flag come from the ledger."""
     graph_input, engine = call["input"], call["engine"]
-    result = decide(AdoptionRequest(
-        task=graph_input["task"], study=graph_input["study"],
-        workspace=str(Path(context.workspace).resolve()), round=engine["round"],
-        evidence=graph_input["evidence"], verdict=engine["verdict"], adopt=engine["adopt"],
-    ))
-    return Verdict(signals={"decision": DECISIONS[result.disposition]},
-                   output={"result": result.to_wire()})
+    result = decide(
+        AdoptionRequest(
+            task=graph_input["task"],
+            study=graph_input["study"],
+            workspace=str(Path(context.workspace).resolve()),
+            round=engine["round"],
+            evidence=graph_input["evidence"],
+            verdict=engine["verdict"],
+            adopt=engine["adopt"],
+        )
+    )
+    return Verdict(
+        signals={"decision": DECISIONS[result.disposition]}, output={"result": result.to_wire()}
+    )
 
 
 def _proposals(graph_input: dict[str, Any]) -> list[ScoutProposal]:

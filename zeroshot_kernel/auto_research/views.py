@@ -27,8 +27,11 @@ from zeroshot_kernel.ledger.events import (
 )
 from zeroshot_kernel.ledger.reader import RunReader
 
-SCOUTS = {"scout_exploration": "exploration", "scout_synthesis": "synthesis",
-          "scout_challenge": "challenge"}
+SCOUTS = {
+    "scout_exploration": "exploration",
+    "scout_synthesis": "synthesis",
+    "scout_challenge": "challenge",
+}
 
 
 @dataclass(frozen=True)
@@ -186,8 +189,10 @@ class ResearchViewBuilder:
             self._diff = str(evidence.get("diff", "")) if isinstance(evidence, dict) else ""
         elif node == "reviewer" and isinstance(outcome, VerifierOutcome):
             diagnostic = outcome.diagnostic or {}
-            self._verdict = (str(outcome.signals.get("verdict", "")),
-                             str(diagnostic.get("reason", "")))
+            self._verdict = (
+                str(outcome.signals.get("verdict", "")),
+                str(diagnostic.get("reason", "")),
+            )
             self._adopt = diagnostic.get("adopt") is True
         elif node == "adopt" and isinstance(outcome, VerifierOutcome):
             result = (outcome.output or {}).get("result") or {}
@@ -230,8 +235,7 @@ def research_view(events: Iterable[RunEvent]) -> ResearchView:
 
 
 def load_research_view(ledger: RunReader, run_id: str) -> ResearchView:
-    _, tail = ledger.snapshot_and_tail(run_id, kinds={"node_started", "node_completed",
-                                                      "terminal"})
+    _, tail = ledger.snapshot_and_tail(run_id, kinds={"node_started", "node_completed", "terminal"})
     return research_view(event for _, event in tail)
 
 

@@ -35,8 +35,14 @@ class _Zygote:
 
     def __init__(self, preload: Sequence[str], env: Mapping[str, str]) -> None:
         self.lock = threading.Lock()
-        self.child = spawn([sys.executable, _ZYGOTE, *preload], env=env, stdin=PIPE,
-                           stdout=PIPE, stderr=DEVNULL, text=True)
+        self.child = spawn(
+            [sys.executable, _ZYGOTE, *preload],
+            env=env,
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=DEVNULL,
+            text=True,
+        )
         self.process = self.child.popen
 
     def fork(self, request: dict[str, object]) -> int:
@@ -67,8 +73,15 @@ def _close_zygotes() -> None:
 
 
 def start_warm(
-    script: str, args: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-    task_env: Mapping[str, str], preload: Sequence[str], log: Path, status: Path,
+    script: str,
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    task_env: Mapping[str, str],
+    preload: Sequence[str],
+    log: Path,
+    status: Path,
 ) -> int:
     """Fork ``script`` from the warm interpreter for ``preload``; returns the child's pid.
 
@@ -76,8 +89,14 @@ def start_warm(
     thread limits apply to the preloaded libraries); ``env`` is the experiment's own.
     """
     key = (tuple(preload), tuple(sorted(task_env.items())))
-    request: dict[str, object] = {"script": script, "args": list(args), "cwd": str(cwd),
-                                  "env": dict(env), "log": str(log), "status": str(status)}
+    request: dict[str, object] = {
+        "script": script,
+        "args": list(args),
+        "cwd": str(cwd),
+        "env": dict(env),
+        "log": str(log),
+        "status": str(status),
+    }
     with _zygotes_lock:
         zygote = _zygotes.get(key)
         if zygote is None or zygote.process.poll() is not None:

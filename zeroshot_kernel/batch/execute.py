@@ -39,9 +39,15 @@ class ItemOutcome:
     start_attempts: int = 1
 
 
-def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
-                 kernel_name: str | None = None, start_retries: int = 3,
-                 cwd: str | None = None) -> ItemOutcome:
+def execute_item(
+    notebook: str,
+    output: str,
+    parameters: dict[str, Any],
+    *,
+    kernel_name: str | None = None,
+    start_retries: int = 3,
+    cwd: str | None = None,
+) -> ItemOutcome:
     """Execute ``notebook`` with ``parameters`` into ``output``; never raises for the
     notebook's failures (they are the outcome). Its time limit is the caller's
     (:func:`execute_in_child`)."""
@@ -54,8 +60,14 @@ def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
         nonlocal attempts
         attempts += 1
         papermill.execute_notebook(
-            notebook, output, parameters=parameters, kernel_name=kernel_name,
-            start_timeout=START_TIMEOUT_S, progress_bar=False, log_output=False, cwd=cwd,
+            notebook,
+            output,
+            parameters=parameters,
+            kernel_name=kernel_name,
+            start_timeout=START_TIMEOUT_S,
+            progress_bar=False,
+            log_output=False,
+            cwd=cwd,
         )
 
     def kernel_did_not_start(problem: BaseException) -> bool:
@@ -63,18 +75,28 @@ def execute_item(notebook: str, output: str, parameters: dict[str, Any], *,
 
     # The budget only bounds the retries: each start has its own timeout, and the whole
     # notebook the caller's.
-    policy = RetryPolicy(attempts=start_retries, first_delay_s=BACKOFF_S,
-                         max_delay_s=MAX_BACKOFF_S, budget_s=start_retries * START_TIMEOUT_S)
+    policy = RetryPolicy(
+        attempts=start_retries,
+        first_delay_s=BACKOFF_S,
+        max_delay_s=MAX_BACKOFF_S,
+        budget_s=start_retries * START_TIMEOUT_S,
+    )
     try:
         retry_sync(attempt, policy, transient_error=kernel_did_not_start)
     except Exception as failure:
         problem = failure.error if isinstance(failure, RetriesExhausted) else failure
         assert isinstance(problem, Exception)
-        return ItemOutcome("failed", time.monotonic() - started, output,
-                           _reason(problem, started=_any_cell_started(output)),
-                           _results(output), attempts)
-    return ItemOutcome("succeeded", time.monotonic() - started, output, None,
-                       _results(output), attempts)
+        return ItemOutcome(
+            "failed",
+            time.monotonic() - started,
+            output,
+            _reason(problem, started=_any_cell_started(output)),
+            _results(output),
+            attempts,
+        )
+    return ItemOutcome(
+        "succeeded", time.monotonic() - started, output, None, _results(output), attempts
+    )
 
 
 def _any_cell_started(output: str) -> bool:
@@ -84,8 +106,10 @@ def _any_cell_started(output: str) -> bool:
         document = json.loads(Path(output).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return any(cell.get("metadata", {}).get("papermill", {}).get("start_time")
-               for cell in document.get("cells", []))
+    return any(
+        cell.get("metadata", {}).get("papermill", {}).get("start_time")
+        for cell in document.get("cells", [])
+    )
 
 
 def _results(output: str) -> dict[str, Any] | None:
@@ -108,39 +132,61 @@ def _reason(problem: Exception, *, started: bool) -> str:
     return f"{type(problem).__name__}: {problem}"
 
 
-def execute_in_child(notebook: str, output: str, parameters: dict[str, Any],
-                     timeout_s: float | None = None, **options: Any) -> ItemOutcome:
+def execute_in_child(
+    notebook: str,
+    output: str,
+    parameters: dict[str, Any],
+    timeout_s: float | None = None,
+    **options: Any,
+) -> ItemOutcome:
     """``execute_item`` in a new Python process: a batch's unit of isolation (a crash, a
     leak or a hung kernel of one notebook stays in its process). ``timeout_s`` is the
     whole notebook's budget: past it the process is killed, and its kernel, which watches
     its parent, exits with it."""
-    request = json.dumps({"notebook": notebook, "output": output, "parameters": parameters,
-                          "options": options})
+    request = json.dumps(
+        {"notebook": notebook, "output": output, "parameters": parameters, "options": options}
+    )
     started = time.monotonic()
     # Not a session of its own: a Ctrl-C of a local batch reaches it as before.
-    child = spawn([sys.executable, "-m", "zeroshot_kernel.batch.execute"], stdin=PIPE,
-                  stdout=PIPE, stderr=PIPE, text=True, own_group=False)
+    child = spawn(
+        [sys.executable, "-m", "zeroshot_kernel.batch.execute"],
+        stdin=PIPE,
+        stdout=PIPE,
+        stderr=PIPE,
+        text=True,
+        own_group=False,
+    )
     try:
         stdout, stderr = child.popen.communicate(request, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         child.terminate()
         child.popen.communicate()
-        return ItemOutcome("failed", time.monotonic() - started, output,
-                           f"the notebook ran past its {timeout_s:g} s timeout; its process "
-                           "and kernel were stopped", _results(output))
+        return ItemOutcome(
+            "failed",
+            time.monotonic() - started,
+            output,
+            f"the notebook ran past its {timeout_s:g} s timeout; its process "
+            "and kernel were stopped",
+            _results(output),
+        )
     lines = stdout.strip().splitlines()
     try:
         return ItemOutcome(**json.loads(lines[-1]))
     except (IndexError, ValueError, TypeError):
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
-        return ItemOutcome("failed", time.monotonic() - started, output,
-                           f"the process executing it exited with {child.returncode}: {tail}")
+        return ItemOutcome(
+            "failed",
+            time.monotonic() - started,
+            output,
+            f"the process executing it exited with {child.returncode}: {tail}",
+        )
 
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
-    outcome = execute_item(request["notebook"], request["output"], request["parameters"],
-                           **request["options"])
+    outcome = execute_item(
+        request["notebook"], request["output"], request["parameters"], **request["options"]
+    )
     print(json.dumps(dataclasses.asdict(outcome)))
 
 

@@ -46,8 +46,13 @@ MAX_NAME_CHARS = 64
 
 def is_name(name: object) -> TypeGuard[str]:
     """Whether ``name`` is a plain Python variable name a parameters cell may assign."""
-    return (isinstance(name, str) and name.isidentifier() and name.isascii()
-            and not keyword.iskeyword(name) and not name.startswith("__"))
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and name.isascii()
+        and not keyword.iskeyword(name)
+        and not name.startswith("__")
+    )
 
 
 def check_name(name: object, source: str) -> str:
@@ -57,7 +62,8 @@ def check_name(name: object, source: str) -> str:
         return name
     raise ParameterError(
         f"{source}: parameter name {shorten(repr(name), MAX_NAME_CHARS)} is not a plain Python "
-        "variable name (letters, digits and _, not starting with a digit or __, not a keyword)")
+        "variable name (letters, digits and _, not starting with a digit or __, not a keyword)"
+    )
 
 
 def check_value(value: Any, name: str) -> None:
@@ -83,16 +89,20 @@ def check_value(value: Any, name: str) -> None:
             check_value(item, name)
         else:
             return
-    raise ParameterError(f"parameter {name}: {type(value).__name__} values cannot be passed; "
-                         "use text, numbers, booleans, null, lists or mappings with text keys")
+    raise ParameterError(
+        f"parameter {name}: {type(value).__name__} values cannot be passed; "
+        "use text, numbers, booleans, null, lists or mappings with text keys"
+    )
 
 
 def _check_text(text: str, name: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ParameterError(f"parameter {name}: contains a lone surrogate (an unpaired "
-                             "\\ud800-\\udfff escape), which is not text") from None
+        raise ParameterError(
+            f"parameter {name}: contains a lone surrogate (an unpaired "
+            "\\ud800-\\udfff escape), which is not text"
+        ) from None
 
 
 def check_sets(sets: Sequence[Mapping[str, Any]], source: str = "parameters") -> None:
@@ -129,8 +139,9 @@ def read_grid(path: str | os.PathLike[str]) -> list[Parameters]:
     except DocumentError as problem:
         raise ParameterError(f"grid file {problem}") from None
     if not isinstance(document, dict) or not all(isinstance(k, str) for k in document):
-        raise ParameterError(f"grid file {shorten(os.fspath(path))}: expected a mapping of names "
-                             "to lists")
+        raise ParameterError(
+            f"grid file {shorten(os.fspath(path))}: expected a mapping of names to lists"
+        )
     return grid_sets(document)
 
 
@@ -151,8 +162,9 @@ def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
         raise ParameterError(f"CSV file {shown}: a row has more or fewer cells than the header")
     header = list(rows[0]) if rows else []
     if header and not any(is_name(name) for name in header):
-        raise ParameterError(f"CSV file {shown} is not a parameter table: its first line names "
-                             "no parameter")
+        raise ParameterError(
+            f"CSV file {shown} is not a parameter table: its first line names no parameter"
+        )
     for name in header:
         check_name(name, f"CSV file {shown} header")
     return [{name: scalar(value) for name, value in row.items()} for row in rows]

@@ -26,8 +26,10 @@ def record(**values: Any) -> None:
 
     payload = json.loads(json.dumps(values))  # fails here, not in the reader, if not JSON
     summary = ", ".join(f"{key}={value!r}" for key, value in payload.items())
-    display({RESULT_MIME: payload, "text/plain": f"recorded: {summary}"},  # type: ignore[no-untyped-call]
-            raw=True)
+    display(
+        {RESULT_MIME: payload, "text/plain": f"recorded: {summary}"},  # type: ignore[no-untyped-call]
+        raw=True,
+    )
 
 
 def read_results(notebook: str | os.PathLike[str]) -> dict[str, Any]:

@@ -40,11 +40,13 @@ class OutputOutsideWorkspace(InvalidInput):
         super().__init__(
             f"output directory {output} is outside the workspace {workspace}; "
             "allow it explicitly (--allow-outside-workspace, "
-            "allow_outside_workspace=True) or choose a folder inside it")
+            "allow_outside_workspace=True) or choose a folder inside it"
+        )
 
 
-def output_directory(output_dir: str | os.PathLike[str], *,
-                     allow_outside_workspace: bool = False) -> Path:
+def output_directory(
+    output_dir: str | os.PathLike[str], *, allow_outside_workspace: bool = False
+) -> Path:
     """The resolved output directory, refused when it leaves the workspace unasked (a
     batch writes one notebook per item there, overwriting what has the same name)."""
     out = Path(output_dir).resolve()
@@ -56,8 +58,9 @@ def output_directory(output_dir: str | os.PathLike[str], *,
 
 def open_store(ledger: str | os.PathLike[str] | None = None) -> BatchStore:
     """The batch tables of ``ledger`` (default: the workspace's ledger)."""
-    return BatchStore(ledger_url(os.fspath(ledger) if ledger is not None else None,
-                                 find_workspace()))
+    return BatchStore(
+        ledger_url(os.fspath(ledger) if ledger is not None else None, find_workspace())
+    )
 
 
 def run_batch(
@@ -87,16 +90,24 @@ def run_batch(
     check_sets(parameter_sets)
     out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
     out.mkdir(parents=True, exist_ok=True)
-    options = BatchOptions(timeout_s=timeout_s, kernel_name=kernel_name,
-                           cwd=str(Path(cwd).resolve()) if cwd is not None else None)
+    options = BatchOptions(
+        timeout_s=timeout_s,
+        kernel_name=kernel_name,
+        cwd=str(Path(cwd).resolve()) if cwd is not None else None,
+    )
     with open_store(ledger) as store:
         batch_id = store.create(str(source), str(out), parameter_sets, options)
         return _execute(store, batch_id, None, workers=workers, dask=dask, progress=progress)
 
 
-def resume_batch(batch_id: str, *, workers: int = 2, dask: str | None = None,
-                 ledger: str | os.PathLike[str] | None = None,
-                 progress: bool = True) -> BatchStatus:
+def resume_batch(
+    batch_id: str,
+    *,
+    workers: int = 2,
+    dask: str | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> BatchStatus:
     """Execute again every item of ``batch_id`` that has not succeeded (failed, or left
     pending or running by a batch that was interrupted). Their parameters are checked again
     first: a batch recorded by an older version, or a ledger written by other hands, may
@@ -104,8 +115,14 @@ def resume_batch(batch_id: str, *, workers: int = 2, dask: str | None = None,
     with open_store(ledger) as store:
         todo = [item for item in store.status(batch_id).items if item.status != "succeeded"]
         check_sets([item.parameters for item in todo], f"batch {batch_id}")
-        return _execute(store, batch_id, [item.index for item in todo], workers=workers,
-                        dask=dask, progress=progress)
+        return _execute(
+            store,
+            batch_id,
+            [item.index for item in todo],
+            workers=workers,
+            dask=dask,
+            progress=progress,
+        )
 
 
 def batch_status(batch_id: str, *, ledger: str | os.PathLike[str] | None = None) -> BatchStatus:
@@ -118,29 +135,50 @@ def output_path(status: BatchStatus, item: BatchItem) -> str:
     return str(Path(status.output_dir) / f"{stem}-{item.index:03d}.ipynb")
 
 
-def _execute(store: BatchStore, batch_id: str, indices: list[int] | None, *, workers: int,
-             dask: str | None, progress: bool) -> BatchStatus:
+def _execute(
+    store: BatchStore,
+    batch_id: str,
+    indices: list[int] | None,
+    *,
+    workers: int,
+    dask: str | None,
+    progress: bool,
+) -> BatchStatus:
     status = store.status(batch_id)
     items = [item for item in status.items if indices is None or item.index in indices]
     options = status.options
-    with _executor(workers, dask) as (executor, run, stagger), _progress(
-            len(items), batch_id, progress) as advance:
+    with (
+        _executor(workers, dask) as (executor, run, stagger),
+        _progress(len(items), batch_id, progress) as advance,
+    ):
         futures: dict[Future[ItemOutcome], BatchItem] = {}
         for position, item in enumerate(items):
             if position and stagger:
                 time.sleep(stagger)
             store.start(batch_id, item.index)
             future = executor.submit(
-                run, status.notebook, output_path(status, item), item.parameters,
-                timeout_s=options.timeout_s, kernel_name=options.kernel_name,
-                start_retries=options.start_retries, cwd=options.cwd)
+                run,
+                status.notebook,
+                output_path(status, item),
+                item.parameters,
+                timeout_s=options.timeout_s,
+                kernel_name=options.kernel_name,
+                start_retries=options.start_retries,
+                cwd=options.cwd,
+            )
             futures[future] = item
         for future in as_completed(futures):
             item = futures[future]
             outcome = _outcome(future, output_path(status, item))
-            store.settle(batch_id, item.index, status=outcome.status,  # type: ignore[arg-type]
-                         duration_s=outcome.duration_s, output=outcome.output,
-                         error=outcome.error, results=outcome.results)
+            store.settle(
+                batch_id,
+                item.index,
+                status=outcome.status,  # type: ignore[arg-type]
+                duration_s=outcome.duration_s,
+                output=outcome.output,
+                error=outcome.error,
+                results=outcome.results,
+            )
             advance(1)
     return store.status(batch_id)
 
@@ -150,8 +188,12 @@ def _outcome(future: Future[ItemOutcome], output: str) -> ItemOutcome:
     try:
         return future.result()
     except Exception as problem:
-        return ItemOutcome("failed", 0.0, output,
-                           f"the worker running it was lost: {type(problem).__name__}: {problem}")
+        return ItemOutcome(
+            "failed",
+            0.0,
+            output,
+            f"the worker running it was lost: {type(problem).__name__}: {problem}",
+        )
 
 
 Runner = Callable[..., ItemOutcome]

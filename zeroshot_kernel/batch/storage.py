@@ -107,15 +107,31 @@ class BatchStore(SideStore):
     schema_version = 1
     migrations = ()
 
-    def create(self, notebook: str, output_dir: str, parameter_sets: Sequence[dict[str, Any]],
-               options: BatchOptions) -> str:
+    def create(
+        self,
+        notebook: str,
+        output_dir: str,
+        parameter_sets: Sequence[dict[str, Any]],
+        options: BatchOptions,
+    ) -> str:
         batch_id = new_batch_id()
         with self._session(write=True) as session:
-            session.add(BatchRow(batch_id=batch_id, notebook=notebook, output_dir=output_dir,
-                                 options_json=options.model_dump_json(), created_at=time.time()))
+            session.add(
+                BatchRow(
+                    batch_id=batch_id,
+                    notebook=notebook,
+                    output_dir=output_dir,
+                    options_json=options.model_dump_json(),
+                    created_at=time.time(),
+                )
+            )
             session.add_all(
-                BatchItemRow(batch_id=batch_id, index=index, status="pending",
-                             parameters_json=json.dumps(parameters, sort_keys=True))
+                BatchItemRow(
+                    batch_id=batch_id,
+                    index=index,
+                    status="pending",
+                    parameters_json=json.dumps(parameters, sort_keys=True),
+                )
                 for index, parameters in enumerate(parameter_sets)
             )
         return batch_id
@@ -125,19 +141,27 @@ class BatchStore(SideStore):
             batch = session.get(BatchRow, batch_id)
             if batch is None:
                 raise BatchNotFound(f"no batch {batch_id} in ledger {self.display_url}")
-            rows = session.exec(select(BatchItemRow).where(
-                col(BatchItemRow.batch_id) == batch_id).order_by(col(BatchItemRow.index)))
+            rows = session.exec(
+                select(BatchItemRow)
+                .where(col(BatchItemRow.batch_id) == batch_id)
+                .order_by(col(BatchItemRow.index))
+            )
             items = [_item(row) for row in rows]
-        return BatchStatus(batch_id=batch_id, notebook=batch.notebook,
-                           output_dir=batch.output_dir, created_at=batch.created_at,
-                           options=BatchOptions.model_validate_json(batch.options_json),
-                           items=items)
+        return BatchStatus(
+            batch_id=batch_id,
+            notebook=batch.notebook,
+            output_dir=batch.output_dir,
+            created_at=batch.created_at,
+            options=BatchOptions.model_validate_json(batch.options_json),
+            items=items,
+        )
 
     def batches(self) -> list[BatchStatus]:
         """Every batch, newest first."""
         with self._session(write=False) as session:
-            found = list(session.exec(select(BatchRow.batch_id).order_by(
-                col(BatchRow.created_at).desc())))
+            found = list(
+                session.exec(select(BatchRow.batch_id).order_by(col(BatchRow.created_at).desc()))
+            )
         return [self.status(batch_id) for batch_id in found]
 
     def start(self, batch_id: str, index: int) -> None:
@@ -147,8 +171,17 @@ class BatchStore(SideStore):
             row.attempts += 1
             row.error = row.duration_s = row.results_json = None
 
-    def settle(self, batch_id: str, index: int, *, status: ItemStatus, duration_s: float,
-               output: str | None, error: str | None, results: dict[str, Any] | None) -> None:
+    def settle(
+        self,
+        batch_id: str,
+        index: int,
+        *,
+        status: ItemStatus,
+        duration_s: float,
+        output: str | None,
+        error: str | None,
+        results: dict[str, Any] | None,
+    ) -> None:
         with self._session(write=True) as session:
             row = _row(session, batch_id, index)
             row.status, row.duration_s, row.output, row.error = status, duration_s, output, error
@@ -164,9 +197,13 @@ def _row(session: Session, batch_id: str, index: int) -> BatchItemRow:
 
 def _item(row: BatchItemRow) -> BatchItem:
     return BatchItem(
-        index=row.index, parameters=json.loads(row.parameters_json),
+        index=row.index,
+        parameters=json.loads(row.parameters_json),
         status=row.status,  # type: ignore[arg-type]
-        attempts=row.attempts, started_at=row.started_at, duration_s=row.duration_s,
-        output=row.output, error=row.error,
+        attempts=row.attempts,
+        started_at=row.started_at,
+        duration_s=row.duration_s,
+        output=row.output,
+        error=row.error,
         results=json.loads(row.results_json) if row.results_json is not None else None,
     )

@@ -37,7 +37,7 @@ def _joined_pairs(args: list[str]) -> list[str]:
     position = 0
     while position < len(args):
         arg = args[position]
-        pair = args[position + 1:position + 3]
+        pair = args[position + 1 : position + 3]
         if arg in PARAMETER_FLAGS and len(pair) == 2 and "=" not in pair[0]:
             joined += [arg, f"{pair[0]}={pair[1]}"]
             position += 3
@@ -48,14 +48,16 @@ def _joined_pairs(args: list[str]) -> list[str]:
 
 
 batch_app = typer.Typer(
-    cls=_RunByDefault, no_args_is_help=True, rich_markup_mode=None,
+    cls=_RunByDefault,
+    no_args_is_help=True,
+    rich_markup_mode=None,
     help="Execute a notebook once per parameter set, headless, every item in the ledger.\n\n"
-         "\b\nExamples:\n"
-         "  zeroshot batch research_templates/research.ipynb -p task branin -p iterations 3\n"
-         "  zeroshot batch research.ipynb --grid grid.yaml --workers 2 --output-dir out\n"
-         "  zeroshot batch research.ipynb --csv runs.csv --dask tcp://scheduler:8786\n"
-         "  zeroshot batch status batch-abcdefghijkl\n"
-         "  zeroshot batch resume batch-abcdefghijkl",
+    "\b\nExamples:\n"
+    "  zeroshot batch research_templates/research.ipynb -p task branin -p iterations 3\n"
+    "  zeroshot batch research.ipynb --grid grid.yaml --workers 2 --output-dir out\n"
+    "  zeroshot batch research.ipynb --csv runs.csv --dask tcp://scheduler:8786\n"
+    "  zeroshot batch status batch-abcdefghijkl\n"
+    "  zeroshot batch resume batch-abcdefghijkl",
 )
 
 WorkersOption = Annotated[int, typer.Option(min=1, max=64, help="Notebooks at once (local).")]
@@ -72,28 +74,39 @@ def run(
     notebook: Annotated[Path, typer.Argument(help="The notebook (with a parameters cell).")],
     parameter: Annotated[
         list[str] | None,
-        typer.Option("-p", "--parameter", metavar="NAME VALUE",
-                     help="A parameter for every notebook (NAME VALUE or NAME=VALUE); "
-                          "repeatable."),
+        typer.Option(
+            "-p",
+            "--parameter",
+            metavar="NAME VALUE",
+            help="A parameter for every notebook (NAME VALUE or NAME=VALUE); repeatable.",
+        ),
     ] = None,
     grid: Annotated[
         Path | None, typer.Option(help="YAML/JSON mapping of names to lists: the cross product.")
     ] = None,
-    csv: Annotated[Path | None, typer.Option(help="One notebook per CSV row (header: names).")]
-    = None,
-    output_dir: Annotated[Path, typer.Option(
-        help="Where executed notebooks go (inside the workspace).")] = Path("batch-output"),
-    allow_outside_workspace: Annotated[bool, typer.Option(
-        "--allow-outside-workspace",
-        help="Let --output-dir point outside the workspace.")] = False,
+    csv: Annotated[
+        Path | None, typer.Option(help="One notebook per CSV row (header: names).")
+    ] = None,
+    output_dir: Annotated[
+        Path, typer.Option(help="Where executed notebooks go (inside the workspace).")
+    ] = Path("batch-output"),
+    allow_outside_workspace: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside-workspace", help="Let --output-dir point outside the workspace."
+        ),
+    ] = False,
     workers: WorkersOption = 2,
     dask: DaskOption = None,
     timeout: Annotated[
-        float | None, typer.Option(min=1, help="Seconds one notebook may run (and so any "
-                                               "of its cells) before it fails.")
+        float | None,
+        typer.Option(
+            min=1, help="Seconds one notebook may run (and so any of its cells) before it fails."
+        ),
     ] = None,
-    kernel: Annotated[str | None, typer.Option(help="Kernel name (default: the notebook's).")]
-    = None,
+    kernel: Annotated[
+        str | None, typer.Option(help="Kernel name (default: the notebook's).")
+    ] = None,
     quiet: QuietOption = False,
     as_json: JsonOption = False,
     ledger: LedgerOption = None,
@@ -127,10 +140,18 @@ def run(
         fail_usage(str(problem))
     if not as_json:
         typer.echo(f"executed notebooks go to {out}", err=True)
-    status = run_batch(notebook, sets, output_dir=out, workers=workers, dask=dask,
-                       timeout_s=timeout, kernel_name=kernel, ledger=chosen_ledger(ledger, target),
-                       progress=not quiet and not as_json,
-                       allow_outside_workspace=allow_outside_workspace)
+    status = run_batch(
+        notebook,
+        sets,
+        output_dir=out,
+        workers=workers,
+        dask=dask,
+        timeout_s=timeout,
+        kernel_name=kernel,
+        ledger=chosen_ledger(ledger, target),
+        progress=not quiet and not as_json,
+        allow_outside_workspace=allow_outside_workspace,
+    )
     _report(status, as_json)
 
 
@@ -148,9 +169,13 @@ def resume(
     from zeroshot_kernel.batch import BatchNotFound, ParameterError, resume_batch
 
     try:
-        status = resume_batch(batch_id, workers=workers, dask=dask,
-                              ledger=chosen_ledger(ledger, target),
-                              progress=not quiet and not as_json)
+        status = resume_batch(
+            batch_id,
+            workers=workers,
+            dask=dask,
+            ledger=chosen_ledger(ledger, target),
+            progress=not quiet and not as_json,
+        )
     except (BatchNotFound, ParameterError) as problem:
         fail_usage(str(problem))
     _report(status, as_json)
@@ -190,8 +215,10 @@ def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) 
         typer.echo(f"{found.batch_id}: {_counts(found)}; notebook {found.notebook}")
         for item in found.items:
             duration = f"{item.duration_s:6.1f} s" if item.duration_s is not None else "      -"
-            typer.echo(f"  {item.index:3d}  {item.status:<9} {duration}  "
-                       f"{json.dumps(item.parameters, sort_keys=True)}")
+            typer.echo(
+                f"  {item.index:3d}  {item.status:<9} {duration}  "
+                f"{json.dumps(item.parameters, sort_keys=True)}"
+            )
             if item.results:
                 typer.echo(f"       recorded {json.dumps(item.results, sort_keys=True)}")
             if item.error:
@@ -203,6 +230,9 @@ def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) 
 
 
 def _counts(found: BatchStatus) -> str:
-    parts = [f"{found.count(s)} {s}" for s in ("succeeded", "failed", "running", "pending")
-             if found.count(s)]
+    parts = [
+        f"{found.count(s)} {s}"
+        for s in ("succeeded", "failed", "running", "pending")
+        if found.count(s)
+    ]
     return ", ".join(parts) + f" of {len(found.items)}"

@@ -21,9 +21,7 @@ from zeroshot_kernel.contract.outcome import ArtifactRef
 from zeroshot_kernel.contract.parse import parse_compiled_ir
 
 graph_app = typer.Typer(help="Inspect graphs.", no_args_is_help=True)
-schema_app = typer.Typer(
-    help="Print the JSON Schema of a contract document.", no_args_is_help=True
-)
+schema_app = typer.Typer(help="Print the JSON Schema of a contract document.", no_args_is_help=True)
 
 
 @graph_app.command("identity")

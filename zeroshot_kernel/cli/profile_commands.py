@@ -50,31 +50,44 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 @profile_app.command("save")
 def save(
     name: NameArgument,
-    template: Annotated[str | None, typer.Option(
-        help="Expand this built-in template now and store the result.")] = None,
-    graph: Annotated[Path | None, typer.Option(
-        help="Graph document (JSON or YAML) to store.")] = None,
-    runtime: Annotated[str | None, typer.Option(
-        help="Runtime plan: a file, @file or inline JSON (default with --template: the "
-        "template's plan).")] = None,
-    input: Annotated[str | None, typer.Option(
-        help="Default input: a file, @file or inline JSON (default with --template: the "
-        "template's input).")] = None,
+    template: Annotated[
+        str | None, typer.Option(help="Expand this built-in template now and store the result.")
+    ] = None,
+    graph: Annotated[
+        Path | None, typer.Option(help="Graph document (JSON or YAML) to store.")
+    ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="Runtime plan: a file, @file or inline JSON (default with --template: the "
+            "template's plan)."
+        ),
+    ] = None,
+    input: Annotated[
+        str | None,
+        typer.Option(
+            help="Default input: a file, @file or inline JSON (default with --template: the "
+            "template's input)."
+        ),
+    ] = None,
     title: Annotated[str | None, typer.Option(help="Title of the runs (default: NAME).")] = None,
     task: TaskOption = "",
     iterations: IterationsOption = None,
-    study: Annotated[str | None, typer.Option(
-        help="Template auto-research: the study its runs continue (default: the task's "
-             "name).")] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(
+            help="Template auto-research: the study its runs continue (default: the task's name)."
+        ),
+    ] = None,
     push: PushOption = False,
     harness: HarnessOption = "local",
-    provider: Annotated[str | None, typer.Option(help="Template: the harness's provider.")
-                        ] = None,
+    provider: Annotated[str | None, typer.Option(help="Template: the harness's provider.")] = None,
     model: Annotated[str | None, typer.Option(help="Template: the agents' model.")] = None,
     base_url: BaseUrlOption = None,
     max_tokens: MaxTokensOption = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a saved profile of "
-                                          "this name.")] = False,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a saved profile of this name.")
+    ] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -92,24 +105,39 @@ def save(
     default_input = read_input(input) if input is not None else None
     source = None
     if template is not None:
-        options = {"task": task, "iterations": iterations, "study": study, "push": push,
-                   "harness": harness,
-                   "provider": provider, "model": model, "max_tokens": max_tokens,
-                   # only the openai harness reads it (the variable may be set for others)
-                   "base_url": base_url if harness == "openai" else None}
+        options = {
+            "task": task,
+            "iterations": iterations,
+            "study": study,
+            "push": push,
+            "harness": harness,
+            "provider": provider,
+            "model": model,
+            "max_tokens": max_tokens,
+            # only the openai harness reads it (the variable may be set for others)
+            "base_url": base_url if harness == "openai" else None,
+        }
         expansion = _expand(template, options)
         document: Any = expansion.graph
         plan = expansion.runtime if plan is None else plan
         default_input = expansion.input if default_input is None else default_input
-        source = TemplateSource(name=template,
-                                options={k: v for k, v in options.items() if v is not None})
+        source = TemplateSource(
+            name=template, options={k: v for k, v in options.items() if v is not None}
+        )
     else:
         assert graph is not None
         document = read_document(graph)
     client = open_client(ledger, target)
     try:
-        saved = client.save_profile(name, document, runtime=plan, input=default_input,
-                                    title=title, template=source, replace=replace)
+        saved = client.save_profile(
+            name,
+            document,
+            runtime=plan,
+            input=default_input,
+            title=title,
+            template=source,
+            replace=replace,
+        )
     except AdmissionRejected as rejected:
         print_diagnostics(rejected.diagnostics)
         typer.echo(f"profile {name} was not saved", err=True)
@@ -118,16 +146,20 @@ def save(
         fail_usage(f"{taken}: pass --replace")
     except ValueError as problem:
         fail_usage(str(problem))
-    typer.echo(f"saved profile {saved.name} at {client.display_url} "
-               f"(graph {saved.identity[:12]}); run it with: zeroshot run --profile {name}")
+    typer.echo(
+        f"saved profile {saved.name} at {client.display_url} "
+        f"(graph {saved.identity[:12]}); run it with: zeroshot run --profile {name}"
+    )
 
 
 def _expand(template: str, options: dict[str, Any]) -> Any:
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 
     if template == "software-change":
-        fail_usage("software-change prepares a worktree and delivery for each run; start it "
-                   "with `zeroshot change run` (a profile can hold its graph via --graph)")
+        fail_usage(
+            "software-change prepares a worktree and delivery for each run; start it "
+            "with `zeroshot change run` (a profile can hold its graph via --graph)"
+        )
     try:
         return expand_template(template, TemplateOptions(**options))
     except (KeyError, ValueError) as problem:
@@ -135,8 +167,9 @@ def _expand(template: str, options: dict[str, Any]) -> Any:
 
 
 @profile_app.command("list")
-def list_profiles(as_json: JsonOption = False, ledger: LedgerOption = None,
-                  target: TargetOption = None) -> None:
+def list_profiles(
+    as_json: JsonOption = False, ledger: LedgerOption = None, target: TargetOption = None
+) -> None:
     """List the profiles saved at the target."""
     client = open_client(ledger, target)
     profiles = client.profiles.list()
@@ -147,13 +180,19 @@ def list_profiles(as_json: JsonOption = False, ledger: LedgerOption = None,
         typer.echo(f"no profiles at {client.display_url}")
     for profile in profiles:
         origin = f"template {profile.template.name}" if profile.template else "graph"
-        typer.echo(f"{profile.name:<20} {_saved(profile):<19}  {profile.identity[:12]}  "
-                   f"{origin:<24} {profile.title[:40]}")
+        typer.echo(
+            f"{profile.name:<20} {_saved(profile):<19}  {profile.identity[:12]}  "
+            f"{origin:<24} {profile.title[:40]}"
+        )
 
 
 @profile_app.command("show")
-def show(name: NameArgument, as_json: JsonOption = False, ledger: LedgerOption = None,
-         target: TargetOption = None) -> None:
+def show(
+    name: NameArgument,
+    as_json: JsonOption = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
     """Show a saved profile: where its graph came from, its outline, plan and input."""
     import json
 
@@ -165,8 +204,9 @@ def show(name: NameArgument, as_json: JsonOption = False, ledger: LedgerOption =
     typer.echo(f"  saved:    {_saved(profile)}")
     typer.echo(f"  identity: {profile.identity}")
     if profile.template is not None:
-        options = " ".join(f"--{k} {v}" for k, v in profile.template.options.items()
-                           if v not in ("", False))
+        options = " ".join(
+            f"--{k} {v}" for k, v in profile.template.options.items() if v not in ("", False)
+        )
         typer.echo(f"  template: {profile.template.name} {options}".rstrip())
     nodes = ", ".join(profile.runtime.get("nodes", {}))
     typer.echo(f"  runtime:  harness {profile.runtime.get('harness', 'local')}; nodes {nodes}")
@@ -177,8 +217,7 @@ def show(name: NameArgument, as_json: JsonOption = False, ledger: LedgerOption =
 
 
 @profile_app.command("delete")
-def delete(name: NameArgument, ledger: LedgerOption = None,
-           target: TargetOption = None) -> None:
+def delete(name: NameArgument, ledger: LedgerOption = None, target: TargetOption = None) -> None:
     """Delete a saved profile; runs made from it keep their own admitted copy."""
     from zeroshot_kernel.profiles import ProfileNotFound
 

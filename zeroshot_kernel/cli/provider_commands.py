@@ -45,14 +45,26 @@ def providers(
     # Nothing a provider answered may show a secret.
     redactor = Redactor(os.environ[c.env] for c in connections if c.env in os.environ)
     report: dict[str, Any] = {
-        "clis": [{"name": c.name, "installed": c.installed, "version": c.version,
-                  "path": c.binary, "envVar": c.env_var} for c in clis],
-        "connections": [{"name": c.name, "env": c.env, "satisfied": c.satisfied,
-                         "baseUrl": c.base_url} for c in connections],
+        "clis": [
+            {
+                "name": c.name,
+                "installed": c.installed,
+                "version": c.version,
+                "path": c.binary,
+                "envVar": c.env_var,
+            }
+            for c in clis
+        ],
+        "connections": [
+            {"name": c.name, "env": c.env, "satisfied": c.satisfied, "baseUrl": c.base_url}
+            for c in connections
+        ],
     }
     if check:
-        report["checks"] = [{"provider": c.provider, "ok": c.ok,
-                             "detail": redactor.redact(c.detail)} for c in checks]
+        report["checks"] = [
+            {"provider": c.provider, "ok": c.ok, "detail": redactor.redact(c.detail)}
+            for c in checks
+        ]
     if as_json:
         print_json(report)
     else:
@@ -66,8 +78,7 @@ def _print(report: dict[str, Any]) -> None:
         if cli["installed"]:
             typer.echo(f"  {cli['name']:<10} {cli['version']}  ({cli['path']})")
         else:
-            typer.echo(f"  {cli['name']:<10} not installed (put it on PATH or set "
-                       f"{cli['envVar']})")
+            typer.echo(f"  {cli['name']:<10} not installed (put it on PATH or set {cli['envVar']})")
     typer.echo("connections")
     for connection in report["connections"]:
         state = "set" if connection["satisfied"] else "not set"

@@ -44,10 +44,16 @@ FOLLOW_POLL_S = 0.1
 
 
 def run(
-    graph: Annotated[Path | None, typer.Argument(
-        help="Graph document (JSON or YAML); omit with --profile.", show_default=False)] = None,
-    profile: Annotated[str | None, typer.Option(
-        help="Run a profile saved at the target (see `zeroshot profile list`).")] = None,
+    graph: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Graph document (JSON or YAML); omit with --profile.", show_default=False
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(help="Run a profile saved at the target (see `zeroshot profile list`)."),
+    ] = None,
     input: InputOption = None,
     runtime: RuntimeOption = None,
     title: Annotated[str | None, typer.Option(help="Title shown in lists.")] = None,
@@ -86,14 +92,21 @@ def run(
     client = open_client(ledger, target)
     try:
         if validate_only:
-            admission = (client.validate_profile(profile, input=initial) if profile else
-                         client.validate(document, input=initial, runtime=plan))
+            admission = (
+                client.validate_profile(profile, input=initial)
+                if profile
+                else client.validate(document, input=initial, runtime=plan)
+            )
             _report_admission(admission.ok, admission.diagnostics, as_json)
         if profile is not None:
             started = client.submit_profile(profile, input=initial, title=title)
         else:
-            started = client.submit(document, input=initial, runtime=plan,
-                                    title=title or (graph.stem if graph else None))
+            started = client.submit(
+                document,
+                input=initial,
+                runtime=plan,
+                title=title or (graph.stem if graph else None),
+            )
     except ProfileNotFound as missing:
         fail_usage(str(missing.args[0]))
     except StudyError as refused:
@@ -112,8 +125,12 @@ def run(
 
 def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoReturn:
     if as_json:
-        print_json({"status": "verified" if ok else "rejected",
-                    "diagnostics": [d.to_wire() for d in diagnostics]})
+        print_json(
+            {
+                "status": "verified" if ok else "rejected",
+                "diagnostics": [d.to_wire() for d in diagnostics],
+            }
+        )
     elif ok:
         typer.echo("admissible: every check passed; nothing was created")
     else:
@@ -139,8 +156,9 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
                 if isinstance(event, Terminal):
                     if not isinstance(event.result, SucceededResult):
                         print_failure_cause(run_handle)
-                    raise typer.Exit(EXIT_OK if isinstance(event.result, SucceededResult)
-                                     else EXIT_REJECTED)
+                    raise typer.Exit(
+                        EXIT_OK if isinstance(event.result, SucceededResult) else EXIT_REJECTED
+                    )
             watch.check()
             time.sleep(FOLLOW_POLL_S)
     except KeyboardInterrupt:
@@ -204,20 +222,29 @@ def status(
     total, each = run_usage(completed), execution_usage(completed)
     cause = explain_failure(events)
     controller = handle.controller()
-    last_words = (last_log_line(handle.client.workspace, handle.id)
-                  if controller.phase == "gone" else None)
+    last_words = (
+        last_log_line(handle.client.workspace, handle.id) if controller.phase == "gone" else None
+    )
     graph = handle.graph()
     review = latest_decision(graph, events)
     if as_json:
         document = current.to_wire()
-        document["controller"] = {"phase": controller.phase, "owner": controller.owner,
-                                  "why": controller.why, "lastLogLine": last_words}
+        document["controller"] = {
+            "phase": controller.phase,
+            "owner": controller.owner,
+            "why": controller.why,
+            "lastLogLine": last_words,
+        }
         if cause is not None:
             document["failure"] = cause.to_wire()
         if total is not None:
-            document["usage"] = {"total": total.to_wire(), "executions": [
-                {"execution": execution, "node": node, "usage": usage.to_wire()}
-                for execution, node, usage in each]}
+            document["usage"] = {
+                "total": total.to_wire(),
+                "executions": [
+                    {"execution": execution, "node": node, "usage": usage.to_wire()}
+                    for execution, node, usage in each
+                ],
+            }
         if review is not None:  # a software change: its decision, lifecycle and receipts
             document["review"] = camel_keys(review)
         print_json(document)
@@ -227,8 +254,9 @@ def status(
     for active in current.status.active_executions or []:
         typer.echo(f"  active: {active.node}  {active.execution}")
     if controller.phase == "gone":
-        typer.echo(f"  controller: gone ({controller.why}); resume it with "
-                   f"`zeroshot resume {run_id}`")
+        typer.echo(
+            f"  controller: gone ({controller.why}); resume it with `zeroshot resume {run_id}`"
+        )
         if last_words:
             typer.echo(printable(f"    its log ends: {last_words}"))
     if current.status.terminal_result is not None:
@@ -258,8 +286,11 @@ def logs(
     try:
         for position, line in handle.logs(cursor, follow=follow):
             if as_json:
-                typer.echo(printable(json.dumps({"cursor": position, **line.to_wire()},
-                                                ensure_ascii=False)))
+                typer.echo(
+                    printable(
+                        json.dumps({"cursor": position, **line.to_wire()}, ensure_ascii=False)
+                    )
+                )
             else:
                 typer.echo(printable(f"{position:>8}  [{line.stream}] {line.line}"))
     except KeyboardInterrupt:

@@ -25,13 +25,21 @@ NameArgument = Annotated[str, typer.Argument(help="Target name, e.g. shared.")]
 @target_app.command("add")
 def add(
     name: NameArgument,
-    ledger: Annotated[str, typer.Option(
-        "--ledger", help="A SQLAlchemy URL or SQLite file path; ${NAME} in it is read from "
-        "the environment each time the target is used.", show_default=False)],
-    replace: Annotated[bool, typer.Option("--replace", help="Point an existing name "
-                                          "elsewhere.")] = False,
-    check: Annotated[bool, typer.Option(help="Connect once and set up the ledger's "
-                                        "tables before saving.")] = True,
+    ledger: Annotated[
+        str,
+        typer.Option(
+            "--ledger",
+            help="A SQLAlchemy URL or SQLite file path; ${NAME} in it is read from "
+            "the environment each time the target is used.",
+            show_default=False,
+        ),
+    ],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Point an existing name elsewhere.")
+    ] = False,
+    check: Annotated[
+        bool, typer.Option(help="Connect once and set up the ledger's tables before saving.")
+    ] = True,
 ) -> None:
     """Name a ledger so that commands can use it with --target NAME.
 
@@ -57,8 +65,9 @@ def _open(target: Target) -> None:
     try:
         Ledger(url).close()
     except Exception as problem:
-        raise TargetError(f"{ledger_problem(url, problem)}; pass --no-check to save it anyway"
-                          ) from None
+        raise TargetError(
+            f"{ledger_problem(url, problem)}; pass --no-check to save it anyway"
+        ) from None
 
 
 @target_app.command("list")
@@ -76,8 +85,12 @@ def list_targets(
         fail_usage(str(problem))
     current = os.environ.get(TARGET_ENV) or LOCAL
     if as_json:
-        print_json([{"name": t.name, "ledger": t.display_ledger, "current": t.name == current}
-                    for t in targets])
+        print_json(
+            [
+                {"name": t.name, "ledger": t.display_ledger, "current": t.name == current}
+                for t in targets
+            ]
+        )
         return
     for target in targets:
         mark = "*" if target.name == current else " "

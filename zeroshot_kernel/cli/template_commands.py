@@ -20,8 +20,9 @@ from zeroshot_kernel.console.output import fail_usage
 if TYPE_CHECKING:
     pass
 
-template_app = typer.Typer(help="Built-in templates and the graphs they expand to.",
-                           no_args_is_help=True)
+template_app = typer.Typer(
+    help="Built-in templates and the graphs they expand to.", no_args_is_help=True
+)
 
 
 @template_app.command("list")
@@ -54,8 +55,15 @@ def show(
 
     try:
         expansion = expand_template(
-            name, TemplateOptions(task=task, iterations=iterations, push=push, harness=harness,
-                                  base_url=base_url, max_tokens=max_tokens)
+            name,
+            TemplateOptions(
+                task=task,
+                iterations=iterations,
+                push=push,
+                harness=harness,
+                base_url=base_url,
+                max_tokens=max_tokens,
+            ),
         )
     except (KeyError, ValueError) as unknown:
         fail_usage(str(unknown.args[0]))

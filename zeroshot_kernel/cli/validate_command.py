@@ -57,13 +57,20 @@ def validate(
         fail_usage(str(unreadable))
     except DocumentError as refused:  # over a limit, or no JSON/YAML: the graph is rejected
         _reject(refused, as_json)
-    report_validation(graph_document(document, graph), str(graph), input=input,
-                      runtime=runtime, registry=registry, as_json=as_json)
+    report_validation(
+        graph_document(document, graph),
+        str(graph),
+        input=input,
+        runtime=runtime,
+        registry=registry,
+        as_json=as_json,
+    )
 
 
 def _reject(refused: DocumentError, as_json: bool) -> NoReturn:
-    diagnostic = GraphDiagnostic(code="invalid_graph_shape", path=[],
-                                 message=f"the graph document was refused: {refused}")
+    diagnostic = GraphDiagnostic(
+        code="invalid_graph_shape", path=[], message=f"the graph document was refused: {refused}"
+    )
     if as_json:
         print_json({"status": "rejected", "diagnostics": [diagnostic.to_wire()]})
     else:

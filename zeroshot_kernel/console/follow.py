@@ -41,9 +41,11 @@ class ControllerWatch:
             return
         self._gone_since = self._gone_since or now
         if now - self._gone_since >= GONE_GRACE_S:
-            typer.echo(f"error: the controller of {self._run.id} stopped ({state.why}); the run "
-                       f"is unfinished: resume it with `zeroshot resume {self._run.id}`",
-                       err=True)
+            typer.echo(
+                f"error: the controller of {self._run.id} stopped ({state.why}); the run "
+                f"is unfinished: resume it with `zeroshot resume {self._run.id}`",
+                err=True,
+            )
             raise typer.Exit(EXIT_CONTROLLER_GONE)
 
 

@@ -87,11 +87,24 @@ IterationsOption = Annotated[
 PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
 BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
-BaseUrlOption = Annotated[str | None, typer.Option(
-    "--base-url", envvar=BASE_URL_ENV, show_default=False,
-    help="openai harness: the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
-         f"(default: ${BASE_URL_ENV}, else $OPENAI_BASE_URL, else the hosted API). Its key "
-         "is read from OPENAI_API_KEY when set; a local server needs none.")]
-MaxTokensOption = Annotated[int | None, typer.Option(
-    "--max-tokens", min=1, max=1_000_000, show_default=False,
-    help="openai harness: the most tokens one reply may take (default 4096).")]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar=BASE_URL_ENV,
+        show_default=False,
+        help="openai harness: the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
+        f"(default: ${BASE_URL_ENV}, else $OPENAI_BASE_URL, else the hosted API). Its key "
+        "is read from OPENAI_API_KEY when set; a local server needs none.",
+    ),
+]
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        max=1_000_000,
+        show_default=False,
+        help="openai harness: the most tokens one reply may take (default 4096).",
+    ),
+]

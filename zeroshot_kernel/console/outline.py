@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 def show_expansion(expansion: Expansion, as_json: bool) -> None:
     """``{graph, input, runtime}`` as JSON, or the graph's outline."""
     if as_json:
-        print_json({"graph": expansion.graph, "input": expansion.input,
-                    "runtime": expansion.runtime})
+        print_json(
+            {"graph": expansion.graph, "input": expansion.input, "runtime": expansion.runtime}
+        )
         return
     for line in outline(expansion.graph["root"]):
         typer.echo(line)

@@ -55,16 +55,23 @@ def graph_document(document: Any, path: Path) -> Any:
     return _of_kind(document, model_fields(GraphSpec), "a graph document", shorten(str(path)))
 
 
-def read_inline_or_file(value: str, what: str, *, fields: Collection[str] | None = None,
-                        kind: str = "document") -> Any:
+def read_inline_or_file(
+    value: str, what: str, *, fields: Collection[str] | None = None, kind: str = "document"
+) -> Any:
     """``JSON`` inline, or a JSON/YAML file given as ``@path`` or as an existing path.
 
     ``fields``: the top-level fields ``kind`` can have; a file with none of them is
     refused without quoting it (naming a private file by mistake must not print it)."""
     try:
-        path = value[1:] if value.startswith("@") else (
-            value if not value.lstrip().startswith(("{", "[", '"')) and _is_file(value)
-            else None)
+        path = (
+            value[1:]
+            if value.startswith("@")
+            else (
+                value
+                if not value.lstrip().startswith(("{", "[", '"')) and _is_file(value)
+                else None
+            )
+        )
         if path is None:
             return loads_document(value, yaml_allowed=False)
         document = load_document(path)
@@ -77,8 +84,9 @@ def read_runtime(value: str) -> Any:
     """A ``--runtime`` plan, inline or from a file."""
     from zeroshot_kernel.harness.plan import RuntimePlan
 
-    return read_inline_or_file(value, "--runtime", fields=model_fields(RuntimePlan),
-                               kind="a runtime plan")
+    return read_inline_or_file(
+        value, "--runtime", fields=model_fields(RuntimePlan), kind="a runtime plan"
+    )
 
 
 def read_input(value: str, graph: Any = None) -> Any:
@@ -86,8 +94,12 @@ def read_input(value: str, graph: Any = None) -> Any:
     holding none of the fields its initial input declares is refused unquoted."""
     declared = graph.get("initialInput") if isinstance(graph, dict) else None
     fields = declared.get("fields") if isinstance(declared, dict) else None
-    return read_inline_or_file(value, "--input", kind="an input for this graph",
-                               fields=list(fields) if isinstance(fields, dict) else None)
+    return read_inline_or_file(
+        value,
+        "--input",
+        kind="an input for this graph",
+        fields=list(fields) if isinstance(fields, dict) else None,
+    )
 
 
 def model_fields(model: type[BaseModel]) -> set[str]:
@@ -122,14 +134,15 @@ def print_diagnostics(diagnostics: Sequence[GraphDiagnostic]) -> None:
     for diagnostic in diagnostics[:MAX_PRINTED_DIAGNOSTICS]:
         nodes = ", ".join(shorten(name) for name in diagnostic.related_nodes[:10])
         related = f"  (nodes: {nodes})" if nodes else ""
-        typer.echo(printable(
-            f"{diagnostic.severity}: {diagnostic.code} at {diagnostic.readable_path()}{related}"
-        ))
+        typer.echo(
+            printable(
+                f"{diagnostic.severity}: {diagnostic.code} at {diagnostic.readable_path()}{related}"
+            )
+        )
         typer.echo(printable(f"    {shorten(diagnostic.message, 1000)}"))
     count = len(diagnostics)
     if count > MAX_PRINTED_DIAGNOSTICS:
-        typer.echo(f"... and {count - MAX_PRINTED_DIAGNOSTICS} more "
-                   "(--json lists every one).")
+        typer.echo(f"... and {count - MAX_PRINTED_DIAGNOSTICS} more (--json lists every one).")
     typer.echo(f"{count} problem{'s' if count != 1 else ''} found.")
 
 

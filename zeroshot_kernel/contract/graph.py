@@ -290,7 +290,14 @@ class FailNode(_Node):
 
 
 GraphNode = Annotated[
-    StepNode | VerifierNode | SeqNode | ChoiceNode | ParNode | LoopNode | MapNode | SucceedNode
+    StepNode
+    | VerifierNode
+    | SeqNode
+    | ChoiceNode
+    | ParNode
+    | LoopNode
+    | MapNode
+    | SucceedNode
     | FailNode,
     Field(discriminator="kind"),
 ]
@@ -298,8 +305,18 @@ ExecutableNode = StepNode | VerifierNode
 GroupNode = SeqNode | ChoiceNode | ParNode | LoopNode | MapNode
 TerminalNode = SucceedNode | FailNode
 
-for _model in (AllGuard, AnyGuard, NotGuard, FirstJoin, SeqNode, ChoiceBranch, ChoiceNode,
-               ParNode, LoopNode, MapNode):
+for _model in (
+    AllGuard,
+    AnyGuard,
+    NotGuard,
+    FirstJoin,
+    SeqNode,
+    ChoiceBranch,
+    ChoiceNode,
+    ParNode,
+    LoopNode,
+    MapNode,
+):
     _model.model_rebuild()
 
 
@@ -344,9 +361,7 @@ class BoundedTermination(ContractModel):
     max_iterations: PositiveInteger
 
 
-TerminationWitness = Annotated[
-    AcyclicTermination | BoundedTermination, Field(discriminator="kind")
-]
+TerminationWitness = Annotated[AcyclicTermination | BoundedTermination, Field(discriminator="kind")]
 
 
 class StructuralBounds(ContractModel):

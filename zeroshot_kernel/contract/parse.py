@@ -70,11 +70,18 @@ def parse_model(model: type[M], document: Any) -> ParseResult[M]:
     except ValidationError as error:
         return ParseResult(None, diagnostics_from_validation(error, document))
     except RecursionError:
-        return ParseResult(None, [GraphDiagnostic(
-            code="invalid_graph_shape",
-            message="the document is nested too deeply to be a graph (the depth ceiling is 64)",
-            path=[],
-        )])
+        return ParseResult(
+            None,
+            [
+                GraphDiagnostic(
+                    code="invalid_graph_shape",
+                    message=(
+                        "the document is nested too deeply to be a graph (the depth ceiling is 64)"
+                    ),
+                    path=[],
+                )
+            ],
+        )
 
 
 def diagnostics_from_validation(error: ValidationError, document: Any) -> list[GraphDiagnostic]:
@@ -83,10 +90,14 @@ def diagnostics_from_validation(error: ValidationError, document: Any) -> list[G
     diagnostics = []
     details = error.errors(include_url=False)
     if len(details) > MAX_SHAPE_DIAGNOSTICS:
-        diagnostics.append(GraphDiagnostic(
-            code="invalid_graph_shape", path=[],
-            message=f"{len(details) - MAX_SHAPE_DIAGNOSTICS} more shape problems "
-                    f"(only the first {MAX_SHAPE_DIAGNOSTICS} are listed)"))
+        diagnostics.append(
+            GraphDiagnostic(
+                code="invalid_graph_shape",
+                path=[],
+                message=f"{len(details) - MAX_SHAPE_DIAGNOSTICS} more shape problems "
+                f"(only the first {MAX_SHAPE_DIAGNOSTICS} are listed)",
+            )
+        )
     for detail in details[:MAX_SHAPE_DIAGNOSTICS]:
         path = document_path(document, detail["loc"])
         message = _humanize(detail)
@@ -94,9 +105,7 @@ def diagnostics_from_validation(error: ValidationError, document: Any) -> list[G
         if key in seen:
             continue
         seen.add(key)
-        diagnostics.append(
-            GraphDiagnostic(code="invalid_graph_shape", message=message, path=path)
-        )
+        diagnostics.append(GraphDiagnostic(code="invalid_graph_shape", message=message, path=path))
     return sorted_diagnostics(diagnostics)
 
 

@@ -59,7 +59,13 @@ class EnumType(ContractModel):
 
 
 PayloadType = Annotated[
-    NullType | BooleanType | IntegerType | NumberType | StringType | RecordType | ArrayType
+    NullType
+    | BooleanType
+    | IntegerType
+    | NumberType
+    | StringType
+    | RecordType
+    | ArrayType
     | EnumType,
     Field(discriminator="kind"),
 ]
@@ -105,13 +111,13 @@ class ValueViolation(ContractModel):
     message: str
 
     def describe(self) -> str:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{shorten(p)}"
-                        for p in self.path)
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{shorten(p)}" for p in self.path)
         return f"{where.lstrip('.') or '(value)'}: {self.message}"
 
 
-def check_value(value: Any, payload_type: PayloadType, *,
-                limit: int = MAX_VIOLATIONS) -> list[ValueViolation]:
+def check_value(
+    value: Any, payload_type: PayloadType, *, limit: int = MAX_VIOLATIONS
+) -> list[ValueViolation]:
     """The first ``limit`` ways ``value`` fails ``payload_type``; empty when it fits.
 
     >>> check_value({"n": 1.5}, RecordType(kind="record", fields={

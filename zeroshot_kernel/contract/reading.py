@@ -113,7 +113,8 @@ def loads_document(text: str, *, yaml_allowed: bool = True, from_file: bool = Fa
     text is refused without repeating it.
     """
     if len(text) > MAX_DOCUMENT_BYTES or len(text.encode("utf-8", "surrogatepass")) > (
-            MAX_DOCUMENT_BYTES):
+        MAX_DOCUMENT_BYTES
+    ):
         raise DocumentError(f"the document is larger than the {MAX_DOCUMENT_BYTES:,}-byte limit")
     looks_like_json = text.lstrip().startswith(("{", "["))
     if looks_like_json:
@@ -124,7 +125,8 @@ def loads_document(text: str, *, yaml_allowed: bool = True, from_file: bool = Fa
         if not yaml_allowed or looks_like_json:
             raise DocumentError(
                 f"not valid JSON: {json_error.msg} (line {json_error.lineno}, "
-                f"column {json_error.colno})") from None
+                f"column {json_error.colno})"
+            ) from None
         value = _load_yaml(text, from_file=from_file)
     except ValueError as error:
         raise DocumentError(_value_problem(error)) from None
@@ -136,8 +138,9 @@ def _value_problem(error: ValueError) -> str:
     """The one-line reason a parser refused a value (Python's own words for an integer
     past its conversion limit name a setting the user cannot reach)."""
     if "integer string conversion" in str(error):
-        return (f"the document contains an integer of more than "
-                f"{sys.get_int_max_str_digits():,} digits")
+        return (
+            f"the document contains an integer of more than {sys.get_int_max_str_digits():,} digits"
+        )
     return shorten(str(error))
 
 
@@ -194,8 +197,8 @@ def _check_yaml_events(events: Iterable[yaml.Event]) -> None:
             expansion += size
             if expansion > MAX_ALIAS_EXPANSION:
                 raise DocumentError(
-                    f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} "
-                    "values")
+                    f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} values"
+                )
             settle(size, None)
 
 
@@ -215,7 +218,8 @@ def _check_values(value: Any) -> None:
     except UnicodeEncodeError:
         raise DocumentError(
             "the document contains a lone surrogate (an unpaired \\ud800-\\udfff escape), "
-            "which is not text") from None
+            "which is not text"
+        ) from None
     except ValueError:
         raise DocumentError("the document contains a non-finite number") from None
     except RecursionError:
@@ -233,4 +237,3 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {shorten(repr(key))}")
         result[key] = value
     return result
-

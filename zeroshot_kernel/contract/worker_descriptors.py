@@ -66,8 +66,12 @@ class WorkerContractViolation(InvalidInput):
         self.code = code
 
 
-def _require_unique(values: Sequence[object], what: str, empty: WorkerContractCode | None,
-                    duplicate: WorkerContractCode) -> None:
+def _require_unique(
+    values: Sequence[object],
+    what: str,
+    empty: WorkerContractCode | None,
+    duplicate: WorkerContractCode,
+) -> None:
     if empty is not None and not values:
         raise WorkerContractViolation(empty, f"{what} must list at least one entry")
     seen: set[object] = set()
@@ -157,9 +161,7 @@ class ArtifactResultProfile(ContractModel):
     @field_validator("allowed_media_types")
     @classmethod
     def _media_types(cls, values: list[str]) -> list[str]:
-        _require_unique(
-            values, "allowedMediaTypes", "EMPTY_MEDIA_TYPES", "DUPLICATE_MEDIA_TYPES"
-        )
+        _require_unique(values, "allowedMediaTypes", "EMPTY_MEDIA_TYPES", "DUPLICATE_MEDIA_TYPES")
         return values
 
 
@@ -177,17 +179,13 @@ class WorkerDescriptor(ContractModel):
     @field_validator("graph_profiles")
     @classmethod
     def _profiles(cls, values: list[str]) -> list[str]:
-        _require_unique(
-            values, "graphProfiles", "EMPTY_GRAPH_PROFILES", "DUPLICATE_GRAPH_PROFILES"
-        )
+        _require_unique(values, "graphProfiles", "EMPTY_GRAPH_PROFILES", "DUPLICATE_GRAPH_PROFILES")
         return values
 
     @field_validator("credential_requirements")
     @classmethod
     def _credentials(cls, values: list[str], info: ValidationInfo) -> list[str]:
-        _require_unique(
-            values, "credentialRequirements", None, "DUPLICATE_CREDENTIAL_REQUIREMENTS"
-        )
+        _require_unique(values, "credentialRequirements", None, "DUPLICATE_CREDENTIAL_REQUIREMENTS")
         binding = info.data.get("binding")
         if values and binding is not None and binding.protocol == "builtin":
             raise WorkerContractViolation(
@@ -221,13 +219,17 @@ def _legacy_problems(descriptor: WorkerDescriptor) -> list[str]:
     checks = [
         (descriptor.worker == LEGACY_WORKER, f"worker must be {LEGACY_WORKER}"),
         (descriptor.binding.protocol == "legacy_zeroshot", "binding must be legacy_zeroshot"),
-        (descriptor.graph_profiles == [SINGLE_WORKER_PROFILE],
-         f"graphProfiles must be exactly [{SINGLE_WORKER_PROFILE}]"),
+        (
+            descriptor.graph_profiles == [SINGLE_WORKER_PROFILE],
+            f"graphProfiles must be exactly [{SINGLE_WORKER_PROFILE}]",
+        ),
         (contract.input == LEGACY_SHIP_REQUEST, "contract.input must be the legacy ship request"),
         (contract.output == LEGACY_SHIP_RESULT, "contract.output must be the legacy ship result"),
         (contract.verifier is None, "contract.verifier must be null"),
-        (contract.errors == list(WORKER_ERROR_CODES),
-         f"contract.errors must be exactly [{', '.join(WORKER_ERROR_CODES)}]"),
+        (
+            contract.errors == list(WORKER_ERROR_CODES),
+            f"contract.errors must be exactly [{', '.join(WORKER_ERROR_CODES)}]",
+        ),
     ]
     return [problem for ok, problem in checks if not ok]
 

@@ -24,13 +24,23 @@ class Cleaned:
     branch: bool
 
 
-async def clean_runs(repository: Repository, finished: dict[str, bool], *,
-                     include_succeeded: bool = False, dry_run: bool = False) -> list[Cleaned]:
+async def clean_runs(
+    repository: Repository,
+    finished: dict[str, bool],
+    *,
+    include_succeeded: bool = False,
+    dry_run: bool = False,
+) -> list[Cleaned]:
     """Remove the worktree and the local branch of each run in ``finished`` (run id ->
     whether it succeeded) that failed, or any of them with ``include_succeeded``."""
     cleaned = []
-    branches = set((await repository.git(
-        "for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}")).split())
+    branches = set(
+        (
+            await repository.git(
+                "for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}"
+            )
+        ).split()
+    )
     for run_id, succeeded in sorted(finished.items()):
         if succeeded and not include_succeeded:
             continue
@@ -62,5 +72,6 @@ async def exclude_workbench_files(repository: Repository) -> None:
     if "/.zeroshot/" in text.splitlines():
         return
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    exclude.write_text(text + ("" if not text or text.endswith("\n") else "\n")
-                       + "/.zeroshot/\n", encoding="utf-8")
+    exclude.write_text(
+        text + ("" if not text or text.endswith("\n") else "\n") + "/.zeroshot/\n", encoding="utf-8"
+    )

@@ -47,8 +47,13 @@ class Git:
     cwd: Path
     env: Mapping[str, str] | None = None
 
-    async def __call__(self, *args: str, timeout: float = LOCAL_TIMEOUT_S,
-                       check: bool = True, guarded: bool = False) -> str:
+    async def __call__(
+        self,
+        *args: str,
+        timeout: float = LOCAL_TIMEOUT_S,
+        check: bool = True,
+        guarded: bool = False,
+    ) -> str:
         """stdout of ``git <args>``; raises :class:`GitError` on failure (unless not
         ``check``, then the output of a failed call is ``""``) or on timeout.
         ``guarded``: git dies with the controller (see the module doc)."""

@@ -42,29 +42,46 @@ class Pull:
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Pull:
-        return cls(int(data["number"]), str(data["head"]["sha"]), str(data["state"]),
-                   bool(data.get("merged", False)), data.get("mergeable"),
-                   str(data.get("mergeable_state") or "unknown"), str(data.get("html_url", "")))
+        return cls(
+            int(data["number"]),
+            str(data["head"]["sha"]),
+            str(data["state"]),
+            bool(data.get("merged", False)),
+            data.get("mergeable"),
+            str(data.get("mergeable_state") or "unknown"),
+            str(data.get("html_url", "")),
+        )
 
 
 class GitHub:
     """One repository's pull requests, reviews, checks and merges."""
 
-    def __init__(self, repository: str, token: str, *, api_url: str = DEFAULT_API_URL,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        repository: str,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.repository = repository
         self._client = httpx.AsyncClient(
-            base_url=api_url.rstrip("/"), transport=transport, timeout=30.0,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-                     "X-GitHub-Api-Version": API_VERSION, "User-Agent": "zeroshot-delivery"})
+            base_url=api_url.rstrip("/"),
+            transport=transport,
+            timeout=30.0,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": "zeroshot-delivery",
+            },
+        )
 
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def _call(self, method: str, path: str, *, ok404: bool = False,
-                    **kwargs: Any) -> Any:
-        response = await self._client.request(method, f"/repos/{self.repository}{path}",
-                                              **kwargs)
+    async def _call(self, method: str, path: str, *, ok404: bool = False, **kwargs: Any) -> Any:
+        response = await self._client.request(method, f"/repos/{self.repository}{path}", **kwargs)
         if ok404 and response.status_code == 404:
             return None
         if response.status_code >= 400:
@@ -81,17 +98,22 @@ class GitHub:
 
     async def find_pull(self, head: str, base: str) -> Pull | None:
         owner = self.repository.split("/")[0]
-        found = await self._call("GET", "/pulls", params={"head": f"{owner}:{head}",
-                                                          "base": base, "state": "open"})
+        found = await self._call(
+            "GET", "/pulls", params={"head": f"{owner}:{head}", "base": base, "state": "open"}
+        )
         return Pull.of(found[0]) if found else None
 
     async def open_pull(self, head: str, base: str, title: str, body: str) -> Pull:
-        return Pull.of(await self._call("POST", "/pulls", json={
-            "head": head, "base": base, "title": title, "body": body}))
+        return Pull.of(
+            await self._call(
+                "POST", "/pulls", json={"head": head, "base": base, "title": title, "body": body}
+            )
+        )
 
     async def update_pull(self, number: int, title: str, body: str) -> Pull:
-        return Pull.of(await self._call("PATCH", f"/pulls/{number}",
-                                        json={"title": title, "body": body}))
+        return Pull.of(
+            await self._call("PATCH", f"/pulls/{number}", json={"title": title, "body": body})
+        )
 
     async def pull(self, number: int) -> Pull:
         return Pull.of(await self._call("GET", f"/pulls/{number}"))
@@ -106,7 +128,8 @@ class GitHub:
 
     async def protection(self, branch: str) -> dict[str, Any]:
         found: dict[str, Any] | None = await self._call(
-            "GET", f"/branches/{branch}/protection", ok404=True)
+            "GET", f"/branches/{branch}/protection", ok404=True
+        )
         return found or {}
 
     async def check_runs(self, sha: str) -> list[dict[str, Any]]:
@@ -115,6 +138,7 @@ class GitHub:
         return runs
 
     async def merge(self, number: int, sha: str, method: str) -> dict[str, Any]:
-        done: dict[str, Any] = await self._call("PUT", f"/pulls/{number}/merge",
-                                                json={"sha": sha, "merge_method": method})
+        done: dict[str, Any] = await self._call(
+            "PUT", f"/pulls/{number}/merge", json={"sha": sha, "merge_method": method}
+        )
         return done

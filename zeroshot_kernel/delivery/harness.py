@@ -34,8 +34,9 @@ class GitDeliveryHarness:
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
         reference = contributions("deliveries").get(request.node.worker)
         if reference is None:
-            return HarnessResult(error("refusal"), f"no git delivery serves worker "
-                                                   f"{request.node.worker}")
+            return HarnessResult(
+                error("refusal"), f"no git delivery serves worker {request.node.worker}"
+            )
         delivery: Delivery = resolve(reference)
         try:
             return await delivery(request)

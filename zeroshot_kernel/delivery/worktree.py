@@ -20,8 +20,10 @@ BRANCH_PREFIX = "zeroshot/"
 WORKTREES = RUN_WORKTREES
 DEFAULT_REMOTE = "origin"
 FALLBACK_IDENTITY = {
-    "GIT_AUTHOR_NAME": "zeroshot delivery", "GIT_AUTHOR_EMAIL": "zeroshot@localhost",
-    "GIT_COMMITTER_NAME": "zeroshot delivery", "GIT_COMMITTER_EMAIL": "zeroshot@localhost",
+    "GIT_AUTHOR_NAME": "zeroshot delivery",
+    "GIT_AUTHOR_EMAIL": "zeroshot@localhost",
+    "GIT_COMMITTER_NAME": "zeroshot delivery",
+    "GIT_COMMITTER_EMAIL": "zeroshot@localhost",
 }
 """Who commits when the repository configures nobody (a commit needs a name)."""
 
@@ -133,8 +135,9 @@ async def target_branch(repository: Repository) -> tuple[Remote, str]:
     """The current branch's upstream (remote and branch), else the push remote and the
     local branch's own name."""
     git = repository.git
-    upstream = await git("rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}",
-                         check=False)
+    upstream = await git(
+        "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False
+    )
     local = await git("symbolic-ref", "-q", "--short", "HEAD", check=False)
     remote = await push_remote(repository)
     if upstream and "/" in upstream:
@@ -150,15 +153,20 @@ async def verify_target(repository: Repository) -> Target:
     """The target branch, verified to exist on the remote (before any agent runs)."""
     remote, branch = await target_branch(repository)
     try:
-        listed = await repository.git("ls-remote", "--heads", remote.name,
-                                      f"refs/heads/{branch}", timeout=60)
+        listed = await repository.git(
+            "ls-remote", "--heads", remote.name, f"refs/heads/{branch}", timeout=60
+        )
     except GitError as failure:
-        raise DeliveryRefused(f"{TARGET_UNVERIFIED}: the remote {remote.name} "
-                              f"({remote.display}) cannot be reached: {failure.stderr}") from None
+        raise DeliveryRefused(
+            f"{TARGET_UNVERIFIED}: the remote {remote.name} "
+            f"({remote.display}) cannot be reached: {failure.stderr}"
+        ) from None
     revision = listed.split()[0] if listed else ""
     if not revision:
-        raise DeliveryRefused(f"{TARGET_UNVERIFIED}: the remote {remote.name} "
-                              f"({remote.display}) has no branch {branch}")
+        raise DeliveryRefused(
+            f"{TARGET_UNVERIFIED}: the remote {remote.name} "
+            f"({remote.display}) has no branch {branch}"
+        )
     return Target(remote, branch, revision)
 
 
@@ -166,22 +174,34 @@ REJECTED_PUSH = ("[rejected]", "non-fast-forward", "fetch first")
 """How git says the remote branch moved on: a repair, not an unreachable remote."""
 
 
-async def push_branch(worktree: RunWorktree, remote: Remote, *,
-                      force_with_lease: bool = False, guarded: bool = False) -> str:
+async def push_branch(
+    worktree: RunWorktree, remote: Remote, *, force_with_lease: bool = False, guarded: bool = False
+) -> str:
     """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
     lets a repaired branch replace what this run pushed before, and nothing else.
     ``guarded``: the push dies with the controller (software-change delivery, which
     reconciles with the remote when resumed)."""
     lease = ["--force-with-lease"] if force_with_lease else []
     try:
-        await worktree.git("push", "-q", *lease, remote.name,
-                           f"HEAD:refs/heads/{worktree.branch}", timeout=NETWORK_TIMEOUT_S,
-                           guarded=guarded)
+        await worktree.git(
+            "push",
+            "-q",
+            *lease,
+            remote.name,
+            f"HEAD:refs/heads/{worktree.branch}",
+            timeout=NETWORK_TIMEOUT_S,
+            guarded=guarded,
+        )
     except GitError as failure:
-        refusals = [line.strip() for line in failure.stderr.splitlines()
-                    if any(marker in line for marker in REJECTED_PUSH)]
+        refusals = [
+            line.strip()
+            for line in failure.stderr.splitlines()
+            if any(marker in line for marker in REJECTED_PUSH)
+        ]
         if refusals:
             return refusals[0]
-        raise DeliveryRefused(f"the remote {remote.name} ({remote.display}) cannot be "
-                              f"reached: {failure.stderr or failure}") from None
+        raise DeliveryRefused(
+            f"the remote {remote.name} ({remote.display}) cannot be "
+            f"reached: {failure.stderr or failure}"
+        ) from None
     return ""

@@ -154,8 +154,9 @@ class Controller:
     async def run(self) -> TerminalResult | None:
         """Drive the run to its terminal; returns it (None if the lease was lost or the
         controller was interrupted)."""
-        if not self.ledger.acquire_lease(self.run_id, self.owner, self._lease_ttl_s,
-                                         replacing=self._replacing):
+        if not self.ledger.acquire_lease(
+            self.run_id, self.owner, self._lease_ttl_s, replacing=self._replacing
+        ):
             raise LeaseUnavailable(f"run {self.run_id} is held by another live controller")
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
@@ -277,8 +278,9 @@ class Controller:
         tasks: set[asyncio.Future[Any]] = {r.task for r in self._running.values()}
         interrupt = asyncio.ensure_future(self._interrupt.wait())
         try:
-            done, _ = await asyncio.wait(tasks | {interrupt}, timeout=STOP_POLL_S,
-                                         return_when="FIRST_COMPLETED")
+            done, _ = await asyncio.wait(
+                tasks | {interrupt}, timeout=STOP_POLL_S, return_when="FIRST_COMPLETED"
+            )
         finally:
             interrupt.cancel()
         done.discard(interrupt)
@@ -368,8 +370,10 @@ class Controller:
         redacted = _redact_json(result.outcome.to_wire(), self._logs.redactor)
         outcome = check_outcome(running.node, _outcome_from(redacted))
         detail = result.detail
-        if outcome is not result.outcome and isinstance(outcome, ErrorOutcome) and (
-            not isinstance(result.outcome, ErrorOutcome)
+        if (
+            outcome is not result.outcome
+            and isinstance(outcome, ErrorOutcome)
+            and (not isinstance(result.outcome, ErrorOutcome))
         ):
             detail = "the reply does not fit the node's declared output or signals"
         return NodeCompleted(
@@ -423,9 +427,13 @@ class Controller:
         controller stopped; the executions still active are crashes for the next
         controller to retry (``runtime_lost``)."""
         await self._cancel_all()
-        note = SafeLog(stream="system", line=(
-            f"controller {self.owner} interrupted ({self._interrupted}); the run is "
-            f"unfinished: resume it with `zeroshot resume {self.run_id}`"))
+        note = SafeLog(
+            stream="system",
+            line=(
+                f"controller {self.owner} interrupted ({self._interrupted}); the run is "
+                f"unfinished: resume it with `zeroshot resume {self.run_id}`"
+            ),
+        )
         with contextlib.suppress(LeaseLost):
             self._append([*self._logs.drain(), note])
 

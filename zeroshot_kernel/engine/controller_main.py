@@ -55,8 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Ledger(url) as ledger:
             controller = Controller(
-                ledger, args.run_id, workspace=args.workspace, replacing=args.replacing,
-                lease_ttl_s=ttl, heartbeat_s=min(HEARTBEAT_S, ttl / 5),
+                ledger,
+                args.run_id,
+                workspace=args.workspace,
+                replacing=args.replacing,
+                lease_ttl_s=ttl,
+                heartbeat_s=min(HEARTBEAT_S, ttl / 5),
             )
             result = asyncio.run(_drive(controller))
     except LeaseUnavailable as busy:
@@ -70,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.error("%s %s: %s: %s", STOPPED, args.run_id, type(bug).__name__, bug)
         return 5
     if result is None:
-        logging.info("%s %s without finishing it (interrupted, or its lease was lost)",
-                     STOPPED, args.run_id)
+        logging.info(
+            "%s %s without finishing it (interrupted, or its lease was lost)", STOPPED, args.run_id
+        )
         return 0
     logging.info("run %s ended: %s", args.run_id, result)
     return 0

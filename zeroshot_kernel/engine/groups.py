@@ -79,8 +79,10 @@ def eval_loop(walker: Walker, node: LoopNode, ctx: Context, tr: Traversal) -> St
     position = point.position if point is not None else 0
     label = "exhausted"
     for iteration in range(point.index if point is not None else 0, node.max_iterations):
-        if track is not None and iteration == track.frontier and (
-            point is None or point.index < iteration
+        if (
+            track is not None
+            and iteration == track.frontier
+            and (point is None or point.index < iteration)
         ):
             point = walker.point(iteration, local, position)
         at_point = point if point is not None and point.index == iteration else None

@@ -148,7 +148,11 @@ class HistoryBook:
             self._track(entry)
             changed.append(key)
         history = _history(
-            entries, by_execution, by_attempt, list(self._unsettled.values()), previous,
+            entries,
+            by_execution,
+            by_attempt,
+            list(self._unsettled.values()),
+            previous,
             frozenset(changed),
         )
         previous.base = None  # only the latest history keeps its base: no chain builds up

@@ -53,8 +53,9 @@ def last_log_line(workspace: Path, run_id: str) -> str | None:
     return lines[-1][:500] if lines else None
 
 
-def start_detached(url: str, run_id: str, workspace: Path, *, replacing: str | None = None
-                   ) -> subprocess.Popen[bytes]:
+def start_detached(
+    url: str, run_id: str, workspace: Path, *, replacing: str | None = None
+) -> subprocess.Popen[bytes]:
     """Start a controller process that outlives this one; ``replacing`` names the dead
     controller whose lease it takes over."""
     log_path = controller_log(workspace, run_id)
@@ -64,21 +65,33 @@ def start_detached(url: str, run_id: str, workspace: Path, *, replacing: str | N
     env["PYTHONPATH"] = os.pathsep.join(python_path)
     with log_path.open("ab") as output:
         return spawn(
-            [sys.executable, "-m", "zeroshot_kernel.engine.controller_main", run_id,
-             "--workspace", str(workspace),
-             *(["--replacing", replacing] if replacing else [])],
-            stdin=DEVNULL, stdout=output, stderr=STDOUT, cwd=workspace, env=env,
+            [
+                sys.executable,
+                "-m",
+                "zeroshot_kernel.engine.controller_main",
+                run_id,
+                "--workspace",
+                str(workspace),
+                *(["--replacing", replacing] if replacing else []),
+            ],
+            stdin=DEVNULL,
+            stdout=output,
+            stderr=STDOUT,
+            cwd=workspace,
+            env=env,
         ).popen
 
 
-def start_in_thread(ledger: Ledger, run_id: str, workspace: Path, *,
-                    replacing: str | None = None) -> threading.Thread:
+def start_in_thread(
+    ledger: Ledger, run_id: str, workspace: Path, *, replacing: str | None = None
+) -> threading.Thread:
     """Run the controller on a daemon thread of this process (notebook-defined workers):
     the run then lives only as long as this process."""
 
     def drive() -> None:
-        controller = Controller(ledger, run_id, workspace=workspace, in_process=True,
-                                replacing=replacing)
+        controller = Controller(
+            ledger, run_id, workspace=workspace, in_process=True, replacing=replacing
+        )
         asyncio.run(controller.run())
 
     thread = threading.Thread(target=drive, name=f"zeroshot-controller-{run_id}", daemon=True)

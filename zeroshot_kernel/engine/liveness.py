@@ -39,9 +39,9 @@ def controller_state(ledger: Ledger, run_id: str) -> ControllerState:
         return ControllerState("gone", why="no controller holds the run")
     owner = parse_owner(lease.owner)
     if owner is not None and owner.gone():
-        return ControllerState("gone", lease.owner,
-                               f"its controller process {owner.pid} is gone")
+        return ControllerState("gone", lease.owner, f"its controller process {owner.pid} is gone")
     if lease.expires_at.timestamp() <= time.time():
-        return ControllerState("gone", lease.owner,
-                               f"its controller's lease lapsed at {lease.expires_at:%H:%M:%S}")
+        return ControllerState(
+            "gone", lease.owner, f"its controller's lease lapsed at {lease.expires_at:%H:%M:%S}"
+        )
     return ControllerState("live", lease.owner)

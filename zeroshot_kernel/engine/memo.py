@@ -110,9 +110,7 @@ def recall(
         return FORGOTTEN
     if memo.history is not None and history is memo.history:
         return Recalled(memo.track, frozenset())
-    if isinstance(history, History) and memo.history is not None and (
-        history.base is memo.history
-    ):
+    if isinstance(history, History) and memo.history is not None and (history.base is memo.history):
         return Recalled(memo.track, history.changed)
     return Recalled(memo.track, None)
 

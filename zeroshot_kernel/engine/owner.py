@@ -65,7 +65,7 @@ def _start_ticks(pid: int) -> str | None:
     except OSError:
         return _exists(pid)
     # The command name (field 2) is parenthesised and may hold spaces: split after it.
-    fields = stat[stat.rfind(")") + 2:].split()
+    fields = stat[stat.rfind(")") + 2 :].split()
     if not fields or fields[0] in ("Z", "X"):
         return None
     return fields[19] if len(fields) > 19 else ""

@@ -22,8 +22,7 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = sorted({s for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len,
-                        reverse=True)
+        values = sorted({s for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, values))) if values else None
 
     def redact(self, text: str) -> str:

@@ -38,8 +38,10 @@ def stop_run(ledger: Ledger, run_id: str) -> StopResult:
     try:
         snapshot = ledger.snapshot(run_id)
         if snapshot.terminal is not None:  # it ended meanwhile: by this request, or by itself
-            stopped = isinstance(snapshot.terminal, FailedResult) and \
-                snapshot.terminal.reason == "force_stopped"
+            stopped = (
+                isinstance(snapshot.terminal, FailedResult)
+                and snapshot.terminal.reason == "force_stopped"
+            )
             return "requested" if stopped else "already_finished"
         reason = "force_stopped" if before.phase == "admitted" else "runtime_lost"
         events: list[RunEvent] = [

@@ -37,11 +37,33 @@ _DRAIN_S = 2.0
 _VERSION_TIMEOUT_S = 10.0
 
 BASE_ENV_NAMES = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-    "LC_MESSAGES", "TERM", "TMPDIR", "TZ", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
-    "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
-    "https_proxy", "no_proxy",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
 )
 """Variables of the controller's environment every agent CLI gets (none is a secret)."""
 
@@ -146,8 +168,9 @@ async def run_cli(
     The CLI runs under :mod:`agent_guard` (the group's leader), which kills the group if
     this process dies. Raises :class:`CliMissing` when the binary cannot be started."""
     try:
-        child = await spawn_async([sys.executable, "-I", str(GUARD), *argv], stdin=PIPE,
-                                  cwd=cwd, env=env)
+        child = await spawn_async(
+            [sys.executable, "-I", str(GUARD), *argv], stdin=PIPE, cwd=cwd, env=env
+        )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
         raise CliMissing(str(missing)) from missing
     process = child.process
@@ -195,7 +218,7 @@ async def _read_stdout(process: asyncio.subprocess.Process, result: CliRun) -> N
 
 async def _read_stderr(process: asyncio.subprocess.Process, result: CliRun, log: LogSink) -> None:
     def keep(text: str) -> None:
-        result.stderr_tail = [*result.stderr_tail[-(_STDERR_TAIL - 1):], text]
+        result.stderr_tail = [*result.stderr_tail[-(_STDERR_TAIL - 1) :], text]
         if text:
             log("error", text)
 

@@ -48,13 +48,24 @@ CLAUDE = AgentCli(
     config_env_names=("CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL"),
 )
 READ_ONLY_TOOLS = "Read,Grep,Glob"
-GIT_READ_TOOLS = ("Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)",
-                  "Bash(git status:*)")
+GIT_READ_TOOLS = ("Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)", "Bash(git status:*)")
 """What a claude verifier may run besides reading files: git commands that change nothing."""
 WRITER_TOOLS = "Read,Grep,Glob,Edit,Write,Bash"
-WRITER_DENIED_TOOLS = ",".join(f"Bash(git {command}:*)" for command in (
-    "commit", "push", "reset", "checkout", "branch", "tag", "remote", "config", "rebase",
-    "merge"))
+WRITER_DENIED_TOOLS = ",".join(
+    f"Bash(git {command}:*)"
+    for command in (
+        "commit",
+        "push",
+        "reset",
+        "checkout",
+        "branch",
+        "tag",
+        "remote",
+        "config",
+        "rebase",
+        "merge",
+    )
+)
 """Git commands a writing agent may not run (delivery commits and publishes its work)."""
 OPENROUTER_ANTHROPIC_URL = "https://openrouter.ai/api"
 
@@ -109,8 +120,14 @@ def claude_arguments(request: ExecutionRequest, session: str | None) -> list[str
     if isinstance(request.node, VerifierNode):
         arguments += ["--permission-mode", "dontAsk", "--allowedTools", verifier_tools(request)]
     else:
-        arguments += ["--permission-mode", "acceptEdits", "--allowedTools", WRITER_TOOLS,
-                      "--disallowedTools", WRITER_DENIED_TOOLS]
+        arguments += [
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            WRITER_TOOLS,
+            "--disallowedTools",
+            WRITER_DENIED_TOOLS,
+        ]
     if session is not None:
         arguments += ["--resume", session]
     return arguments
@@ -125,8 +142,9 @@ def verifier_tools(request: ExecutionRequest) -> str:
 def command_rules(commands: Sequence[str]) -> list[str]:
     """``Bash(<command>:*)`` for each command a permission rule can name (one line, no
     parentheses or commas, which the rule list itself uses)."""
-    return [f"Bash({command}:*)" for command in commands
-            if not any(c in command for c in "(),\n\r")]
+    return [
+        f"Bash({command}:*)" for command in commands if not any(c in command for c in "(),\n\r")
+    ]
 
 
 def _provider_env(request: ExecutionRequest) -> tuple[dict[str, str], HarnessResult | None]:
@@ -158,14 +176,15 @@ def read_result(finished: CliRun) -> Turn[str]:
     session = session if isinstance(session, str) and session else None
     usage = _usage(document)
     text = document.get("result")
-    failed = bool(document.get("is_error")) or finished.returncode != 0 or (
-        document.get("subtype") not in (None, "success")
+    failed = (
+        bool(document.get("is_error"))
+        or finished.returncode != 0
+        or (document.get("subtype") not in (None, "success"))
     )
     if failed:
         message = text if isinstance(text, str) else str(document.get("subtype"))
         if looks_like_auth_problem(message, finished.stderr_text()):
-            return Turn(failure=auth_refusal(LOGIN_HINT + message),
-                        usage=usage)
+            return Turn(failure=auth_refusal(LOGIN_HINT + message), usage=usage)
         return Turn(
             failure=crash(f"claude reported an error ({document.get('subtype')}): {message}"),
             usage=usage,

@@ -83,8 +83,12 @@ class CodexHarness:
             # harness does; a second failure stands.
             request.log("system", "codex ended its turn with an error; sending Continue")
             again, _ = await invoke(CONTINUE, turn.session)
-            return Turn(again.text, again.failure, add_usage(turn.usage, again.usage),
-                        again.session or turn.session)
+            return Turn(
+                again.text,
+                again.failure,
+                add_usage(turn.usage, again.usage),
+                again.session or turn.session,
+            )
 
         conversation = await converse(request, send, self._sessions.take(request))
         self._sessions.keep(request, conversation.session)
@@ -99,8 +103,15 @@ def codex_arguments(
 ) -> list[str]:
     """The command line after the binary (the prompt goes on stdin)."""
     sandbox = "read-only" if isinstance(request.node, VerifierNode) else "workspace-write"
-    arguments = ["exec", "--json", "--skip-git-repo-check", "--cd", str(request.workspace),
-                 "--sandbox", sandbox]
+    arguments = [
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--cd",
+        str(request.workspace),
+        "--sandbox",
+        sandbox,
+    ]
     model = (model_of(request) or "").strip()
     if model:  # none: the CLI's own configured default
         arguments += ["--model", model]
@@ -157,18 +168,25 @@ def read_stream(finished: CliRun) -> tuple[Turn[str], bool]:
     if stream.failure is not None or finished.returncode != 0:
         message = stream.failure or stderr or f"exit code {finished.returncode}"
         if looks_like_auth_problem(message, stderr):
-            return Turn(failure=auth_refusal(LOGIN_HINT + message),
-                        usage=stream.usage), False
+            return Turn(failure=auth_refusal(LOGIN_HINT + message), usage=stream.usage), False
         code = f" (exit code {finished.returncode})" if finished.returncode != 0 else ""
-        failed = Turn(failure=crash(f"codex failed{code}: {message}"), usage=stream.usage,
-                      session=stream.thread)
+        failed = Turn(
+            failure=crash(f"codex failed{code}: {message}"),
+            usage=stream.usage,
+            session=stream.thread,
+        )
         return failed, stream.failure is not None
     if stream.unparsed is not None:
-        return Turn(failure=crash(f"codex printed a line that is not a JSON event: "
-                                  f"{stream.unparsed[:200]!r}"), usage=stream.usage), False
+        return Turn(
+            failure=crash(
+                f"codex printed a line that is not a JSON event: {stream.unparsed[:200]!r}"
+            ),
+            usage=stream.usage,
+        ), False
     if stream.message is None:
-        return Turn(failure=crash("codex ended its turn without an agent message"),
-                    usage=stream.usage), False
+        return Turn(
+            failure=crash("codex ended its turn without an agent message"), usage=stream.usage
+        ), False
     return Turn(text=stream.message, usage=stream.usage, session=stream.thread), False
 
 

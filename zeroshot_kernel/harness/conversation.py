@@ -73,13 +73,15 @@ async def converse(
             if isinstance(parsed, Declined):
                 detail = f"the agent declined: {parsed.reason}"[:1000]
                 return Conversation(
-                    HarnessResult(error("refusal", "policy_denied"), detail, usage), None)
+                    HarnessResult(error("refusal", "policy_denied"), detail, usage), None
+                )
             problems = parsed.problems
-        request.log("system", f"reply {turn_number + 1} rejected: {'; '.join(problems)}"
-                    [:2000])
+        request.log("system", f"reply {turn_number + 1} rejected: {'; '.join(problems)}"[:2000])
         if turn_number == MAX_CORRECTIONS:
-            detail = (f"no reply fit the response contract after {MAX_CORRECTIONS} "
-                      f"corrections: {'; '.join(problems)}")[:1000]
+            detail = (
+                f"no reply fit the response contract after {MAX_CORRECTIONS} "
+                f"corrections: {'; '.join(problems)}"
+            )[:1000]
             return Conversation(
                 HarnessResult(error("malformed", "malformed_result"), detail, usage), None
             )

@@ -137,8 +137,12 @@ def backoff_s() -> float:
 
 def request_policy() -> RetryPolicy:
     """How one completion request is retried (the first delay from ``$ZEROSHOT_HTTP_BACKOFF_S``)."""
-    return RetryPolicy(attempts=MAX_REQUEST_ATTEMPTS, first_delay_s=backoff_s(),
-                       max_delay_s=MAX_BACKOFF_S, budget_s=REQUEST_BUDGET_S)
+    return RetryPolicy(
+        attempts=MAX_REQUEST_ATTEMPTS,
+        first_delay_s=backoff_s(),
+        max_delay_s=MAX_BACKOFF_S,
+        budget_s=REQUEST_BUDGET_S,
+    )
 
 
 class OpenAIHarness:
@@ -163,14 +167,17 @@ class OpenAIHarness:
         body = _request_body(request, model)
 
         async def send(prompt: str, session: Messages | None) -> Turn[Messages]:
-            history = [*(session or [{"role": "system", "content": SYSTEM_PROMPT}]),
-                       {"role": "user", "content": prompt}]
+            history = [
+                *(session or [{"role": "system", "content": SYSTEM_PROMPT}]),
+                {"role": "user", "content": prompt},
+            ]
             turn = await post_completion(
                 self._http(), endpoint, {**body, "messages": history}, request.log
             )
             if turn.text is not None:
                 return replace(
-                    turn, session=[*history, {"role": "assistant", "content": turn.text}])
+                    turn, session=[*history, {"role": "assistant", "content": turn.text}]
+                )
             return turn
 
         conversation = await converse(request, send, self._sessions.take(request))
@@ -182,20 +189,28 @@ class OpenAIHarness:
         it lists exactly one (a local llama.cpp, vLLM or Ollama server with one loaded)."""
         problem = "name one with --model (runtime.model)"
         try:
-            response = await self._http().get(f"{endpoint.base_url}/models",
-                                               headers=endpoint.headers())
+            response = await self._http().get(
+                f"{endpoint.base_url}/models", headers=endpoint.headers()
+            )
             listed = response.json().get("data") if response.status_code < 400 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             listed = None
-        ids = sorted({str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")}
-                     ) if isinstance(listed, list) else []
+        ids = (
+            sorted({str(m.get("id")) for m in listed if isinstance(m, dict) and m.get("id")})
+            if isinstance(listed, list)
+            else []
+        )
         if len(ids) == 1:
             return ids[0]
-        offered = (f"the server lists {len(ids)} models ({', '.join(ids[:5])}"
-                   f"{', ...' if len(ids) > 5 else ''})" if ids
-                   else f"{endpoint.name} lists no models at {endpoint.base_url}/models")
-        return HarnessResult(error("refusal"), f"no model is set for this node and {offered}: "
-                                               f"{problem}")
+        offered = (
+            f"the server lists {len(ids)} models ({', '.join(ids[:5])}"
+            f"{', ...' if len(ids) > 5 else ''})"
+            if ids
+            else f"{endpoint.name} lists no models at {endpoint.base_url}/models"
+        )
+        return HarnessResult(
+            error("refusal"), f"no model is set for this node and {offered}: {problem}"
+        )
 
     async def close(self) -> None:
         self._sessions.clear()
@@ -211,8 +226,11 @@ def _request_body(request: ExecutionRequest, model: str) -> dict[str, Any]:
         "max_tokens": max_tokens_of(request),
         "response_format": {
             "type": "json_schema",
-            "json_schema": {"name": "response", "schema": schema,
-                            "strict": is_strict_schema(schema)},
+            "json_schema": {
+                "name": "response",
+                "schema": schema,
+                "strict": is_strict_schema(schema),
+            },
         },
     }
     effort = effort_of(request)
@@ -228,31 +246,44 @@ async def post_completion(
     url = f"{endpoint.base_url}/chat/completions"
 
     def announce(retry: RetryNotice) -> None:
-        log("system", f"{endpoint.name}: {_failure_text(retry.error, retry.result)[:200]}; "
-                      f"retry {retry.attempt} in {retry.delay_s:.2f} s")
+        log(
+            "system",
+            f"{endpoint.name}: {_failure_text(retry.error, retry.result)[:200]}; "
+            f"retry {retry.attempt} in {retry.delay_s:.2f} s",
+        )
 
     try:
         response = await retry_async(
-            lambda: client.post(url, json=body, headers=endpoint.headers()), request_policy(),
-            transient_error=transient_http_error, transient_result=transient_response,
-            retry_after=retry_after_s, on_retry=announce,
+            lambda: client.post(url, json=body, headers=endpoint.headers()),
+            request_policy(),
+            transient_error=transient_http_error,
+            transient_result=transient_response,
+            retry_after=retry_after_s,
+            on_retry=announce,
         )
     except RetriesExhausted as exhausted:
-        return Turn(failure=crash(
-            f"{endpoint.name} kept failing after {exhausted.attempts} requests; last: "
-            f"{_failure_text(exhausted.error, exhausted.result)}"
-        ))
+        return Turn(
+            failure=crash(
+                f"{endpoint.name} kept failing after {exhausted.attempts} requests; last: "
+                f"{_failure_text(exhausted.error, exhausted.result)}"
+            )
+        )
     except httpx.HTTPError as failure:  # not worth another attempt (a bad URL, a proxy)
-        return Turn(failure=crash(
-            f"{endpoint.name} could not be asked: {type(failure).__name__}: {failure}"))
+        return Turn(
+            failure=crash(
+                f"{endpoint.name} could not be asked: {type(failure).__name__}: {failure}"
+            )
+        )
     if response.status_code < 400:
         return read_completion(response, body.get("max_tokens"))
     if response.status_code in (401, 403):
         return Turn(failure=auth_refusal(_refused(endpoint, response)))
-    return Turn(failure=crash(
-        f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
-        f"{_error_text(response)}"
-    ))
+    return Turn(
+        failure=crash(
+            f"{endpoint.name} rejected the request (HTTP {response.status_code}): "
+            f"{_error_text(response)}"
+        )
+    )
 
 
 def _failure_text(failure: BaseException | None, response: httpx.Response | None) -> str:
@@ -267,11 +298,12 @@ def _refused(endpoint: Endpoint, response: httpx.Response) -> str:
     status = response.status_code
     env = endpoint.key_env or "the connection's key variable"
     if endpoint.key is None:
-        return (f"{endpoint.name} wants a key (HTTP {status}) and none was sent: set {env} in "
-                f"the environment (the connection '{endpoint.name}' reads it): "
-                f"{_error_text(response)}")
-    return (f"{endpoint.name} refused the key in {env} (HTTP {status}): "
-            f"{_error_text(response)}")
+        return (
+            f"{endpoint.name} wants a key (HTTP {status}) and none was sent: set {env} in "
+            f"the environment (the connection '{endpoint.name}' reads it): "
+            f"{_error_text(response)}"
+        )
+    return f"{endpoint.name} refused the key in {env} (HTTP {status}): {_error_text(response)}"
 
 
 def read_completion(response: httpx.Response, max_tokens: int | None = None) -> Turn[Messages]:
@@ -280,23 +312,31 @@ def read_completion(response: httpx.Response, max_tokens: int | None = None) -> 
         choice = document["choices"][0]
         message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return Turn(failure=crash(f"the endpoint's reply is not a chat completion: "
-                                  f"{response.text[:200]!r}"))
+        return Turn(
+            failure=crash(f"the endpoint's reply is not a chat completion: {response.text[:200]!r}")
+        )
     usage = _usage(document.get("usage") if isinstance(document, dict) else None)
     if not isinstance(message, dict):
         return Turn(failure=crash("the completion has no message"), usage=usage)
     refusal = message.get("refusal")
     if isinstance(refusal, str) and refusal:
-        return Turn(failure=HarnessResult(error("refusal", "policy_denied"),
-                                          f"the model refused: {refusal}"[:1000]), usage=usage)
+        return Turn(
+            failure=HarnessResult(
+                error("refusal", "policy_denied"), f"the model refused: {refusal}"[:1000]
+            ),
+            usage=usage,
+        )
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
     if isinstance(choice, dict) and choice.get("finish_reason") == "length":
         limit = f"max_tokens ({max_tokens} tokens)" if max_tokens else "max_tokens"
-        return Turn(text=content if isinstance(content, str) else "", usage=usage,
-                    defect=f"the reply was cut at the token limit, {limit}, before it was "
-                           "complete: send a shorter reply that fits within it")
+        return Turn(
+            text=content if isinstance(content, str) else "",
+            usage=usage,
+            defect=f"the reply was cut at the token limit, {limit}, before it was "
+            "complete: send a shorter reply that fits within it",
+        )
     if not isinstance(content, str):
         return Turn(failure=crash("the completion's message has no content"), usage=usage)
     return Turn(text=content, usage=usage)
@@ -311,7 +351,8 @@ def _usage(reported: Any) -> Usage | None:
     return Usage(
         input_tokens=prompt if isinstance(prompt, int) else None,
         output_tokens=completion if isinstance(completion, int) else None,
-        cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool)
+        cost_usd=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool)
         else None,
     )
 

@@ -97,8 +97,9 @@ class TrustedBinding(ContractModel):
     connections: list[ConnectionName] = Field(default_factory=list, max_length=0)
 
 
-NodeBinding = Annotated[AgentBinding | GitDeliveryBinding | TrustedBinding,
-                        Field(discriminator="kind")]
+NodeBinding = Annotated[
+    AgentBinding | GitDeliveryBinding | TrustedBinding, Field(discriminator="kind")
+]
 
 
 class RuntimePlan(ContractModel):

@@ -117,8 +117,7 @@ def render_prompt(node: ExecutableNode, value: Any, brief: str = "") -> str:
         node.instructions or "Do the work this node describes.",
         "# Input (JSON)",
         json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True),
-        *(["# Context from the engine (trusted records)", brief.strip()] if brief.strip()
-          else []),
+        *(["# Context from the engine (trusted records)", brief.strip()] if brief.strip() else []),
         "# Response contract",
         _contract_text(node),
         "```json",
@@ -139,8 +138,8 @@ def _contract_text(node: ExecutableNode) -> str:
             for name, labels in sorted(node.signals.items())
         )
         rules.append(
-            "As a verifier you answer with an object {\"output\", \"signals\", "
-            "\"diagnostic\"}: `output` is your checked result, `signals` gives exactly one "
+            'As a verifier you answer with an object {"output", "signals", '
+            '"diagnostic"}: `output` is your checked result, `signals` gives exactly one '
             f"label for every signal ({described}), `diagnostic` explains your judgement."
         )
     rules.append(
@@ -227,10 +226,14 @@ def _declined(value: Any) -> Declined | None:
 def _verifier_problems(node: VerifierNode, value: Any) -> list[str]:
     if not isinstance(value, dict):
         return ["a verifier replies with an object {output, signals, diagnostic}"]
-    problems = [f"unknown field {key!r}" for key in sorted(value) if key not in
-                ("output", "signals", "diagnostic")]
-    problems += [f"missing field {key!r}" for key in ("output", "signals", "diagnostic")
-                 if key not in value]
+    problems = [
+        f"unknown field {key!r}"
+        for key in sorted(value)
+        if key not in ("output", "signals", "diagnostic")
+    ]
+    problems += [
+        f"missing field {key!r}" for key in ("output", "signals", "diagnostic") if key not in value
+    ]
     if "output" in value:
         problems += [_problem("output", v) for v in check_value(value["output"], node.output)]
     if "diagnostic" in value:
@@ -248,8 +251,11 @@ def _verifier_problems(node: VerifierNode, value: Any) -> list[str]:
                 problems.append(
                     f"signals.{name}: {signals[name]!r} is not one of {', '.join(sorted(labels))}"
                 )
-        problems += [f"signals.{name}: not a declared signal" for name in sorted(signals)
-                     if name not in node.signals]
+        problems += [
+            f"signals.{name}: not a declared signal"
+            for name in sorted(signals)
+            if name not in node.signals
+        ]
     return problems
 
 
@@ -268,7 +274,7 @@ def extract_json(text: str) -> tuple[Any] | None:
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     end = max(text.rfind("}"), text.rfind("]"))
     if starts and end > min(starts):
-        candidates.append(text[min(starts): end + 1])
+        candidates.append(text[min(starts) : end + 1])
     for candidate in candidates:
         try:
             return (json.loads(candidate),)

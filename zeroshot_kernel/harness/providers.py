@@ -84,10 +84,14 @@ def connection_statuses(plan: RuntimePlan | None = None) -> list[ConnectionStatu
     statuses = []
     for name, connection in sorted(connections_of(plan).items()):
         openai_style = name not in NOT_OPENAI_COMPATIBLE
-        statuses.append(ConnectionStatus(
-            name=name, env=connection.env, satisfied=bool(os.environ.get(connection.env)),
-            base_url=base_url_of(name, connection) if openai_style else connection.base_url,
-        ))
+        statuses.append(
+            ConnectionStatus(
+                name=name,
+                env=connection.env,
+                satisfied=bool(os.environ.get(connection.env)),
+                base_url=base_url_of(name, connection) if openai_style else connection.base_url,
+            )
+        )
     return statuses
 
 
@@ -116,8 +120,13 @@ async def check_cli(status: CliStatus) -> CheckResult:
         env = child_env(CLIS[status.name], values)
         try:
             finished = await asyncio.wait_for(
-                run_cli([status.binary, *arguments], stdin=CHECK_PROMPT, cwd=Path(folder),
-                        env=env, log=lambda stream, line: None),
+                run_cli(
+                    [status.binary, *arguments],
+                    stdin=CHECK_PROMPT,
+                    cwd=Path(folder),
+                    env=env,
+                    log=lambda stream, line: None,
+                ),
                 CLI_CHECK_TIMEOUT_S,
             )
         except CliMissing:
@@ -148,8 +157,9 @@ async def check_endpoint(name: str, base_url: str, key: str) -> CheckResult:
     if response.status_code in (401, 403) or (
         response.status_code >= 400 and looks_like_auth_problem(response.text[:200])
     ):
-        return CheckResult(name, False, f"{base_url}: the key was refused "
-                                        f"(HTTP {response.status_code})")
+        return CheckResult(
+            name, False, f"{base_url}: the key was refused (HTTP {response.status_code})"
+        )
     if response.status_code >= 400:
         return CheckResult(name, False, f"{base_url}: HTTP {response.status_code}")
     try:

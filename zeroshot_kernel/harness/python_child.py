@@ -88,8 +88,12 @@ def _answer(call: dict[str, Any], protocol: _Protocol) -> Reply:
         return ("crash", None, f"cannot load {path}: {type(error).__name__}: {error}")
     facts = call["facts"]
     context = WorkerContext(
-        run_id=facts["run_id"], node=facts["node"], execution=facts["execution"],
-        attempt=facts["attempt"], workspace=Path(facts["workspace"]), env=facts["env"],
+        run_id=facts["run_id"],
+        node=facts["node"],
+        execution=facts["execution"],
+        attempt=facts["attempt"],
+        workspace=Path(facts["workspace"]),
+        env=facts["env"],
         log=lambda line: protocol.send({"log": str(line)}),
     )
     return asyncio.run(call_worker(function, call["input"], context, verifier=call["verifier"]))

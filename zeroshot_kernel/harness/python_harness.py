@@ -42,10 +42,13 @@ class WorkerProcess:
     @classmethod
     async def start(cls, workspace: str) -> WorkerProcess:
         # Pipe lines may be long: one reply line carries a whole output.
-        return cls(await spawn_async(
-            [sys.executable, "-m", "zeroshot_kernel.harness.python_child"],
-            stdin=PIPE, cwd=workspace,
-        ))
+        return cls(
+            await spawn_async(
+                [sys.executable, "-m", "zeroshot_kernel.harness.python_child"],
+                stdin=PIPE,
+                cwd=workspace,
+            )
+        )
 
     async def call(self, message: dict[str, Any], request: ExecutionRequest) -> Reply:
         assert self.process.stdin and self.process.stdout and self.process.stderr
@@ -111,20 +114,27 @@ class PythonHarness:
         except Exception as failure:
             return ("crash", None, f"cannot load {path}: {type(failure).__name__}: {failure}")
         context = WorkerContext(
-            run_id=request.run_id, node=request.node.name, execution=request.execution,
-            attempt=request.attempt, workspace=request.workspace, env=dict(request.env),
+            run_id=request.run_id,
+            node=request.node.name,
+            execution=request.execution,
+            attempt=request.attempt,
+            workspace=request.workspace,
+            env=dict(request.env),
             log=lambda line: request.log("output", str(line)),
         )
         return await call_worker(function, request.input, context, verifier=verifier)
 
     async def _call_pooled(self, request: ExecutionRequest, path: str, verifier: bool) -> Reply:
-        worker = self._idle.pop() if self._idle else await WorkerProcess.start(
-            str(request.workspace)
+        worker = (
+            self._idle.pop() if self._idle else await WorkerProcess.start(str(request.workspace))
         )
         facts = {
-            "run_id": request.run_id, "node": request.node.name,
-            "execution": request.execution, "attempt": request.attempt,
-            "workspace": str(request.workspace), "env": dict(request.env),
+            "run_id": request.run_id,
+            "node": request.node.name,
+            "execution": request.execution,
+            "attempt": request.attempt,
+            "workspace": str(request.workspace),
+            "env": dict(request.env),
         }
         try:
             reply = await worker.call(

@@ -43,8 +43,9 @@ class Role(Protocol):
         """Context for this turn; ``tools``: the agent can read and edit files itself."""
         ...
 
-    def finish(self, request: ExecutionRequest, preparation: Preparation,
-               result: HarnessResult) -> HarnessResult:
+    def finish(
+        self, request: ExecutionRequest, preparation: Preparation, result: HarnessResult
+    ) -> HarnessResult:
         """The execution's result, settled by trusted code from what the turn left."""
         ...
 
@@ -72,11 +73,16 @@ class RoleHarness:
         try:
             preparation = role.prepare(request, tools=self._tools)
         except RoleError as failed:
-            return HarnessResult(error("crash"), f"the engine could not prepare the "
-                                                 f"{request.node.name} turn: {failed}")
-        turn = replace(request, brief=preparation.brief,
-                       workspace=preparation.checkout or request.workspace,
-                       granted_commands=preparation.granted_commands)
+            return HarnessResult(
+                error("crash"),
+                f"the engine could not prepare the {request.node.name} turn: {failed}",
+            )
+        turn = replace(
+            request,
+            brief=preparation.brief,
+            workspace=preparation.checkout or request.workspace,
+            granted_commands=preparation.granted_commands,
+        )
         result = await self._inner.execute(turn)
         return role.finish(request, preparation, result)
 

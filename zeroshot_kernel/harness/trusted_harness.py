@@ -19,8 +19,11 @@ from zeroshot_kernel.harness.python_harness import PythonHarness
 
 def trusted_code() -> dict[str, EmbeddedCode]:
     """Trusted code name -> its code, as the installed features register them."""
-    return {name: code for name, code in contributions("trusted_code").items()
-            if code.worker is not None}
+    return {
+        name: code
+        for name, code in contributions("trusted_code").items()
+        if code.worker is not None
+    }
 
 
 def trusted_workers() -> dict[str, str]:
@@ -39,8 +42,9 @@ class TrustedHarness:
         name = binding.code if isinstance(binding, TrustedBinding) else ""
         entry = trusted_code().get(name)
         if entry is None or entry.worker != request.node.worker:
-            return HarnessResult(error("refusal"), f"no trusted code {name!r} for worker "
-                                                   f"{request.node.worker}")
+            return HarnessResult(
+                error("refusal"), f"no trusted code {name!r} for worker {request.node.worker}"
+            )
         return await run_embedded(self._python, request, entry)
 
     async def close(self) -> None:

@@ -101,15 +101,17 @@ def _translate_errors(engine: Engine, url: URL) -> None:
         if isinstance(failure, exc.IntegrityError):
             return
         if isinstance(failure, exc.DBAPIError):
-            raise ledger_failure(url, context.original_exception) from (
-                context.original_exception)
+            raise ledger_failure(url, context.original_exception) from (context.original_exception)
 
 
 def ledger_failure(url: URL, error: BaseException) -> LedgerUnavailable:
     """The ledger's own error for a database driver's ``error`` (also for statements run on
     a raw DBAPI connection, which SQLAlchemy's hook does not see)."""
-    shown = url.database or "" if url.get_backend_name() == "sqlite" else (
-        url.render_as_string(hide_password=True))
+    shown = (
+        url.database or ""
+        if url.get_backend_name() == "sqlite"
+        else (url.render_as_string(hide_password=True))
+    )
     return classify(shown, str(error), url.password)
 
 

@@ -87,23 +87,47 @@ class LeaseNotHeld(LedgerError):
 LedgerProblem = Literal["corrupt", "full", "read_only", "busy", "unreachable", "failed"]
 
 _PROBLEMS: tuple[tuple[LedgerProblem, tuple[str, ...], str], ...] = (
-    ("corrupt", ("file is not a database", "malformed", "database corruption"),
-     "the database file is damaged (not a database, or malformed)"),
-    ("full", ("database or disk is full", "disk i/o error", "file too large"),
-     "writing failed: the disk is full or a file-size limit was hit"),
-    ("read_only", ("readonly database", "read-only", "read only"),
-     "the database is read-only here"),
-    ("busy", ("database is locked", "database table is locked", "lock timeout",
-              "could not obtain lock"),
-     "the database stayed locked by another process past the busy timeout"),
-    ("unreachable", ("unable to open database file",),
-     "the database file cannot be opened or created (no permission, a read-only file "
-     "system or folder, or a missing folder)"),
-    ("unreachable", ("could not connect",
-                     "connection refused", "connection timed out", "could not translate host",
-                     "server closed the connection", "password authentication failed",
-                     "no such host", "timeout expired", "name or service not known"),
-     "the database cannot be reached or opened"),
+    (
+        "corrupt",
+        ("file is not a database", "malformed", "database corruption"),
+        "the database file is damaged (not a database, or malformed)",
+    ),
+    (
+        "full",
+        ("database or disk is full", "disk i/o error", "file too large"),
+        "writing failed: the disk is full or a file-size limit was hit",
+    ),
+    (
+        "read_only",
+        ("readonly database", "read-only", "read only"),
+        "the database is read-only here",
+    ),
+    (
+        "busy",
+        ("database is locked", "database table is locked", "lock timeout", "could not obtain lock"),
+        "the database stayed locked by another process past the busy timeout",
+    ),
+    (
+        "unreachable",
+        ("unable to open database file",),
+        "the database file cannot be opened or created (no permission, a read-only file "
+        "system or folder, or a missing folder)",
+    ),
+    (
+        "unreachable",
+        (
+            "could not connect",
+            "connection refused",
+            "connection timed out",
+            "could not translate host",
+            "server closed the connection",
+            "password authentication failed",
+            "no such host",
+            "timeout expired",
+            "name or service not known",
+        ),
+        "the database cannot be reached or opened",
+    ),
 )
 
 

@@ -11,8 +11,15 @@ from sqlmodel import Session
 from zeroshot_kernel.ledger.tables import LeaseRow
 
 
-def acquire(session: Session, run_id: str, owner: str, now: float, ttl_s: float, *,
-            replacing: str | None = None) -> bool:
+def acquire(
+    session: Session,
+    run_id: str,
+    owner: str,
+    now: float,
+    ttl_s: float,
+    *,
+    replacing: str | None = None,
+) -> bool:
     """Take the lease if nobody holds it, it lapsed, ``owner`` already holds it, or its
     holder is ``replacing`` (a controller the caller proved dead)."""
     lease = session.get(LeaseRow, run_id)

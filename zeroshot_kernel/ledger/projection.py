@@ -92,8 +92,12 @@ class Statements:
             col(RunRow.terminal_json),
         ).where(col(RunRow.run_id) == run)
         self.header = Statement(engine, header)
-        self.lease_holder = Statement(engine, select(
-            col(LeaseRow.owner), col(LeaseRow.expires_at)).where(col(LeaseRow.run_id) == run))
+        self.lease_holder = Statement(
+            engine,
+            select(col(LeaseRow.owner), col(LeaseRow.expires_at)).where(
+                col(LeaseRow.run_id) == run
+            ),
+        )
         self.header_locked = Statement(engine, header.with_for_update())
         execution_run = col(ExecutionRow.run_id)
         started_at = col(ExecutionRow.started_sequence)
@@ -104,8 +108,11 @@ class Statements:
             # lets the planner scan the run's events instead).
             return (
                 select(col(EventRow.event_json))
-                .where(col(EventRow.run_id) == execution_run, col(EventRow.sequence) == position,
-                       col(EventRow.sequence) <= sequence)
+                .where(
+                    col(EventRow.run_id) == execution_run,
+                    col(EventRow.sequence) == position,
+                    col(EventRow.sequence) <= sequence,
+                )
                 .scalar_subquery()
             )
 

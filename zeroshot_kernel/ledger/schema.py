@@ -91,8 +91,7 @@ def _migrate_from_1(session: Session) -> None:
     ExecutionRow.__table__.create(connection)  # type: ignore[attr-defined]
     session.execute(
         text(
-            "ALTER TABLE ledger_runs "
-            "ADD COLUMN force_stop_requested BOOLEAN NOT NULL DEFAULT false"
+            "ALTER TABLE ledger_runs ADD COLUMN force_stop_requested BOOLEAN NOT NULL DEFAULT false"
         )
     )
     documents = session.execute(text("SELECT snapshot_json FROM ledger_runs")).scalars().all()

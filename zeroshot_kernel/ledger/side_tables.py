@@ -102,8 +102,10 @@ class SideStore:
     def _ensure_schema(cls, session: Session) -> None:
         """Create, migrate or refuse this store's tables, in the caller's transaction."""
         if len(cls.migrations) != cls.schema_version - 1:
-            raise TypeError(f"{cls.__name__} declares schema version {cls.schema_version} "
-                            f"but {len(cls.migrations)} migrations")
+            raise TypeError(
+                f"{cls.__name__} declares schema version {cls.schema_version} "
+                f"but {len(cls.migrations)} migrations"
+            )
         lock_schema(session)
         connection = session.connection()
         _table(SchemaVersionRow).create(connection, checkfirst=True)
@@ -115,7 +117,7 @@ class SideStore:
         else:
             found = cls._check_version(row.version)
         if found is not None:
-            for step in cls.migrations[found - 1:]:
+            for step in cls.migrations[found - 1 :]:
                 if isinstance(step, str):
                     session.execute(text(step))
                 else:
@@ -135,10 +137,12 @@ class SideStore:
             raise LedgerVersionError(
                 f"the {cls.schema_name} tables of this ledger were written with schema "
                 f"version {version}, but this zeroshot knows versions up to "
-                f"{cls.schema_version}; upgrade zeroshot to open them")
+                f"{cls.schema_version}; upgrade zeroshot to open them"
+            )
         raise LedgerVersionError(
             f"the {cls.schema_name} tables of this ledger record schema version {version}, "
-            f"which this zeroshot (schema version {cls.schema_version}) cannot read")
+            f"which this zeroshot (schema version {cls.schema_version}) cannot read"
+        )
 
 
 def _table(model: type[SQLModel]) -> Table:

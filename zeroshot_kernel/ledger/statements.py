@@ -101,4 +101,5 @@ def _is_database_failure(engine: Engine, failure: BaseException) -> bool:
     expects and handles)."""
     dbapi = engine.dialect.loaded_dbapi
     return isinstance(failure, dbapi.DatabaseError) and not isinstance(
-        failure, dbapi.IntegrityError)
+        failure, dbapi.IntegrityError
+    )

@@ -221,8 +221,7 @@ class Ledger:
 
     # -- events -------------------------------------------------------------------------
 
-    def append(self, run_id: str, events: Sequence[RunEvent], *, owner: str | None = None
-               ) -> str:
+    def append(self, run_id: str, events: Sequence[RunEvent], *, owner: str | None = None) -> str:
         """Append a batch atomically and return the run's new cursor.
 
         Events are checked in order against the run's rules; if any is rejected
@@ -297,7 +296,9 @@ class Ledger:
             if kinds != set():
                 statement = self._statements.tail(kinds, limited=limit is not None)
                 bounds: dict[str, object] = {
-                    "run_id": run_id, "after": start, "sequence": header.sequence
+                    "run_id": run_id,
+                    "after": start,
+                    "sequence": header.sequence,
                 }
                 if limit is not None:
                     bounds["limit"] = limit
@@ -309,16 +310,16 @@ class Ledger:
 
     # -- leases -------------------------------------------------------------------------
 
-    def acquire_lease(self, run_id: str, owner: str, ttl_s: float, *,
-                      replacing: str | None = None) -> bool:
+    def acquire_lease(
+        self, run_id: str, owner: str, ttl_s: float, *, replacing: str | None = None
+    ) -> bool:
         """Become the run's controller for ``ttl_s`` seconds, unless another live one is;
         ``replacing`` names a holder known to be dead, whose live lease is taken over."""
         _check_lease_args(owner, ttl_s)
         self._require(run_id)
         with self._writing() as session:
             _lock_run(session, run_id)
-            return leases.acquire(session, run_id, owner, self._clock(), ttl_s,
-                                  replacing=replacing)
+            return leases.acquire(session, run_id, owner, self._clock(), ttl_s, replacing=replacing)
 
     def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Heartbeat: extend ``owner``'s live lease; False means it was lost."""
@@ -415,8 +416,12 @@ class Ledger:
         cursor.run_many(
             statements.insert_event,
             [
-                {"run_id": run_id, "sequence": first + offset, "kind": event.kind,
-                 "event_json": document}
+                {
+                    "run_id": run_id,
+                    "sequence": first + offset,
+                    "kind": event.kind,
+                    "event_json": document,
+                }
                 for offset, (event, document) in enumerate(zip(events, documents, strict=True))
             ],
         )
@@ -424,13 +429,18 @@ class Ledger:
             settled = None if isinstance(entry.state, Active) else parse_cursor(entry.state.at)
             if execution in before.executions:
                 cursor.run(
-                    statements.settle_execution, run_id=run_id, execution=execution,
+                    statements.settle_execution,
+                    run_id=run_id,
+                    execution=execution,
                     settled=settled,
                 )
             else:
                 cursor.run(
-                    statements.insert_execution, run_id=run_id, execution=execution,
-                    started=parse_cursor(entry.started_at), settled=settled,
+                    statements.insert_execution,
+                    run_id=run_id,
+                    execution=execution,
+                    started=parse_cursor(entry.started_at),
+                    settled=settled,
                 )
         cursor.run(
             statements.update_run,

@@ -38,14 +38,19 @@ INSTRUCTIONS = (
     "ownership), security_data (secrets, auth, user data), boundary (public API, protocol, "
     "file formats), novelty (new architecture or unfamiliar ground), observability (how hard a "
     "failure is to see). In the diagnostic list every hard trigger that applies, from: "
-    + ", ".join(HARD_TRIGGERS) + "; say whether the change is one coherent slice and whether "
+    + ", ".join(HARD_TRIGGERS)
+    + "; say whether the change is one coherent slice and whether "
     "it touches a public contract; and give a short rationale."
 )
-CLASSIFICATION = record({
-    "ratings": record({d: enum(*RATINGS) for d in DIMENSIONS}),
-    "hardTriggers": {"kind": "array", "items": enum(*HARD_TRIGGERS)},
-    "coherentSlice": boolean(), "publicContract": boolean(), "run": string(),
-})
+CLASSIFICATION = record(
+    {
+        "ratings": record({d: enum(*RATINGS) for d in DIMENSIONS}),
+        "hardTriggers": {"kind": "array", "items": enum(*HARD_TRIGGERS)},
+        "coherentSlice": boolean(),
+        "publicContract": boolean(),
+        "run": string(),
+    }
+)
 """The classification as the change run's input carries it (``review.classification``)."""
 
 
@@ -53,21 +58,37 @@ def classifier_graph() -> Doc:
     """One read-only verifier, then succeed; a classifier error fails the run."""
     state = record({"task": string()})
     classify = verifier(
-        CLASSIFIER, CLASSIFIER_WORKER, input=state, output={"kind": "null"},
+        CLASSIFIER,
+        CLASSIFIER_WORKER,
+        input=state,
+        output={"kind": "null"},
         signals={d: list(RATINGS) for d in DIMENSIONS},
-        diagnostic=record({"hardTriggers": {"kind": "array", "items": enum(*HARD_TRIGGERS)},
-                           "coherentSlice": boolean(), "publicContract": boolean(),
-                           "rationale": string()}),
-        input_bindings=[from_state(["task"])], write_bindings=[], instructions=INSTRUCTIONS,
+        diagnostic=record(
+            {
+                "hardTriggers": {"kind": "array", "items": enum(*HARD_TRIGGERS)},
+                "coherentSlice": boolean(),
+                "publicContract": boolean(),
+                "rationale": string(),
+            }
+        ),
+        input_bindings=[from_state(["task"])],
+        write_bindings=[],
+        instructions=INSTRUCTIONS,
     )
-    done = choice("classified", state, [branch(errored(CLASSIFIER), fail("classifier_failed"))],
-                  succeed("done", {"kind": "null"}, []))
+    done = choice(
+        "classified",
+        state,
+        [branch(errored(CLASSIFIER), fail("classifier_failed"))],
+        succeed("done", {"kind": "null"}, []),
+    )
     return graph(state, seq("classification", state, [classify, done]))
 
 
 def classifier_runtime(harness: str, model: str | None) -> dict[str, Any]:
-    plan: dict[str, Any] = {"harness": harness,
-                            "nodes": {CLASSIFIER: {"kind": "agent", "sessionScope": "execution"}}}
+    plan: dict[str, Any] = {
+        "harness": harness,
+        "nodes": {CLASSIFIER: {"kind": "agent", "sessionScope": "execution"}},
+    }
     if model:
         plan["model"] = model
     return plan

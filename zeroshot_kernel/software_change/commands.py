@@ -17,13 +17,17 @@ if TYPE_CHECKING:
     from zeroshot_kernel.ledger.events import TerminalResult
     from zeroshot_kernel.software_change.review.classify import Classification
 
-change_app = typer.Typer(help="Software changes: owner, reviewers, trusted git delivery.",
-                         no_args_is_help=True)
+change_app = typer.Typer(
+    help="Software changes: owner, reviewers, trusted git delivery.", no_args_is_help=True
+)
 
-TierOption = Annotated[str | None, typer.Option(
-    help="Review tier: micro, standard, high-risk or auto.", show_default="standard")]
-DeprecatedProfileOption = Annotated[str | None, typer.Option(
-    hidden=True, help="Deprecated alias of --tier.")]
+TierOption = Annotated[
+    str | None,
+    typer.Option(help="Review tier: micro, standard, high-risk or auto.", show_default="standard"),
+]
+DeprecatedProfileOption = Annotated[
+    str | None, typer.Option(hidden=True, help="Deprecated alias of --tier.")
+]
 """``--profile``, the review tier's old name, kept hidden so existing scripts still work
 (``zeroshot run --profile`` is another thing: a saved profile)."""
 
@@ -31,32 +35,52 @@ DeprecatedProfileOption = Annotated[str | None, typer.Option(
 @change_app.command("run")
 def run(
     task: Annotated[str, typer.Argument(help="What to change, in words.")],
-    delivery: Annotated[str | None, typer.Option(
-        help="none (keep the change in the run's worktree), push (publish the managed "
-             "branch), pr (open or update a pull request; the default) or ship (pr, then "
-             "merge).", show_default=False)] = None,
+    delivery: Annotated[
+        str | None,
+        typer.Option(
+            help="none (keep the change in the run's worktree), push (publish the managed "
+            "branch), pr (open or update a pull request; the default) or ship (pr, then "
+            "merge).",
+            show_default=False,
+        ),
+    ] = None,
     push: Annotated[bool, typer.Option("--push", help="Short for --delivery push.")] = False,
     pr: Annotated[bool, typer.Option("--pr", help="Short for --delivery pr.")] = False,
     ship: Annotated[bool, typer.Option("--ship", help="Short for --delivery ship.")] = False,
-    no_pr_feedback: Annotated[bool, typer.Option(
-        "--no-pr-feedback", help="Do not read pull request reviews into the repair loop.")
+    no_pr_feedback: Annotated[
+        bool,
+        typer.Option(
+            "--no-pr-feedback", help="Do not read pull request reviews into the repair loop."
+        ),
     ] = False,
     tier: TierOption = None,
     profile: DeprecatedProfileOption = None,
-    check: Annotated[list[str] | None, typer.Option(
-        "--check", help="A command whose receipt proves the change (repeatable).")] = None,
-    harness: Annotated[str, typer.Option(
-        help="Harness of the coding agent and reviewers: claude (default) or codex.")
+    check: Annotated[
+        list[str] | None,
+        typer.Option("--check", help="A command whose receipt proves the change (repeatable)."),
+    ] = None,
+    harness: Annotated[
+        str,
+        typer.Option(help="Harness of the coding agent and reviewers: claude (default) or codex."),
     ] = "claude",
     model: Annotated[str | None, typer.Option(help="Model for the agents.")] = None,
-    github_api: Annotated[str | None, typer.Option(
-        "--github-api", envvar="ZEROSHOT_GITHUB_API",
-        help="GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3).")] = None,
-    allow_unproven: Annotated[bool, typer.Option(
-        "--allow-unproven",
-        help="Deliver (push, pr, ship) even when the completion decision is not "
-             "CANDIDATE_COMPLETE; the receipt and the final line then say it is unproven "
-             "and why.")] = False,
+    github_api: Annotated[
+        str | None,
+        typer.Option(
+            "--github-api",
+            envvar="ZEROSHOT_GITHUB_API",
+            help="GitHub REST base URL (GitHub Enterprise: https://HOST/api/v3).",
+        ),
+    ] = None,
+    allow_unproven: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unproven",
+            help="Deliver (push, pr, ship) even when the completion decision is not "
+            "CANDIDATE_COMPLETE; the receipt and the final line then say it is unproven "
+            "and why.",
+        ),
+    ] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -90,23 +114,40 @@ def run(
     classification = _classified(client, task, harness, model) if tier == "auto" else None
     if classification is not None:
         resolved = classification.tier
-    expansion = expand_template("software-change", TemplateOptions(
-        task=task, harness=harness, model=model, delivery=delivery, tier=resolved,
-        checks=tuple(check or ()),
-        prepared=prepared.delivery(delivery, feedback=not no_pr_feedback, api_url=github_api),
-        classification=classification.to_input() if classification is not None else None,
-    ))
+    expansion = expand_template(
+        "software-change",
+        TemplateOptions(
+            task=task,
+            harness=harness,
+            model=model,
+            delivery=delivery,
+            tier=resolved,
+            checks=tuple(check or ()),
+            prepared=prepared.delivery(delivery, feedback=not no_pr_feedback, api_url=github_api),
+            classification=classification.to_input() if classification is not None else None,
+        ),
+    )
     try:
-        started = submit_change(client, prepared, graph=expansion.graph,
-                                input=expansion.input, runtime=expansion.runtime,
-                                title=f"software-change: {task[:200]}")
+        started = submit_change(
+            client,
+            prepared,
+            graph=expansion.graph,
+            input=expansion.input,
+            runtime=expansion.runtime,
+            title=f"software-change: {task[:200]}",
+        )
     except AdmissionRejected as rejected:
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
-    branch = "" if prepared.target is None else \
-        f", target {prepared.target.remote.name}/{prepared.target.branch}"
-    typer.echo(f"started {started.id}: tier {resolved}, delivery {delivery}{branch}; "
-               f"worktree .zeroshot/worktrees/{started.id} on zeroshot/{started.id}")
+    branch = (
+        ""
+        if prepared.target is None
+        else f", target {prepared.target.remote.name}/{prepared.target.branch}"
+    )
+    typer.echo(
+        f"started {started.id}: tier {resolved}, delivery {delivery}{branch}; "
+        f"worktree .zeroshot/worktrees/{started.id} on zeroshot/{started.id}"
+    )
     if detach:
         typer.echo(f"follow it with: zeroshot status {started.id}")
         raise typer.Exit(EXIT_OK)
@@ -144,21 +185,29 @@ def _trust_note(run: Run, result: TerminalResult) -> str:
         return f" - UNPROVEN delivery (--allow-unproven): {unproven}" if unproven else ""
     message = ""
     for _, event in run.events():
-        if isinstance(event, NodeCompleted) and \
-                event.completion.reference.node == "trust_check" and \
-                isinstance(event.completion.outcome, VerifierOutcome) and \
-                isinstance(event.completion.outcome.diagnostic, dict):
+        if (
+            isinstance(event, NodeCompleted)
+            and event.completion.reference.node == "trust_check"
+            and isinstance(event.completion.outcome, VerifierOutcome)
+            and isinstance(event.completion.outcome.diagnostic, dict)
+        ):
             message = str(event.completion.outcome.diagnostic.get("message", ""))
     return f" - {message}" if message else ""
 
 
 @change_app.command("clean")
 def clean(
-    include_succeeded: Annotated[bool, typer.Option(
-        "--all", help="Also remove the worktrees of runs that succeeded (with --delivery "
-                      "none their change exists only there).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove "
-                                                            "nothing.")] = False,
+    include_succeeded: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Also remove the worktrees of runs that succeeded (with --delivery "
+            "none their change exists only there).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would go; remove nothing.")
+    ] = False,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -178,10 +227,14 @@ def clean(
         repository = asyncio.run(open_repository(client.workspace))
     except DeliveryRefused as refused:
         fail_usage(str(refused))
-    finished = {run.run_id: isinstance(run.terminal, SucceededResult)
-                for run in client.runs() if run.terminal is not None}
-    cleaned = asyncio.run(clean_runs(repository, finished, include_succeeded=include_succeeded,
-                                     dry_run=dry_run))
+    finished = {
+        run.run_id: isinstance(run.terminal, SucceededResult)
+        for run in client.runs()
+        if run.terminal is not None
+    }
+    cleaned = asyncio.run(
+        clean_runs(repository, finished, include_succeeded=include_succeeded, dry_run=dry_run)
+    )
     verb = "would remove" if dry_run else "removed"
     for item in cleaned:
         parts = [*(["worktree"] if item.worktree else []), *(["branch"] if item.branch else [])]
@@ -195,11 +248,11 @@ def _tier(command: str, tier: str | None, profile: str | None) -> str:
     ``standard``."""
     if profile is None:
         return tier or "standard"
-    typer.echo(f"note: `zeroshot change {command} --profile` is deprecated; use --tier",
-               err=True)
+    typer.echo(f"note: `zeroshot change {command} --profile` is deprecated; use --tier", err=True)
     if tier is not None and tier != profile:
-        fail_usage(f"--tier {tier} and the deprecated --profile {profile} disagree; "
-                   "give only --tier")
+        fail_usage(
+            f"--tier {tier} and the deprecated --profile {profile} disagree; give only --tier"
+        )
     return profile
 
 
@@ -211,8 +264,7 @@ def _delivery(given: str | None, **flags: bool) -> str:
     return chosen.pop() if chosen else "pr"
 
 
-def _classified(client: Client, task: str, harness: str, model: str | None
-                ) -> Classification:
+def _classified(client: Client, task: str, harness: str, model: str | None) -> Classification:
     """``--tier auto``: the read-only classifier's run, then the rules."""
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.software_change.classifier_graph import classifier_runtime
@@ -237,14 +289,17 @@ def _classified(client: Client, task: str, harness: str, model: str | None
 @change_app.command("show")
 def show(
     delivery: Annotated[str, typer.Option(help="none, push, pr or ship.")] = "pr",
-    tier: Annotated[str | None, typer.Option(
-        help="Review tier: micro, standard, high-risk or auto (the classifier's graph).",
-        show_default="standard")] = None,
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            help="Review tier: micro, standard, high-risk or auto (the classifier's graph).",
+            show_default="standard",
+        ),
+    ] = None,
     profile: DeprecatedProfileOption = None,
     harness: Annotated[str, typer.Option(help="claude (default) or codex.")] = "claude",
     model: Annotated[str | None, typer.Option(help="Model for the agents.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print {graph, input, runtime}.")
-                       ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {graph, input, runtime}.")] = False,
 ) -> None:
     """Print the graph a software change expands to for a delivery mode and review tier.
 
@@ -261,12 +316,20 @@ def show(
 
     tier = _tier("show", tier, profile)
     if tier == "auto":
-        show_expansion(Expansion(graph=classifier_graph(), input={"task": ""},
-                                 runtime=classifier_runtime(harness, model)), as_json)
+        show_expansion(
+            Expansion(
+                graph=classifier_graph(),
+                input={"task": ""},
+                runtime=classifier_runtime(harness, model),
+            ),
+            as_json,
+        )
         return
     try:
-        expansion = expand_template("software-change", TemplateOptions(
-            harness=harness, model=model, delivery=delivery, tier=tier))
+        expansion = expand_template(
+            "software-change",
+            TemplateOptions(harness=harness, model=model, delivery=delivery, tier=tier),
+        )
     except ValueError as problem:
         fail_usage(str(problem))
     show_expansion(expansion, as_json)

@@ -32,16 +32,24 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
     payload = request.input if isinstance(request.input, dict) else {}
     delivery, task = payload.get("delivery"), payload.get("task", "")
     if not isinstance(delivery, dict):
-        return HarnessResult(error("refusal"), "software-change delivery needs its input "
-                                               "{task, delivery}")
+        return HarnessResult(
+            error("refusal"), "software-change delivery needs its input {task, delivery}"
+        )
     late = unsettled(request.events(), request.execution)
     if late:
-        message = (f"delivery started while {', '.join(late)} had not settled; its receipt "
-                   "cannot certify the delivered state")
-        return HarnessResult(VerifierOutcome(
-            status="verifier", output={"receipt": receipt(delivery, "", "", 0, delivery["mode"],
-                                                          "unconfirmed")},
-            signals={SIGNAL: "unconfirmed"}, diagnostic={"message": message}), message)
+        message = (
+            f"delivery started while {', '.join(late)} had not settled; its receipt "
+            "cannot certify the delivered state"
+        )
+        return HarnessResult(
+            VerifierOutcome(
+                status="verifier",
+                output={"receipt": receipt(delivery, "", "", 0, delivery["mode"], "unconfirmed")},
+                signals={SIGNAL: "unconfirmed"},
+                diagnostic={"message": message},
+            ),
+            message,
+        )
     events = list(request.events())
     allowed, completion, unproven = _trust_verdict(events)
     if not allowed:
@@ -49,8 +57,13 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
     baseline = request.run_input.get("trust") if isinstance(request.run_input, dict) else None
     try:
         problems = await asyncio.to_thread(
-            trust.verify, request.workspace.resolve(), request.run_id, baseline or {},
-            delivered=trust.delivered_heads(events), retried=True)
+            trust.verify,
+            request.workspace.resolve(),
+            request.run_id,
+            baseline or {},
+            delivered=trust.delivered_heads(events),
+            retried=True,
+        )
     except trust.TrustError as failure:
         problems = [str(failure)]
     if problems:
@@ -61,13 +74,19 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
         branch = await git("symbolic-ref", "-q", "--short", "HEAD", check=False)
         url = await git("remote", "get-url", delivery["remote"], check=False)
         if not branch or not url:
-            raise DeliveryRefused(f"the run's worktree {repository.root} has no branch or no "
-                                  f"remote {delivery['remote']!r}")
+            raise DeliveryRefused(
+                f"the run's worktree {repository.root} has no branch or no "
+                f"remote {delivery['remote']!r}"
+            )
         delivered = await deliver_change(
             worktree=RunWorktree(repository.root, branch, git),
-            remote=Remote(delivery["remote"], url), run_id=request.run_id, task=str(task),
-            delivery=delivery, token=request.env.get("GH_TOKEN", ""),
-            log=lambda line: request.log("output", line))
+            remote=Remote(delivery["remote"], url),
+            run_id=request.run_id,
+            task=str(task),
+            delivery=delivery,
+            token=request.env.get("GH_TOKEN", ""),
+            log=lambda line: request.log("output", line),
+        )
     except DeliveryRefused as refused:
         return HarnessResult(error("refusal"), str(refused))
     except GitError as failed:
@@ -76,9 +95,12 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
     if unproven:
         stamped["unproven"] = unproven
         request.log("output", f"UNPROVEN delivery (--allow-unproven): {unproven}")
-    outcome = VerifierOutcome(status="verifier", output={"receipt": stamped},
-                              signals={SIGNAL: delivered.signal},
-                              diagnostic={"message": delivered.message})
+    outcome = VerifierOutcome(
+        status="verifier",
+        output={"receipt": stamped},
+        signals={SIGNAL: delivered.signal},
+        diagnostic={"message": delivered.message},
+    )
     request.log("output", f"delivery {delivered.signal}: {stamped}")
     return HarnessResult(outcome, delivered.message or None)
 
@@ -87,14 +109,16 @@ def _trust_verdict(events: list[Any]) -> tuple[bool, str, str]:
     """Whether the last trust check let delivery go, the completion decision it saw, and
     why the delivery is unproven (``""`` when it is proven)."""
     for event in reversed(events):
-        if isinstance(event, NodeCompleted) and \
-                event.completion.reference.node == "trust_check":
+        if isinstance(event, NodeCompleted) and event.completion.reference.node == "trust_check":
             outcome = event.completion.outcome
             if not isinstance(outcome, VerifierOutcome):
                 return False, "", ""
             signal = outcome.signals.get("trust")
             diagnostic = outcome.diagnostic if isinstance(outcome.diagnostic, dict) else {}
             completion = str(diagnostic.get("completion", ""))
-            return signal in ("trusted", "unproven_allowed"), completion, \
-                completion if signal == "unproven_allowed" else ""
+            return (
+                signal in ("trusted", "unproven_allowed"),
+                completion,
+                completion if signal == "unproven_allowed" else "",
+            )
     return False, "", ""

@@ -11,9 +11,11 @@ FEATURE = Feature(
     name="software_change",
     templates={"software-change": f"{_PACKAGE}.template:TEMPLATE"},
     harnesses={"git_delivery": "zeroshot_kernel.delivery.harness:GitDeliveryHarness"},
-    roles={f"builtin.agent.{r}-verifier@1": f"{_PACKAGE}.review.briefs:REVIEWER"
-           for r in _REVIEWERS},
-    deliveries={f"builtin.git-delivery.{d}@1": f"{_PACKAGE}.delivery_node:deliver_node"
-                for d in _DELIVERIES},
+    roles={
+        f"builtin.agent.{r}-verifier@1": f"{_PACKAGE}.review.briefs:REVIEWER" for r in _REVIEWERS
+    },
+    deliveries={
+        f"builtin.git-delivery.{d}@1": f"{_PACKAGE}.delivery_node:deliver_node" for d in _DELIVERIES
+    },
     commands={"change": f"{_PACKAGE}.commands:change_app"},
 )

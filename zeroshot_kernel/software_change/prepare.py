@@ -36,16 +36,25 @@ class Prepared:
     trust: dict[str, Any] = field(default_factory=dict)
     """The run input's ``trust`` baseline."""
 
-    def delivery(self, mode: str, *, feedback: bool = True, api_url: str | None = None,
-                 poll_seconds: int | None = None,
-                 checks_timeout_seconds: int | None = None) -> dict[str, Any] | None:
+    def delivery(
+        self,
+        mode: str,
+        *,
+        feedback: bool = True,
+        api_url: str | None = None,
+        poll_seconds: int | None = None,
+        checks_timeout_seconds: int | None = None,
+    ) -> dict[str, Any] | None:
         """The run input's ``delivery`` record (``None`` for ``none``)."""
         if mode == "none" or self.target is None:
             return None
         document: dict[str, Any] = {
-            "mode": mode, "remote": self.target.remote.name,
-            "targetBranch": self.target.branch, "baseRevision": self.base,
-            "feedback": feedback}
+            "mode": mode,
+            "remote": self.target.remote.name,
+            "targetBranch": self.target.branch,
+            "baseRevision": self.base,
+            "feedback": feedback,
+        }
         slug = repository_slug(self.target.remote.url)
         if slug:
             document["repository"] = slug
@@ -74,13 +83,26 @@ async def prepare(workspace: Path, mode: str, *, allow_unproven: bool = False) -
             remote = (await push_remote(repository)).name
         except DeliveryRefused:
             remote = ""
-    trust = await asyncio.to_thread(baseline, repository.root, base=base, mode=mode,
-                                    remote=remote, allow_unproven=allow_unproven)
+    trust = await asyncio.to_thread(
+        baseline,
+        repository.root,
+        base=base,
+        mode=mode,
+        remote=remote,
+        allow_unproven=allow_unproven,
+    )
     return Prepared(repository, base, target, trust)
 
 
-def submit_change(client: Client, prepared: Prepared, *, graph: dict[str, Any],
-                  input: dict[str, Any], runtime: dict[str, Any], title: str) -> Run:
+def submit_change(
+    client: Client,
+    prepared: Prepared,
+    *,
+    graph: dict[str, Any],
+    input: dict[str, Any],
+    runtime: dict[str, Any],
+    title: str,
+) -> Run:
     """Admit and record the run, make its worktree, and start its controller there.
     Raises :class:`~zeroshot_kernel.client.AdmissionRejected` before anything exists."""
     from zeroshot_kernel.admission.admit import admit

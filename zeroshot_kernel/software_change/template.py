@@ -72,8 +72,11 @@ DEFAULT_DELIVERY = "pr"
 DELIVERY_REPAIRS = 3
 """Passes of the change loop kept for delivery repairs (feedback, conflict, failed checks)."""
 FEEDBACK = ("acceptanceFeedback", "codeFeedback", "deliveryFeedback", "reviewGuidance")
-DELIVERY_WORKERS = {"push": "builtin.git-delivery.push@1", "pr": "builtin.git-delivery.pr@1",
-                    "ship": "builtin.git-delivery.merge@1"}
+DELIVERY_WORKERS = {
+    "push": "builtin.git-delivery.push@1",
+    "pr": "builtin.git-delivery.pr@1",
+    "ship": "builtin.git-delivery.merge@1",
+}
 DELIVERY_SIGNALS = {
     "push": ["published", "rejected", "unconfirmed"],
     "pr": ["opened", "feedback", "conflict", "ci_failed", "unconfirmed"],
@@ -84,43 +87,97 @@ GATE_WORKER = "zeroshot.review.gate@1"
 GATE_CALLABLE = "zeroshot_kernel.software_change.review.gate:review_gate"
 SNAPSHOT_CALLABLE = "zeroshot_kernel.software_change.review.gate:review_snapshot"
 FINAL_GATE_CALLABLE = "zeroshot_kernel.software_change.review.gate:final_gate"
-TRUSTED_NODES = {"review_gate": GATE_CALLABLE, "review_snapshot": SNAPSHOT_CALLABLE,
-                 "final_snapshot": SNAPSHOT_CALLABLE, "final_gate": FINAL_GATE_CALLABLE,
-                 "trust_check": TRUST_CALLABLE}
+TRUSTED_NODES = {
+    "review_gate": GATE_CALLABLE,
+    "review_snapshot": SNAPSHOT_CALLABLE,
+    "final_snapshot": SNAPSHOT_CALLABLE,
+    "final_gate": FINAL_GATE_CALLABLE,
+    "trust_check": TRUST_CALLABLE,
+}
 """The python-harness nodes (trusted code, no agent) and their callables."""
 """Trusted code that records the worktree's fingerprint just before the reviewers start, so
 the gate can prove their checkout unchanged (the reviewers are read-only)."""
 SEAM_REVIEWER = "builtin.agent.code-verifier@1"
 INTEGRATION_REVIEWER = "builtin.agent.integration-verifier@1"
 REPAIR_WORKER = "builtin.agent.review-repair@1"
-AGENT_NODES = ("worker", "acceptance", "code", "review_repair", "delivery_repair",
-               "seam_review", "early_correction", "integration_review", "final_correction")
+AGENT_NODES = (
+    "worker",
+    "acceptance",
+    "code",
+    "review_repair",
+    "delivery_repair",
+    "seam_review",
+    "early_correction",
+    "integration_review",
+    "final_correction",
+)
 
 DELIVERY = record(
-    {"mode": enum("push", "pr", "ship"), "remote": string(), "targetBranch": string(),
-     "baseRevision": string(), "feedback": boolean()},
-    optional={"repository": string(), "apiUrl": string(), "pollSeconds": integer(),
-              "checksTimeoutSeconds": integer()},
+    {
+        "mode": enum("push", "pr", "ship"),
+        "remote": string(),
+        "targetBranch": string(),
+        "baseRevision": string(),
+        "feedback": boolean(),
+    },
+    optional={
+        "repository": string(),
+        "apiUrl": string(),
+        "pollSeconds": integer(),
+        "checksTimeoutSeconds": integer(),
+    },
 )
-REVIEW = record({"tier": enum("micro", "standard", "high-risk"), "seam": string(),
-                 "checks": {"kind": "array", "items": string()}},
-                optional={"classification": CLASSIFICATION})
+REVIEW = record(
+    {
+        "tier": enum("micro", "standard", "high-risk"),
+        "seam": string(),
+        "checks": {"kind": "array", "items": string()},
+    },
+    optional={"classification": CLASSIFICATION},
+)
 """The review record: the review tier, the seam, the checks; ``classification`` when
 ``--tier auto`` chose the tier. Runs recorded before the rename name the tier ``profile``;
 the gate reads either (``review.tiers.review_tier``)."""
-RECEIPT = record({"version": string(), "repository": string(), "targetBranch": string(),
-                  "headRevision": string(), "pullRequestId": integer(), "mode": string(),
-                  "outcome": string()},
-                 optional={"completion": string(), "unproven": string()})
+RECEIPT = record(
+    {
+        "version": string(),
+        "repository": string(),
+        "targetBranch": string(),
+        "headRevision": string(),
+        "pullRequestId": integer(),
+        "mode": string(),
+        "outcome": string(),
+    },
+    optional={"completion": string(), "unproven": string()},
+)
 """The delivery receipt; ``completion`` is the completion decision it delivered under,
 ``unproven`` says why when the user allowed an unproven delivery."""
-TRUST = record({f: string() for f in (
-    "version", "mode", "baseRevision", "remote", "remoteRefsJson", "refsJson", "configJson",
-    "userHead", "userIndex", "userFiles")} | {"allowUnproven": boolean()})
+TRUST = record(
+    {
+        f: string()
+        for f in (
+            "version",
+            "mode",
+            "baseRevision",
+            "remote",
+            "remoteRefsJson",
+            "refsJson",
+            "configJson",
+            "userHead",
+            "userIndex",
+            "userFiles",
+        )
+    }
+    | {"allowUnproven": boolean()}
+)
 """The baseline recorded at preparation (:func:`zeroshot_kernel.software_change.trust.baseline`)."""
 TRUST_SIGNALS = ["trusted", "unproven_allowed", "tampered", "empty", "secret", "unproven"]
-TRUST_FAILURES = {"tampered": "untrusted_change", "empty": "empty_change",
-                  "secret": "secret_files", "unproven": "unproven"}
+TRUST_FAILURES = {
+    "tampered": "untrusted_change",
+    "empty": "empty_change",
+    "secret": "secret_files",
+    "unproven": "unproven",
+}
 DELIVERY_ATTEMPTS = 2
 AGENT_ATTEMPTS = 2
 """A writing agent's execution lost with its controller (killed, host gone) is retried
@@ -170,18 +227,32 @@ CORRECTION_INSTRUCTIONS = (
 
 
 def state(mode: str) -> Doc:
-    fields: dict[str, Doc] = {"task": string(), "review": REVIEW, "trust": TRUST,
-                              **{f: string() for f in FEEDBACK}}
+    fields: dict[str, Doc] = {
+        "task": string(),
+        "review": REVIEW,
+        "trust": TRUST,
+        **{f: string() for f in FEEDBACK},
+    }
     if mode != "none":
         fields["delivery"] = DELIVERY
     return record(fields)
 
 
-def _reviewer(name: str, worker: str, feedback: str, instructions: str, labels: list[str],
-              inputs: tuple[str, ...] = ("task", "deliveryFeedback")) -> Doc:
+def _reviewer(
+    name: str,
+    worker: str,
+    feedback: str,
+    instructions: str,
+    labels: list[str],
+    inputs: tuple[str, ...] = ("task", "deliveryFeedback"),
+) -> Doc:
     return verifier(
-        name, worker, input=record({f: string() for f in inputs}), output={"kind": "null"},
-        signals={"verdict": labels}, diagnostic=MESSAGE,
+        name,
+        worker,
+        input=record({f: string() for f in inputs}),
+        output={"kind": "null"},
+        signals={"verdict": labels},
+        diagnostic=MESSAGE,
         input_bindings=[from_state([f]) for f in inputs],
         write_bindings=[write([feedback], name, "diagnostic", ["message"])],
         instructions=instructions,
@@ -189,14 +260,24 @@ def _reviewer(name: str, worker: str, feedback: str, instructions: str, labels: 
 
 
 def _repair(name: str, worker: str, instructions: str, inputs: tuple[str, ...]) -> Doc:
-    return step(name, worker, input=record({f: string() for f in inputs}),
-                output={"kind": "null"}, input_bindings=[from_state([f]) for f in inputs],
-                write_bindings=[], instructions=instructions, attempts=AGENT_ATTEMPTS)
+    return step(
+        name,
+        worker,
+        input=record({f: string() for f in inputs}),
+        output={"kind": "null"},
+        input_bindings=[from_state([f]) for f in inputs],
+        write_bindings=[],
+        instructions=instructions,
+        attempts=AGENT_ATTEMPTS,
+    )
 
 
 def _gate(st: Doc) -> Doc:
     return verifier(
-        "review_gate", GATE_WORKER, input=record({"review": REVIEW}), output={"kind": "null"},
+        "review_gate",
+        GATE_WORKER,
+        input=record({"review": REVIEW}),
+        output={"kind": "null"},
         signals={"lifecycle": ["approved", "correction", "restart", "blocked"]},
         diagnostic=record({"message": string(), "recordJson": string()}),
         input_bindings=[from_state(["review"])],
@@ -206,13 +287,17 @@ def _gate(st: Doc) -> Doc:
 
 def _deliver(mode: str) -> Doc:
     return verifier(
-        "deliver", DELIVERY_WORKERS[mode],
+        "deliver",
+        DELIVERY_WORKERS[mode],
         input=record({"task": string(), "delivery": DELIVERY}),
         output=record({"receipt": RECEIPT}),
-        signals={"delivery": DELIVERY_SIGNALS[mode]}, diagnostic=MESSAGE,
+        signals={"delivery": DELIVERY_SIGNALS[mode]},
+        diagnostic=MESSAGE,
         input_bindings=[from_state(["task"]), from_state(["delivery"])],
-        write_bindings=[write(["receipt"], "deliver", "out", ["receipt"]),
-                        write(["deliveryFeedback"], "deliver", "diagnostic", ["message"])],
+        write_bindings=[
+            write(["receipt"], "deliver", "out", ["receipt"]),
+            write(["deliveryFeedback"], "deliver", "diagnostic", ["message"]),
+        ],
         attempts=DELIVERY_ATTEMPTS,
     )
 
@@ -220,38 +305,71 @@ def _deliver(mode: str) -> Doc:
 def _delivery(mode: str, st: Doc) -> Doc:
     """The trust check, then delivery (see the module doc)."""
     check = verifier(
-        "trust_check", TRUST_WORKER, input=record({"trust": TRUST}), output={"kind": "null"},
+        "trust_check",
+        TRUST_WORKER,
+        input=record({"trust": TRUST}),
+        output={"kind": "null"},
         signals={"trust": TRUST_SIGNALS},
         diagnostic=record({"message": string(), "completion": string()}),
-        input_bindings=[from_state(["trust"])], write_bindings=[])
+        input_bindings=[from_state(["trust"])],
+        write_bindings=[],
+    )
     routes = [branch(errored("trust_check"), fail("trust_check_failed", "untrusted_change"))]
-    routes += [branch(signal_in("trust_check", "trust", signal), fail(reason))
-               for signal, reason in TRUST_FAILURES.items()]
-    return seq("trusted_delivery", st, [check, choice(
-        "trust_result", st, routes, _deliver_and_finish(mode, st),
-        promoted=[["deliveryFeedback"]])], promoted=[["deliveryFeedback"]])
+    routes += [
+        branch(signal_in("trust_check", "trust", signal), fail(reason))
+        for signal, reason in TRUST_FAILURES.items()
+    ]
+    return seq(
+        "trusted_delivery",
+        st,
+        [
+            check,
+            choice(
+                "trust_result",
+                st,
+                routes,
+                _deliver_and_finish(mode, st),
+                promoted=[["deliveryFeedback"]],
+            ),
+        ],
+        promoted=[["deliveryFeedback"]],
+    )
 
 
 def _deliver_and_finish(mode: str, st: Doc) -> Doc:
     if mode == "none":
         return succeed("done", {"kind": "null"}, [])
-    local: Doc = {"kind": "record",
-                  "fields": {**st["fields"], "receipt": {"type": RECEIPT, "required": False}}}
+    local: Doc = {
+        "kind": "record",
+        "fields": {**st["fields"], "receipt": {"type": RECEIPT, "required": False}},
+    }
     routes = [
         branch(errored("deliver"), fail("delivery_failed")),
         branch(signal_in("deliver", "delivery", "unconfirmed"), fail("delivery_unconfirmed")),
     ]
     if mode == "ship":
-        routes.append(branch(signal_in("deliver", "delivery", "approval_required"),
-                             fail("approval_required")))
+        routes.append(
+            branch(signal_in("deliver", "delivery", "approval_required"), fail("approval_required"))
+        )
     repairable = [s for s in REPAIRABLE if s in DELIVERY_SIGNALS[mode]]
-    routes.append(branch(signal_in("deliver", "delivery", *repairable),
-                         _repair("delivery_repair", "builtin.agent.delivery-repair@1",
-                                 DELIVERY_REPAIR_INSTRUCTIONS, ("task", "deliveryFeedback"))))
+    routes.append(
+        branch(
+            signal_in("deliver", "delivery", *repairable),
+            _repair(
+                "delivery_repair",
+                "builtin.agent.delivery-repair@1",
+                DELIVERY_REPAIR_INSTRUCTIONS,
+                ("task", "deliveryFeedback"),
+            ),
+        )
+    )
     done = succeed("done", record({"receipt": RECEIPT}), [from_state(["receipt"])])
-    return seq("delivery_and_finish", local, [_deliver(mode), choice(
-        "delivered", local, routes, done, promoted=[["deliveryFeedback"]])],
-        promoted=[["deliveryFeedback"]])
+    return seq(
+        "delivery_and_finish",
+        local,
+        [_deliver(mode), choice("delivered", local, routes, done, promoted=[["deliveryFeedback"]])],
+        promoted=[["deliveryFeedback"]],
+    )
 
 
 def _finish(mode: str, tier: str, st: Doc) -> Doc:
@@ -259,53 +377,124 @@ def _finish(mode: str, tier: str, st: Doc) -> Doc:
     failure ends the run as ``blocked``; a delivery repair asks for a fresh one)."""
     if tier != "high-risk":
         return _delivery(mode, st)
-    review = _reviewer("integration_review", INTEGRATION_REVIEWER, "codeFeedback",
-                       INTEGRATION_INSTRUCTIONS, ["accepted", "rejected"])
-    correction = _repair("final_correction", REPAIR_WORKER, CORRECTION_INSTRUCTIONS,
-                         ("task", "codeFeedback"))
+    review = _reviewer(
+        "integration_review",
+        INTEGRATION_REVIEWER,
+        "codeFeedback",
+        INTEGRATION_INSTRUCTIONS,
+        ["accepted", "rejected"],
+    )
+    correction = _repair(
+        "final_correction", REPAIR_WORKER, CORRECTION_INSTRUCTIONS, ("task", "codeFeedback")
+    )
     keep = [["codeFeedback"], ["deliveryFeedback"]]
     final_gate = verifier(
-        "final_gate", FINAL_GATE_WORKER, input=record({"review": REVIEW}),
-        output={"kind": "null"}, signals={"decision": ["recorded"]},
+        "final_gate",
+        FINAL_GATE_WORKER,
+        input=record({"review": REVIEW}),
+        output={"kind": "null"},
+        signals={"decision": ["recorded"]},
         diagnostic=record({"message": string(), "recordJson": string()}),
-        input_bindings=[from_state(["review"])], write_bindings=[],
+        input_bindings=[from_state(["review"])],
+        write_bindings=[],
     )
-    gated = seq("final_gated", st, [final_gate, choice(
-        "final_gate_result", st,
-        [branch(errored("final_gate"), fail("final_gate_failed", "review_failed"))],
-        _delivery(mode, st), promoted=keep)], promoted=keep)
-    body = seq("final_pass", st, [_snapshot("final_snapshot"), review, choice(
-        "integration_result", st,
-        [branch(errored("integration_review"), fail("final_review_failed", "review_failed")),
-         branch(signal_in("integration_review", "verdict", "accepted"), gated)],
-        correction, promoted=keep)], promoted=keep)
+    gated = seq(
+        "final_gated",
+        st,
+        [
+            final_gate,
+            choice(
+                "final_gate_result",
+                st,
+                [branch(errored("final_gate"), fail("final_gate_failed", "review_failed"))],
+                _delivery(mode, st),
+                promoted=keep,
+            ),
+        ],
+        promoted=keep,
+    )
+    body = seq(
+        "final_pass",
+        st,
+        [
+            _snapshot("final_snapshot"),
+            review,
+            choice(
+                "integration_result",
+                st,
+                [
+                    branch(
+                        errored("integration_review"), fail("final_review_failed", "review_failed")
+                    ),
+                    branch(signal_in("integration_review", "verdict", "accepted"), gated),
+                ],
+                correction,
+                promoted=keep,
+            ),
+        ],
+        promoted=keep,
+    )
     final = loop("final_reviews", st, body, LIMITS.final_integration_reviews, promoted=keep)
     return seq("finish", st, [final, fail("final_reviews_blocked", "blocked")])
 
 
 def _pass(mode: str, tier: str, st: Doc) -> Doc:
-    reviewers = [_reviewer("acceptance", "builtin.agent.acceptance-verifier@1",
-                           "acceptanceFeedback", ACCEPTANCE_INSTRUCTIONS,
-                           ["accepted", "rejected"])]
+    reviewers = [
+        _reviewer(
+            "acceptance",
+            "builtin.agent.acceptance-verifier@1",
+            "acceptanceFeedback",
+            ACCEPTANCE_INSTRUCTIONS,
+            ["accepted", "rejected"],
+        )
+    ]
     if tier != "micro":
-        reviewers.append(_reviewer("code", SEAM_REVIEWER, "codeFeedback", CODE_INSTRUCTIONS,
-                                   ["accepted", "rejected", "load_bearing"]))
+        reviewers.append(
+            _reviewer(
+                "code",
+                SEAM_REVIEWER,
+                "codeFeedback",
+                CODE_INSTRUCTIONS,
+                ["accepted", "rejected", "load_bearing"],
+            )
+        )
     promoted = [[f] for f in FEEDBACK]
-    reviews = par("parallel_reviews", st, reviewers, {"kind": "all"},
-                  promoted=[["acceptanceFeedback"], *([["codeFeedback"]]
-                                                      if tier != "micro" else [])])
-    repair = _repair("review_repair", REPAIR_WORKER, REPAIR_INSTRUCTIONS,
-                     ("task", *FEEDBACK))
-    gated = seq("gated", st, [_gate(st), choice(
-        "review_result", st,
-        [branch(errored("review_gate"), fail("gate_failed", "review_failed")),
-         branch(signal_in("review_gate", "lifecycle", "blocked"), fail("blocked")),
-         branch(signal_in("review_gate", "lifecycle", "approved"),
-                _finish(mode, tier, st))],
-        repair, promoted=promoted)], promoted=promoted)
-    checked = choice("reviews_checked", st,
-                     [branch(any_of(*(errored(r["name"]) for r in reviewers)),
-                             fail("review_failed"))], gated, promoted=promoted)
+    reviews = par(
+        "parallel_reviews",
+        st,
+        reviewers,
+        {"kind": "all"},
+        promoted=[["acceptanceFeedback"], *([["codeFeedback"]] if tier != "micro" else [])],
+    )
+    repair = _repair("review_repair", REPAIR_WORKER, REPAIR_INSTRUCTIONS, ("task", *FEEDBACK))
+    gated = seq(
+        "gated",
+        st,
+        [
+            _gate(st),
+            choice(
+                "review_result",
+                st,
+                [
+                    branch(errored("review_gate"), fail("gate_failed", "review_failed")),
+                    branch(signal_in("review_gate", "lifecycle", "blocked"), fail("blocked")),
+                    branch(
+                        signal_in("review_gate", "lifecycle", "approved"), _finish(mode, tier, st)
+                    ),
+                ],
+                repair,
+                promoted=promoted,
+            ),
+        ],
+        promoted=promoted,
+    )
+    checked = choice(
+        "reviews_checked",
+        st,
+        [branch(any_of(*(errored(r["name"]) for r in reviewers)), fail("review_failed"))],
+        gated,
+        promoted=promoted,
+    )
     first = [_snapshot("review_snapshot")] if tier != "micro" else []
     return seq("change_pass", st, [*first, reviews, checked], promoted=promoted)
 
@@ -313,9 +502,14 @@ def _pass(mode: str, tier: str, st: Doc) -> Doc:
 def _snapshot(name: str) -> Doc:
     fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint", "recordJson")
     return verifier(
-        name, SNAPSHOT_WORKER, input={"kind": "null"}, output={"kind": "null"},
-        signals={"checkout": ["recorded"]}, diagnostic=record({f: string() for f in fields}),
-        input_bindings=[], write_bindings=[],
+        name,
+        SNAPSHOT_WORKER,
+        input={"kind": "null"},
+        output={"kind": "null"},
+        signals={"checkout": ["recorded"]},
+        diagnostic=record({f: string() for f in fields}),
+        input_bindings=[],
+        write_bindings=[],
     )
 
 
@@ -331,32 +525,60 @@ def software_change_graph(delivery: str = DEFAULT_DELIVERY, tier: str = "standar
         raise ValueError(f"review tier must be micro, standard or high-risk, not {tier!r}")
     st = state(delivery)
     promoted = [[f] for f in FEEDBACK]
-    change_loop = loop("change_loop", st, _pass(delivery, tier, st), loop_bound(tier),
-                       promoted=promoted)
+    change_loop = loop(
+        "change_loop", st, _pass(delivery, tier, st), loop_bound(tier), promoted=promoted
+    )
     changes = seq("changes", st, [change_loop, fail("change_attempts_exhausted")])
     then: Doc = changes
     if tier == "high-risk":
-        early = _reviewer("seam_review", "builtin.agent.seam-verifier@1", "codeFeedback",
-                          EARLY_INSTRUCTIONS, ["accepted", "rejected"])
-        correction = _repair("early_correction", "builtin.agent.early-correction@1",
-                             CORRECTION_INSTRUCTIONS,
-                             ("task", "codeFeedback"))
+        early = _reviewer(
+            "seam_review",
+            "builtin.agent.seam-verifier@1",
+            "codeFeedback",
+            EARLY_INSTRUCTIONS,
+            ["accepted", "rejected"],
+        )
+        correction = _repair(
+            "early_correction",
+            "builtin.agent.early-correction@1",
+            CORRECTION_INSTRUCTIONS,
+            ("task", "codeFeedback"),
+        )
         # The owner always answers the early review (accepted: it keeps its course).
-        then = seq("reviewed_changes", st, [early, choice(
-            "early_result", st,
-            [branch(errored("seam_review"), fail("early_review_failed", "review_failed"))],
-            seq("corrected_changes", st, [correction, changes]))])
-    worker = _repair("worker", "builtin.agent.software-worker@1", WORKER_INSTRUCTIONS,
-                     ("task",))
-    root = seq("run", st, [worker, choice(
-        "worker_result", st, [branch(errored("worker"), fail("worker_failed"))], then)])
+        then = seq(
+            "reviewed_changes",
+            st,
+            [
+                early,
+                choice(
+                    "early_result",
+                    st,
+                    [branch(errored("seam_review"), fail("early_review_failed", "review_failed"))],
+                    seq("corrected_changes", st, [correction, changes]),
+                ),
+            ],
+        )
+    worker = _repair("worker", "builtin.agent.software-worker@1", WORKER_INSTRUCTIONS, ("task",))
+    root = seq(
+        "run",
+        st,
+        [
+            worker,
+            choice("worker_result", st, [branch(errored("worker"), fail("worker_failed"))], then),
+        ],
+    )
     return graph(st, root)
 
 
-def software_change_input(task: str, *, tier: str = "standard", seam: str = "main",
-                          checks: list[str] | None = None,
-                          delivery: dict[str, Any] | None = None,
-                          classification: dict[str, Any] | None = None) -> dict[str, Any]:
+def software_change_input(
+    task: str,
+    *,
+    tier: str = "standard",
+    seam: str = "main",
+    checks: list[str] | None = None,
+    delivery: dict[str, Any] | None = None,
+    classification: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The run input: the task, empty feedback fields, the review tier (with the
     classification that chose it, if ``auto`` did), a placeholder ``trust`` baseline (the
     real one is recorded when the run is submitted) and, unless delivery is ``none``, the
@@ -365,8 +587,12 @@ def software_change_input(task: str, *, tier: str = "standard", seam: str = "mai
     if classification is not None:
         review["classification"] = classification
     mode = str(delivery["mode"]) if delivery is not None else "none"
-    document: dict[str, Any] = {"task": task, **{f: "" for f in FEEDBACK}, "review": review,
-                                "trust": placeholder(mode)}
+    document: dict[str, Any] = {
+        "task": task,
+        **{f: "" for f in FEEDBACK},
+        "review": review,
+        "trust": placeholder(mode),
+    }
     if delivery is not None:
         document["delivery"] = delivery
     return document
@@ -374,8 +600,13 @@ def software_change_input(task: str, *, tier: str = "standard", seam: str = "mai
 
 def placeholder_delivery(mode: str) -> dict[str, Any]:
     """What ``template show`` prints for delivery before a repository is prepared."""
-    return {"mode": mode, "remote": "origin", "targetBranch": "main",
-            "baseRevision": "0" * 40, "feedback": True}
+    return {
+        "mode": mode,
+        "remote": "origin",
+        "targetBranch": "main",
+        "baseRevision": "0" * 40,
+        "feedback": True,
+    }
 
 
 SOFTWARE_CHANGE_MODEL = "claude-sonnet-5"
@@ -387,24 +618,37 @@ def expand(options: TemplateOptions) -> Expansion:
         options = replace(options, harness="claude")
     graph = software_change_graph(options.delivery, options.tier)
     present = _executables(graph["root"])
-    nodes: dict[str, Any] = {name: agent_binding(options, scope="node_instance")
-                             for name in AGENT_NODES if name in present}
-    nodes |= {name: {"kind": "agent", "harness": "python", "callable": trusted}
-              for name, trusted in TRUSTED_NODES.items() if name in present}
+    nodes: dict[str, Any] = {
+        name: agent_binding(options, scope="node_instance")
+        for name in AGENT_NODES
+        if name in present
+    }
+    nodes |= {
+        name: {"kind": "agent", "harness": "python", "callable": trusted}
+        for name, trusted in TRUSTED_NODES.items()
+        if name in present
+    }
     if options.delivery != "none":
         nodes["deliver"] = {"kind": "git_delivery"}
         if options.delivery in ("pr", "ship"):
             nodes["deliver"]["connections"] = ["github"]
-    delivery = None if options.delivery == "none" else \
-        (options.prepared or placeholder_delivery(options.delivery))
+    delivery = (
+        None
+        if options.delivery == "none"
+        else (options.prepared or placeholder_delivery(options.delivery))
+    )
     runtime = runtime_plan(options, nodes)
     if options.harness == "claude" and not options.model:
         runtime["model"] = SOFTWARE_CHANGE_MODEL
     return Expansion(
         graph=graph,
-        input=software_change_input(options.task, tier=options.tier,
-                                    checks=list(options.checks), delivery=delivery,
-                                    classification=options.classification),
+        input=software_change_input(
+            options.task,
+            tier=options.tier,
+            checks=list(options.checks),
+            delivery=delivery,
+            classification=options.classification,
+        ),
         runtime=runtime,
     )
 

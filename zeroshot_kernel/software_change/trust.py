@@ -42,11 +42,30 @@ TRUST_VERSION = "v1"
 BRANCH_PREFIX = "refs/heads/zeroshot/"
 RUN_DIR = ".zeroshot"
 TRAILER = "Zeroshot-Run"
-SECRET_NAMES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ecdsa*",
-                "id_ed25519*", "credentials*.json", "*.p12", "*.pfx")
+SECRET_NAMES = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials*.json",
+    "*.p12",
+    "*.pfx",
+)
 SECRET_EXAMPLES = (".env.example", ".env.sample", ".env.template", ".env.dist")
-BUILD_DIRS = ("__pycache__", "build", "dist", "node_modules", ".pytest_cache", ".mypy_cache",
-              ".ruff_cache", ".tox")
+BUILD_DIRS = (
+    "__pycache__",
+    "build",
+    "dist",
+    "node_modules",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+)
 BUILD_FILES = ("*.pyc", "*.pyo")
 PRIVATE_KEY = b"PRIVATE KEY-----"
 SCANNED_BYTES = 1 << 20
@@ -59,14 +78,21 @@ class TrustError(Refused):
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd,
-                          capture_output=True, env={**os.environ, **QUIET_ENV},
-                          stdin=subprocess.DEVNULL, timeout=120)
+    done = subprocess.run(
+        ["git", "--no-optional-locks", *args],
+        cwd=cwd,
+        capture_output=True,
+        env={**os.environ, **QUIET_ENV},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     if done.returncode != 0:
         if not check:
             return ""
-        raise TrustError(f"git {' '.join(args[:2])} failed in {cwd}: "
-                         f"{done.stderr.decode(errors='replace').strip()}")
+        raise TrustError(
+            f"git {' '.join(args[:2])} failed in {cwd}: "
+            f"{done.stderr.decode(errors='replace').strip()}"
+        )
     return done.stdout.decode(errors="replace")
 
 
@@ -85,9 +111,11 @@ def checkout_parts(root: Path) -> dict[str, str]:
     spec = ["--", ".", f":(exclude){RUN_DIR}"]
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", *spec)
     diff = _git(root, "diff", "--no-ext-diff", "--binary", *spec)
-    return {"userHead": f"{head or '(detached)'} {revision}",
-            "userIndex": _digest(_git(root, "ls-files", "-s", "-z")),
-            "userFiles": _digest(status, diff)}
+    return {
+        "userHead": f"{head or '(detached)'} {revision}",
+        "userIndex": _digest(_git(root, "ls-files", "-s", "-z")),
+        "userFiles": _digest(status, diff),
+    }
 
 
 def local_refs(root: Path) -> dict[str, str]:
@@ -129,13 +157,17 @@ def remote_refs(root: Path, remote: str) -> dict[str, str] | None:
     return refs
 
 
-def baseline(root: Path, *, base: str, mode: str, remote: str,
-             allow_unproven: bool = False) -> dict[str, Any]:
+def baseline(
+    root: Path, *, base: str, mode: str, remote: str, allow_unproven: bool = False
+) -> dict[str, Any]:
     """The ``trust`` record of the run input, taken before any agent runs."""
     remote_now = remote_refs(root, remote)
     return {
-        "version": TRUST_VERSION, "mode": mode, "baseRevision": base,
-        "allowUnproven": allow_unproven, "remote": remote,
+        "version": TRUST_VERSION,
+        "mode": mode,
+        "baseRevision": base,
+        "allowUnproven": allow_unproven,
+        "remote": remote,
         "remoteRefsJson": "" if remote_now is None else json.dumps(remote_now, sort_keys=True),
         "refsJson": json.dumps(local_refs(root), sort_keys=True),
         "configJson": json.dumps(config_digests(root), sort_keys=True),
@@ -145,9 +177,19 @@ def baseline(root: Path, *, base: str, mode: str, remote: str,
 
 def placeholder(mode: str) -> dict[str, Any]:
     """What ``template show`` prints before a repository is prepared (never trusted)."""
-    return {"version": "unprepared", "mode": mode, "baseRevision": "0" * 40,
-            "allowUnproven": False, "remote": "", "remoteRefsJson": "", "refsJson": "{}",
-            "configJson": "{}", "userHead": "", "userIndex": "", "userFiles": ""}
+    return {
+        "version": "unprepared",
+        "mode": mode,
+        "baseRevision": "0" * 40,
+        "allowUnproven": False,
+        "remote": "",
+        "remoteRefsJson": "",
+        "refsJson": "{}",
+        "configJson": "{}",
+        "userHead": "",
+        "userIndex": "",
+        "userFiles": "",
+    }
 
 
 # --- what is checked --------------------------------------------------------------------
@@ -174,18 +216,26 @@ def _changes(before: dict[str, str], after: dict[str, str], what: str) -> list[s
     return named
 
 
-def _is_delivery_commit(worktree: Path, revision: str, run_id: str,
-                        allowed: set[str]) -> bool:
+def _is_delivery_commit(worktree: Path, revision: str, run_id: str, allowed: set[str]) -> bool:
     """A commit delivery made (its trailer) on top of an allowed head: the state a delivery
     retried after its controller died finds."""
     body = _git(worktree, "log", "-1", "--format=%B%x00%P", revision, check=False)
     message, _, parents = body.partition("\0")
-    return f"{TRAILER}: {run_id}" in message.splitlines() and \
-        parents.split() != [] and parents.split()[0] in allowed
+    return (
+        f"{TRAILER}: {run_id}" in message.splitlines()
+        and parents.split() != []
+        and parents.split()[0] in allowed
+    )
 
 
-def verify(worktree: Path, run_id: str, trust: dict[str, Any], *,
-           delivered: Collection[str] = (), retried: bool = False) -> list[str]:
+def verify(
+    worktree: Path,
+    run_id: str,
+    trust: dict[str, Any],
+    *,
+    delivered: Collection[str] = (),
+    retried: bool = False,
+) -> list[str]:
     """Violations of ``trust`` found now, one line each (empty when all is as recorded).
     ``delivered``: heads delivery recorded for this run (its branch may stand there);
     ``retried``: a delivery retry may also find its own unrecorded commit."""
@@ -199,21 +249,22 @@ def verify(worktree: Path, run_id: str, trust: dict[str, Any], *,
     if head_ref != branch:
         problems.append(f"the worktree's HEAD is {head_ref or 'detached'}, not {branch}")
     head = _git(worktree, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
-    if head not in allowed and not (retried and _is_delivery_commit(worktree, head, run_id,
-                                                                    allowed)):
-        problems.append(f"a commit was made in the run's worktree: HEAD is {head[:12]}, "
-                        f"the engine left it at {base[:12]}")
+    if head not in allowed and not (
+        retried and _is_delivery_commit(worktree, head, run_id, allowed)
+    ):
+        problems.append(
+            f"a commit was made in the run's worktree: HEAD is {head[:12]}, "
+            f"the engine left it at {base[:12]}"
+        )
     branch_now = _git(worktree, "rev-parse", "-q", "--verify", branch, check=False).strip()
     if branch_now and branch_now != head:
         problems.append(f"the branch {branch} was moved to {branch_now[:12]}")
     problems += _changes(json.loads(trust["refsJson"]), local_refs(worktree), "ref")
-    problems += _changes(json.loads(trust["configJson"]), config_digests(worktree),
-                         "git config")
+    problems += _changes(json.loads(trust["configJson"]), config_digests(worktree), "git config")
     problems += _remote_problems(worktree, run_id, trust)
     checkout = main_checkout(worktree)
     now = checkout_parts(checkout)
-    for key, what in (("userHead", "HEAD"), ("userIndex", "index"),
-                      ("userFiles", "files")):
+    for key, what in (("userHead", "HEAD"), ("userIndex", "index"), ("userFiles", "files")):
         if now[key] != trust[key]:
             problems.append(f"the user's checkout {checkout} changed ({what})")
     return problems
@@ -235,14 +286,20 @@ def _remote_problems(worktree: Path, run_id: str, trust: dict[str, Any]) -> list
         if sha is None:
             problems.append(f"the remote's {name} was deleted")
         elif _known(worktree, sha):
-            problems.append(f"the remote's {name} was pushed to {sha[:12]} from this "
-                            f"repository (was {(before.get(name) or 'absent')[:12]})")
+            problems.append(
+                f"the remote's {name} was pushed to {sha[:12]} from this "
+                f"repository (was {(before.get(name) or 'absent')[:12]})"
+            )
     return problems
 
 
 def _known(worktree: Path, sha: str) -> bool:
-    return subprocess.run(["git", "cat-file", "-e", sha], cwd=worktree,
-                          capture_output=True, timeout=60).returncode == 0
+    return (
+        subprocess.run(
+            ["git", "cat-file", "-e", sha], cwd=worktree, capture_output=True, timeout=60
+        ).returncode
+        == 0
+    )
 
 
 # --- what the change touched --------------------------------------------------------------
@@ -264,8 +321,9 @@ def _split(text: str) -> list[str]:
 
 def _build_output(path: str) -> bool:
     parts = PurePosixPath(path).parts
-    return any(p in BUILD_DIRS or p.endswith(".egg-info") for p in parts[:-1]) or \
-        any(fnmatch.fnmatch(parts[-1], pattern) for pattern in BUILD_FILES)
+    return any(p in BUILD_DIRS or p.endswith(".egg-info") for p in parts[:-1]) or any(
+        fnmatch.fnmatch(parts[-1], pattern) for pattern in BUILD_FILES
+    )
 
 
 def _secret(worktree: Path, path: str) -> bool:
@@ -284,8 +342,9 @@ def touched(worktree: Path, base: str) -> Touched:
     """The files the change touched relative to ``base`` (deletions included)."""
     tracked = _split(_git(worktree, "diff", "--name-only", "-z", "--no-renames", base, "--"))
     new = _split(_git(worktree, "ls-files", "--others", "--exclude-standard", "-z"))
-    mine = [p for p in dict.fromkeys(tracked + new)
-            if p != RUN_DIR and not p.startswith(RUN_DIR + "/")]
+    mine = [
+        p for p in dict.fromkeys(tracked + new) if p != RUN_DIR and not p.startswith(RUN_DIR + "/")
+    ]
     left_out = [p for p in mine if p in new and p not in tracked and _build_output(p)]
     paths = [p for p in mine if p not in left_out]
     return Touched(paths, left_out, [p for p in paths if _secret(worktree, p)])
@@ -331,8 +390,9 @@ def delivered_heads(events: list[Any]) -> set[str]:
     return heads
 
 
-def assess(worktree: Path, run_id: str, trust: dict[str, Any], graph: dict[str, Any],
-           events: list[Any]) -> tuple[str, str, str]:
+def assess(
+    worktree: Path, run_id: str, trust: dict[str, Any], graph: dict[str, Any], events: list[Any]
+) -> tuple[str, str, str]:
     """(signal, one-line message, completion) of the trust check."""
     decision = decision_of(graph, events)
     completion = describe(decision)
@@ -342,18 +402,31 @@ def assess(worktree: Path, run_id: str, trust: dict[str, Any], graph: dict[str, 
     found = touched(worktree, str(trust["baseRevision"]))
     if not found.paths:
         left = f" (build output left out: {', '.join(found.left_out)})" if found.left_out else ""
-        return "empty", f"empty change: no file differs from the base " \
-                        f"{str(trust['baseRevision'])[:12]}{left}", completion
+        return (
+            "empty",
+            f"empty change: no file differs from the base {str(trust['baseRevision'])[:12]}{left}",
+            completion,
+        )
     mode = str(trust.get("mode", ""))
     if mode in GATED and found.secrets:
-        return "secret", "refusing to deliver secret-looking file(s): " + \
-            ", ".join(found.secrets), completion
+        return (
+            "secret",
+            "refusing to deliver secret-looking file(s): " + ", ".join(found.secrets),
+            completion,
+        )
     if mode in GATED and (decision is None or decision.get("state") != PROVEN):
         if not trust.get("allowUnproven"):
-            return "unproven", f"unproven: the completion decision is {completion}; " \
-                               "nothing delivered (--allow-unproven delivers anyway)", completion
-        return "unproven_allowed", f"UNPROVEN delivery (--allow-unproven): the completion " \
-                                   f"decision is {completion}", completion
+            return (
+                "unproven",
+                f"unproven: the completion decision is {completion}; "
+                "nothing delivered (--allow-unproven delivers anyway)",
+                completion,
+            )
+        return (
+            "unproven_allowed",
+            f"UNPROVEN delivery (--allow-unproven): the completion decision is {completion}",
+            completion,
+        )
     return "trusted", "", completion
 
 
@@ -364,10 +437,12 @@ def trust_check(value: dict[str, Any], context: Any) -> Any:
 
     graph, events = run_events(context)
     try:
-        signal, message, completion = assess(context.workspace.resolve(), context.run_id,
-                                             value["trust"], graph, events)
+        signal, message, completion = assess(
+            context.workspace.resolve(), context.run_id, value["trust"], graph, events
+        )
     except TrustError as failure:
         signal, message, completion = "tampered", f"untrusted change: {failure}", ""
     context.log(f"trust check: {signal}{': ' + message if message else ''}")
-    return Verdict(signals={"trust": signal},
-                   diagnostic={"message": message, "completion": completion})
+    return Verdict(
+        signals={"trust": signal}, diagnostic={"message": message, "completion": completion}
+    )

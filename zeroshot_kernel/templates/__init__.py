@@ -70,8 +70,9 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 passed to the agents, redacted, only when set."""
 
 
-def agent_binding(options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
-           ) -> dict[str, Any]:
+def agent_binding(
+    options: TemplateOptions, *, scope: str = "execution", agent: str | None = None
+) -> dict[str, Any]:
     binding: dict[str, Any] = {"kind": "agent", "sessionScope": scope}
     if options.harness == "local" and agent is not None:
         binding["agent"] = agent
@@ -107,8 +108,7 @@ def checked_base_url(url: str) -> str:
     stripped = url.strip().rstrip("/")
     parts = urlsplit(stripped)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base URL {url!r} is not an http(s) URL such as "
-                         "http://127.0.0.1:8080/v1")
+        raise ValueError(f"base URL {url!r} is not an http(s) URL such as http://127.0.0.1:8080/v1")
     return stripped
 
 

@@ -51,55 +51,127 @@ def write(target: list[str], node: str, channel: str, path: list[str]) -> Doc:
     return {"target": target, "value": {"node": node, "channel": channel, "path": path}}
 
 
-def step(name: str, worker: str, *, input: Doc, output: Doc, input_bindings: list[Doc],
-         write_bindings: list[Doc], instructions: str | None = None,
-         timeout_ms: int = AGENT_TIMEOUT_MS, attempts: int = 1) -> Doc:
+def step(
+    name: str,
+    worker: str,
+    *,
+    input: Doc,
+    output: Doc,
+    input_bindings: list[Doc],
+    write_bindings: list[Doc],
+    instructions: str | None = None,
+    timeout_ms: int = AGENT_TIMEOUT_MS,
+    attempts: int = 1,
+) -> Doc:
     node = {
-        "kind": "step", "name": name, "worker": worker, "input": input, "output": output,
-        "inputBindings": input_bindings, "writeBindings": write_bindings,
-        "timeoutMs": timeout_ms, "attempts": attempts,
+        "kind": "step",
+        "name": name,
+        "worker": worker,
+        "input": input,
+        "output": output,
+        "inputBindings": input_bindings,
+        "writeBindings": write_bindings,
+        "timeoutMs": timeout_ms,
+        "attempts": attempts,
     }
     if instructions is not None:
         node["instructions"] = instructions
     return node
 
 
-def verifier(name: str, worker: str, *, input: Doc, output: Doc, signals: dict[str, list[str]],
-             diagnostic: Doc, input_bindings: list[Doc], write_bindings: list[Doc],
-             instructions: str | None = None, timeout_ms: int = AGENT_TIMEOUT_MS,
-             attempts: int = 1) -> Doc:
-    node = step(name, worker, input=input, output=output, input_bindings=input_bindings,
-                write_bindings=write_bindings, instructions=instructions,
-                timeout_ms=timeout_ms, attempts=attempts)
-    return {**node, "kind": "verifier", "signals": {k: sorted(v) for k, v in signals.items()},
-            "diagnostic": diagnostic}
+def verifier(
+    name: str,
+    worker: str,
+    *,
+    input: Doc,
+    output: Doc,
+    signals: dict[str, list[str]],
+    diagnostic: Doc,
+    input_bindings: list[Doc],
+    write_bindings: list[Doc],
+    instructions: str | None = None,
+    timeout_ms: int = AGENT_TIMEOUT_MS,
+    attempts: int = 1,
+) -> Doc:
+    node = step(
+        name,
+        worker,
+        input=input,
+        output=output,
+        input_bindings=input_bindings,
+        write_bindings=write_bindings,
+        instructions=instructions,
+        timeout_ms=timeout_ms,
+        attempts=attempts,
+    )
+    return {
+        **node,
+        "kind": "verifier",
+        "signals": {k: sorted(v) for k, v in signals.items()},
+        "diagnostic": diagnostic,
+    }
 
 
 def seq(name: str, state: Doc, children: list[Doc], promoted: list[list[str]] | None = None) -> Doc:
-    return {"kind": "seq", "name": name, "state": state, "children": children,
-            "promotedStatePaths": promoted or []}
+    return {
+        "kind": "seq",
+        "name": name,
+        "state": state,
+        "children": children,
+        "promotedStatePaths": promoted or [],
+    }
 
 
 def branch(when: Doc, node: Doc) -> Doc:
     return {"when": when, "node": node}
 
 
-def choice(name: str, state: Doc, branches: list[Doc], otherwise: Doc | None,
-           promoted: list[list[str]] | None = None) -> Doc:
-    return {"kind": "choice", "name": name, "state": state, "branches": branches,
-            "otherwise": otherwise, "promotedStatePaths": promoted or []}
+def choice(
+    name: str,
+    state: Doc,
+    branches: list[Doc],
+    otherwise: Doc | None,
+    promoted: list[list[str]] | None = None,
+) -> Doc:
+    return {
+        "kind": "choice",
+        "name": name,
+        "state": state,
+        "branches": branches,
+        "otherwise": otherwise,
+        "promotedStatePaths": promoted or [],
+    }
 
 
-def par(name: str, state: Doc, branches: list[Doc], join: Doc,
-        promoted: list[list[str]] | None = None) -> Doc:
-    return {"kind": "par", "name": name, "state": state, "branches": branches, "join": join,
-            "promotedStatePaths": promoted or []}
+def par(
+    name: str, state: Doc, branches: list[Doc], join: Doc, promoted: list[list[str]] | None = None
+) -> Doc:
+    return {
+        "kind": "par",
+        "name": name,
+        "state": state,
+        "branches": branches,
+        "join": join,
+        "promotedStatePaths": promoted or [],
+    }
 
 
-def loop(name: str, state: Doc, body: Doc, max_iterations: int, until: Doc | None = None,
-         promoted: list[list[str]] | None = None) -> Doc:
-    node = {"kind": "loop", "name": name, "state": state, "body": body,
-            "maxIterations": max_iterations, "promotedStatePaths": promoted or []}
+def loop(
+    name: str,
+    state: Doc,
+    body: Doc,
+    max_iterations: int,
+    until: Doc | None = None,
+    promoted: list[list[str]] | None = None,
+) -> Doc:
+    node = {
+        "kind": "loop",
+        "name": name,
+        "state": state,
+        "body": body,
+        "maxIterations": max_iterations,
+        "promotedStatePaths": promoted or [],
+    }
     if until is not None:
         node["until"] = until
     return node
@@ -115,18 +187,27 @@ def fail(name: str, reason: str | None = None) -> Doc:
 
 def errored(node: str) -> Doc:
     """Guard: ``node`` ended with any error."""
-    return {"kind": "in", "value": {"name": node, "source": "error", "field": None},
-            "labels": ERROR_LABELS}
+    return {
+        "kind": "in",
+        "value": {"name": node, "source": "error", "field": None},
+        "labels": ERROR_LABELS,
+    }
 
 
 def signal_in(node: str, signal: str, *labels: str) -> Doc:
-    return {"kind": "in", "value": {"name": node, "source": "signal", "field": signal},
-            "labels": sorted(labels)}
+    return {
+        "kind": "in",
+        "value": {"name": node, "source": "signal", "field": signal},
+        "labels": sorted(labels),
+    }
 
 
 def group_in(node: str, field: str, *labels: str) -> Doc:
-    return {"kind": "in", "value": {"name": node, "source": "group", "field": field},
-            "labels": sorted(labels)}
+    return {
+        "kind": "in",
+        "value": {"name": node, "source": "group", "field": field},
+        "labels": sorted(labels),
+    }
 
 
 def any_of(*guards: Doc) -> Doc:
@@ -134,5 +215,9 @@ def any_of(*guards: Doc) -> Doc:
 
 
 def graph(initial_input: Doc, root: Doc) -> Doc:
-    return {"profile": FULL_PROFILE, "initialInput": initial_input, "policy": TEMPLATE_POLICY,
-            "root": root}
+    return {
+        "profile": FULL_PROFILE,
+        "initialInput": initial_input,
+        "policy": TEMPLATE_POLICY,
+        "root": root,
+    }

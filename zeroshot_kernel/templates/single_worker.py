@@ -25,9 +25,19 @@ WORKER_INSTRUCTIONS = (
 
 def single_worker_graph() -> Doc:
     state = record({"task": string()})
-    worker = step("worker", "builtin.agent.worker@1", input=state, output={"kind": "null"},
-                  input_bindings=[from_state(["task"])], write_bindings=[],
-                  instructions=WORKER_INSTRUCTIONS)
-    route = choice("worker_result", state, [branch(errored("worker"), fail("worker_failed"))],
-                   succeed("done", {"kind": "null"}, []))
+    worker = step(
+        "worker",
+        "builtin.agent.worker@1",
+        input=state,
+        output={"kind": "null"},
+        input_bindings=[from_state(["task"])],
+        write_bindings=[],
+        instructions=WORKER_INSTRUCTIONS,
+    )
+    route = choice(
+        "worker_result",
+        state,
+        [branch(errored("worker"), fail("worker_failed"))],
+        succeed("done", {"kind": "null"}, []),
+    )
     return graph(state, seq("run", state, [worker, route]))

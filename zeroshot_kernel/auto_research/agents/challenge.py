@@ -26,20 +26,25 @@ SWITCH_PROBABILITY = 0.2
 def challenge(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposal:
     spec = task.spec
     rng = random.Random(seed)
-    incumbent = (state.candidates.get(state.incumbent.candidate_id)
-                 if state.incumbent is not None else None)
+    incumbent = (
+        state.candidates.get(state.incumbent.candidate_id) if state.incumbent is not None else None
+    )
     if incumbent is not None:
-        rivals = [m for m in ranked(spec, state.candidates)
-                  if m.candidate_id != incumbent.candidate_id]
+        rivals = [
+            m for m in ranked(spec, state.candidates) if m.candidate_id != incumbent.candidate_id
+        ]
         if rivals and incumbent.metric is not None and len(incumbent.values) < 2 * spec.repeats:
-            comparison = compare(spec, state.candidates, rivals[0].candidate_id,
-                                 incumbent.candidate_id)
+            comparison = compare(
+                spec, state.candidates, rivals[0].candidate_id, incumbent.candidate_id
+            )
             if not comparison.worse_beyond_noise:
                 return ScoutProposal(
-                    strategy="challenge", approach=REMEASURE,
+                    strategy="challenge",
+                    approach=REMEASURE,
                     params=spec.check_params(incumbent.params),
-                    rationale="the lead may be noise: " + comparison.describe(spec.metric)
-                              + "; re-measure the incumbent",
+                    rationale="the lead may be noise: "
+                    + comparison.describe(spec.metric)
+                    + "; re-measure the incumbent",
                 )
     base = spec.check_params(incumbent.params) if incumbent else task.start_params
     step = _step(state)
@@ -54,7 +59,9 @@ def challenge(task: ResearchTask, state: ResearchState, seed: int) -> ScoutPropo
             params[p.name] = from_unit(p, to_unit(p, base[p.name]) + rng.gauss(0.0, step))
     source = incumbent.candidate_id if incumbent else "the starting candidate"
     return ScoutProposal(
-        strategy="challenge", approach="challenge:perturb", params=params,
+        strategy="challenge",
+        approach="challenge:perturb",
+        params=params,
         rationale=f"Gaussian step (sigma {step:.3g} of the unit cube) around {source}",
     )
 
@@ -65,5 +72,5 @@ def _step(state: ResearchState) -> float:
     step = STEP
     for result in state.results():
         if result.approach == "challenge:perturb":
-            step *= GROW if result.disposition == "adopt" else GROW ** -0.25
+            step *= GROW if result.disposition == "adopt" else GROW**-0.25
     return min(MAX_STEP, max(MIN_STEP, step))

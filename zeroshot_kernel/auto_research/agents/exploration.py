@@ -35,20 +35,20 @@ def explore(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposa
         if manifest.metric is not None and manifest.status == "ok":
             trials.append(create_trial(params=params, distributions=space, value=manifest.metric))
         else:
-            trials.append(create_trial(params=params, distributions=space,
-                                       state=TrialState.FAIL))
+            trials.append(create_trial(params=params, distributions=space, state=TrialState.FAIL))
     sampler = TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS, multivariate=True)
     with _quiet():
         study = optuna.create_study(direction=spec.direction, sampler=sampler)
         study.add_trials(trials)
         proposal = study.ask(space).params
     finished = sum(t.state == TrialState.COMPLETE for t in trials)
-    how = ("random start-up sample" if finished < STARTUP_TRIALS
-           else "TPE sample (multivariate)")
+    how = "random start-up sample" if finished < STARTUP_TRIALS else "TPE sample (multivariate)"
     return ScoutProposal(
-        strategy="exploration", approach="exploration:tpe", params=spec.check_params(proposal),
+        strategy="exploration",
+        approach="exploration:tpe",
+        params=spec.check_params(proposal),
         rationale=f"{how} from optuna fitted to {finished} measured candidates "
-                  f"({len(trials) - finished} failed)",
+        f"({len(trials) - finished} failed)",
     )
 
 

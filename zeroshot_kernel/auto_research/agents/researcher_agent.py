@@ -26,22 +26,39 @@ def researcher(request: ResearcherInput) -> Change:
     if request.corrections.strip():
         again = _last_change(state, request.round)
         if again is not None:
-            return again.model_copy(update={
-                "measurement": "discriminating",
-                "rationale": f"{again.rationale}; addressing corrections: "
-                             f"{request.corrections.strip()}"})
+            return again.model_copy(
+                update={
+                    "measurement": "discriminating",
+                    "rationale": f"{again.rationale}; addressing corrections: "
+                    f"{request.corrections.strip()}",
+                }
+            )
     incumbent_id = state.incumbent.candidate_id if state.incumbent else BASELINE_ID
-    if state.incumbent is not None and state.incumbent.metric is not None and \
-            task.spec.meets_target(state.incumbent.metric):
-        return Change(parent_id=incumbent_id, strategy="challenge", approach=REMEASURE,
-                      rationale=f"the incumbent {incumbent_id} meets the target; confirming "
-                                "on more seeds before stopping",
-                      measurement="discriminating")
-    plan = plan_round(task, state, request.proposals, incumbent_id=incumbent_id,
-                      round_number=request.round,
-                      reconsideration_due=request.reconsideration_due)
+    if (
+        state.incumbent is not None
+        and state.incumbent.metric is not None
+        and task.spec.meets_target(state.incumbent.metric)
+    ):
+        return Change(
+            parent_id=incumbent_id,
+            strategy="challenge",
+            approach=REMEASURE,
+            rationale=f"the incumbent {incumbent_id} meets the target; confirming "
+            "on more seeds before stopping",
+            measurement="discriminating",
+        )
+    plan = plan_round(
+        task,
+        state,
+        request.proposals,
+        incumbent_id=incumbent_id,
+        round_number=request.round,
+        reconsideration_due=request.reconsideration_due,
+    )
     return Change(
-        parent_id=plan.parent_id, strategy=plan.proposal.strategy, approach=plan.proposal.approach,
+        parent_id=plan.parent_id,
+        strategy=plan.proposal.strategy,
+        approach=plan.proposal.approach,
         rationale=f"{plan.why}; {plan.proposal.rationale}",
         params={} if plan.remeasure else _changed(task, state, plan.parent_id, plan.params),
         measurement="discriminating" if plan.reconsidered or plan.remeasure else "standard",
@@ -59,8 +76,7 @@ def _last_change(state: ResearchState, round_number: int) -> Change | None:
     return last.change
 
 
-def _changed(task: ResearchTask, state: ResearchState, parent_id: str,
-             params: Params) -> Params:
+def _changed(task: ResearchTask, state: ResearchState, parent_id: str, params: Params) -> Params:
     """The parameters that differ from the parent's (all of them if the parent is unknown)."""
     parent = state.candidates.get(parent_id)
     base = parent.params if parent else task.start_params

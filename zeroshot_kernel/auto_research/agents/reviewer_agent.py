@@ -25,45 +25,67 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
     e = request.evidence
     r, described = e.round, e.summary.splitlines()[0] if e.summary else ""
     if e.status != "measured":
-        return _verdict("accepted", e, False, f"supported: the change was not measured "
-                        f"({e.status.replace('_', ' ')}: {'; '.join(e.reasons)})")
+        return _verdict(
+            "accepted",
+            e,
+            False,
+            f"supported: the change was not measured "
+            f"({e.status.replace('_', ' ')}: {'; '.join(e.reasons)})",
+        )
     if e.experiment_status != "ok":
-        return _verdict("accepted", e, False, f"supported: the experiment ended "
-                        f"{e.experiment_status} and is recorded")
+        return _verdict(
+            "accepted",
+            e,
+            False,
+            f"supported: the experiment ended {e.experiment_status} and is recorded",
+        )
     if e.candidate_id == e.incumbent_id:
         if e.target_met:
-            return _verdict("stop_approved", e, False,
-                            f"the incumbent {e.candidate_id} meets the charter's target: "
-                            f"{spec.metric} {fmt(e.metric)} on {len(e.seeds)} paired seeds "
-                            f"against target {fmt(spec.target)}")
+            return _verdict(
+                "stop_approved",
+                e,
+                False,
+                f"the incumbent {e.candidate_id} meets the charter's target: "
+                f"{spec.metric} {fmt(e.metric)} on {len(e.seeds)} paired seeds "
+                f"against target {fmt(spec.target)}",
+            )
         return _verdict("accepted", e, False, "supported: a re-measurement of the incumbent")
     if e.supports_adoption:
         return _verdict("accepted", e, True, "the gain beats the noise floor: " + described)
     if e.gain > 0 and e.measurement == "standard" and len(e.seeds) >= spec.repeats:
         return _verdict(
-            "corrections", e, False,
+            "corrections",
+            e,
+            False,
             f"the gain {fmt(e.gain)} is within the noise floor {fmt(e.noise_floor)}",
             corrections=f"Round {r}: the gain of {e.candidate_id} over {e.incumbent_id} "
-                        f"({fmt(e.gain)}) does not beat the noise floor "
-                        f"({fmt(e.noise_floor)}). Take a discriminating measurement (twice "
-                        f"the repeats, both on the same seeds) before deciding.")
+            f"({fmt(e.gain)}) does not beat the noise floor "
+            f"({fmt(e.noise_floor)}). Take a discriminating measurement (twice "
+            f"the repeats, both on the same seeds) before deciding.",
+        )
     return _verdict("accepted", e, False, "supported non-adoption: " + described)
 
 
-def _verdict(verdict: VerdictLabel, e: Evidence, adopt: bool, reason: str, *,
-             corrections: str = "") -> ReviewVerdict:
+def _verdict(
+    verdict: VerdictLabel, e: Evidence, adopt: bool, reason: str, *, corrections: str = ""
+) -> ReviewVerdict:
     r = e.round
     if verdict == "corrections":
         title = f"Round {r}: corrections requested"
     elif verdict == "stop_approved":
         title = f"Round {r}: stop approved"
     elif adopt:
-        title = (f"Round {r}: adopt {e.candidate_id} "
-                 f"({fmt(e.incumbent_metric)} -> {fmt(e.metric)})")
+        title = f"Round {r}: adopt {e.candidate_id} ({fmt(e.incumbent_metric)} -> {fmt(e.metric)})"
     else:
         title = f"Round {r}: keep {e.incumbent_id}; {e.candidate_id or 'the change'} not adopted"
     description = f"{e.summary}\n\nReview: {reason}"
     if corrections:
         description += f"\n\nCorrections:\n{corrections}"
-    return ReviewVerdict(verdict=verdict, reason=reason, corrections=corrections, title=title,
-                         description=description, adopt=adopt)
+    return ReviewVerdict(
+        verdict=verdict,
+        reason=reason,
+        corrections=corrections,
+        title=title,
+        description=description,
+        adopt=adopt,
+    )

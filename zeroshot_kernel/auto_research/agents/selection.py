@@ -36,13 +36,19 @@ class Plan:
 
 
 def plan_round(
-    task: ResearchTask, state: ResearchState, proposals: list[ScoutProposal], *,
-    incumbent_id: str, round_number: int, reconsideration_due: bool,
+    task: ResearchTask,
+    state: ResearchState,
+    proposals: list[ScoutProposal],
+    *,
+    incumbent_id: str,
+    round_number: int,
+    reconsideration_due: bool,
 ) -> Plan:
     spec = task.spec
     earlier = {c: m for c, m in state.candidates.items() if m.round < round_number}
-    incumbent_params = earlier[incumbent_id].params if incumbent_id in earlier else \
-        task.start_params  # before the first measurement: the task's starting candidate
+    incumbent_params = (
+        earlier[incumbent_id].params if incumbent_id in earlier else task.start_params
+    )  # before the first measurement: the task's starting candidate
     tried = {params_key(m.params) for m in earlier.values()} | {params_key(incumbent_params)}
     usable: list[tuple[ScoutProposal, Params]] = []
     skipped: list[str] = []
@@ -58,11 +64,21 @@ def plan_round(
         usable.append((proposal, params))
     note = f" (skipped {'; '.join(skipped)})" if skipped else ""
     if not usable:
-        fallback = ScoutProposal(strategy="challenge", approach=REMEASURE,
-                                 params=incumbent_params,
-                                 rationale="no usable proposal; re-measure the incumbent")
-        return Plan(fallback, incumbent_params, incumbent_id, True, False, spec.repeats,
-                    f"no usable proposal{note}: re-measuring the incumbent")
+        fallback = ScoutProposal(
+            strategy="challenge",
+            approach=REMEASURE,
+            params=incumbent_params,
+            rationale="no usable proposal; re-measure the incumbent",
+        )
+        return Plan(
+            fallback,
+            incumbent_params,
+            incumbent_id,
+            True,
+            False,
+            spec.repeats,
+            f"no usable proposal{note}: re-measuring the incumbent",
+        )
     history = state.results(before=round_number)
     if reconsideration_due:
         last = history[-1].strategy if history else None
@@ -70,17 +86,31 @@ def plan_round(
         if fresh:
             fresh.sort(key=lambda item: STRATEGIES.index(item[0].strategy))
             proposal, params = fresh[0]
-            archived = [m.candidate_id for m in ranked(spec, earlier)
-                        if m.candidate_id != incumbent_id]
+            archived = [
+                m.candidate_id for m in ranked(spec, earlier) if m.candidate_id != incumbent_id
+            ]
             parent = archived[0] if archived else incumbent_id
-            return Plan(proposal, params, parent, False, True, 2 * spec.repeats,
-                        f"reconsideration: new mechanism {proposal.approach} (last round used "
-                        f"{last}), archived parent {parent}, {2 * spec.repeats} repeats{note}")
+            return Plan(
+                proposal,
+                params,
+                parent,
+                False,
+                True,
+                2 * spec.repeats,
+                f"reconsideration: new mechanism {proposal.approach} (last round used "
+                f"{last}), archived parent {parent}, {2 * spec.repeats} repeats{note}",
+            )
     proposal, params = max(usable, key=lambda item: _ucb(item[0], history))
     remeasure = proposal.approach == REMEASURE
-    return Plan(proposal, incumbent_params if remeasure else params, incumbent_id, remeasure,
-                False, spec.repeats,
-                f"chose {proposal.approach} by UCB1 over strategy adoption rates{note}")
+    return Plan(
+        proposal,
+        incumbent_params if remeasure else params,
+        incumbent_id,
+        remeasure,
+        False,
+        spec.repeats,
+        f"chose {proposal.approach} by UCB1 over strategy adoption rates{note}",
+    )
 
 
 def _ucb(proposal: ScoutProposal, history: list[ResearchResult]) -> tuple[float, int]:

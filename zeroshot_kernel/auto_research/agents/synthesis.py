@@ -33,11 +33,14 @@ def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProp
         parents.append(task.start_params)
         names.append("the starting candidate")
     if len(parents) < 2:
-        parents.append({p.name: (p.choices[0] if p.choices is not None else from_unit(p, 0.5))
-                        for p in spec.search_space})
+        parents.append(
+            {
+                p.name: (p.choices[0] if p.choices is not None else from_unit(p, 0.5))
+                for p in spec.search_space
+            }
+        )
         names.append("the centre of the space")
-    weights = np.array([math.log(len(parents) + 1) - math.log(i + 1)
-                        for i in range(len(parents))])
+    weights = np.array([math.log(len(parents) + 1) - math.log(i + 1) for i in range(len(parents))])
     weights /= weights.sum()
     numeric = [p for p in spec.search_space if p.type != "categorical"]
     params: Params = {}
@@ -53,7 +56,9 @@ def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProp
             params[p.name] = parents[int(rng.choice(len(parents), p=weights))][p.name]
     ordered = {p.name: params[p.name] for p in spec.search_space}
     return ScoutProposal(
-        strategy="synthesis", approach="synthesis:cem", params=ordered,
+        strategy="synthesis",
+        approach="synthesis:cem",
+        params=ordered,
         rationale=f"draw from a Gaussian fitted to the {len(parents)} best "
-                  f"({', '.join(names)}), rank-weighted",
+        f"({', '.join(names)}), rank-weighted",
     )

@@ -49,8 +49,15 @@ REVIEWER_WORKERS = (
     "builtin.agent.seam-verifier@1",
     "builtin.agent.integration-verifier@1",
 )
-_OUTPUT_KEYS = ("output_tail", "outputTail", "output", "stdout_tail", "stdout", "stderr_tail",
-                "stderr")
+_OUTPUT_KEYS = (
+    "output_tail",
+    "outputTail",
+    "output",
+    "stdout_tail",
+    "stdout",
+    "stderr_tail",
+    "stderr",
+)
 _QUIET = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_PAGER": "cat"}
 
 
@@ -91,9 +98,13 @@ def declared_checks(run_input: Any) -> list[str]:
 
 def _git(cwd: Path, *args: str) -> tuple[int, bytes, str]:
     done = subprocess.run(
-        ["git", "--no-optional-locks", "-c", "core.quotePath=false", *args], cwd=cwd,
-        capture_output=True, stdin=subprocess.DEVNULL, timeout=120,
-        env={**os.environ, **_QUIET})
+        ["git", "--no-optional-locks", "-c", "core.quotePath=false", *args],
+        cwd=cwd,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**os.environ, **_QUIET},
+    )
     return done.returncode, done.stdout, done.stderr.decode(errors="replace").strip()
 
 
@@ -118,8 +129,9 @@ def change_diff(worktree: Path, base: str, budget: int = DIFF_BUDGET_BYTES) -> C
     """``git diff BASE`` of ``worktree`` plus its new untracked files, ``.zeroshot/`` left
     out, quoted up to ``budget`` bytes. Raises :class:`RuntimeError` when git cannot say."""
     spec = ["--", ".", f":(exclude){RUN_DIR}"]
-    code, listed, problem = _git(worktree, "diff", "--no-ext-diff", "--name-status", "-z",
-                                 base, *spec)
+    code, listed, problem = _git(
+        worktree, "diff", "--no-ext-diff", "--name-status", "-z", base, *spec
+    )
     if code != 0:
         raise RuntimeError(f"git diff {base} failed in {worktree}: {problem}")
     fields = listed.decode(errors="replace").split("\0")
@@ -127,11 +139,12 @@ def change_diff(worktree: Path, base: str, budget: int = DIFF_BUDGET_BYTES) -> C
     index = 0
     while index < len(fields) and fields[index]:
         status = fields[index]
-        paths = fields[index + 1: index + (3 if status[:1] in "RC" else 2)]
+        paths = fields[index + 1 : index + (3 if status[:1] in "RC" else 2)]
         index += 1 + len(paths)
         files.append(f"{status[:1]} {' -> '.join(paths)}")
-    code, untracked_out, problem = _git(worktree, "ls-files", "--others", "--exclude-standard",
-                                        "-z", *spec)
+    code, untracked_out, problem = _git(
+        worktree, "ls-files", "--others", "--exclude-standard", "-z", *spec
+    )
     if code != 0:
         raise RuntimeError(f"git ls-files failed in {worktree}: {problem}")
     untracked = sorted(p for p in untracked_out.decode(errors="replace").split("\0") if p)
@@ -144,13 +157,22 @@ def change_diff(worktree: Path, base: str, budget: int = DIFF_BUDGET_BYTES) -> C
     pieces += [(name, chunk) for name, chunk in _per_file(tracked)]
     for path in untracked:
         target = worktree / path
-        if not target.is_symlink() and target.is_file() and \
-                target.stat().st_size > UNTRACKED_MAX_BYTES:
-            pieces.append((path, f"new file {path}: {target.stat().st_size} bytes, too large "
-                                 "to quote\n".encode()))
+        if (
+            not target.is_symlink()
+            and target.is_file()
+            and target.stat().st_size > UNTRACKED_MAX_BYTES
+        ):
+            pieces.append(
+                (
+                    path,
+                    f"new file {path}: {target.stat().st_size} bytes, too large "
+                    "to quote\n".encode(),
+                )
+            )
             continue
-        _, added, _ = _git(worktree, "diff", "--no-ext-diff", "--no-color", "--no-index",
-                           "--", "/dev/null", path)
+        _, added, _ = _git(
+            worktree, "diff", "--no-ext-diff", "--no-color", "--no-index", "--", "/dev/null", path
+        )
         pieces.append((path, added))
     total = sum(len(chunk) for _, chunk in pieces)
     shown: list[bytes] = []
@@ -234,17 +256,33 @@ def _receipt_lines(receipts: list[Receipt], tree_now: str | None) -> list[str]:
     for receipt in receipts[-RECEIPTS_SHOWN:]:
         record = receipt.record
         tree = f"{record.get('dirty_tree_fingerprint')}/{record.get('git_tree')}"
-        where = ("" if tree_now is None else
-                 ", on the tree under review" if tree == tree_now else
-                 ", on an earlier tree (the change moved since)")
-        lines.append(f"- `{record['command']}` -> exit {record.get('exit_code')} (receipt "
-                     f"{record.get('id', '?')}, recorded by {receipt.node}{where})")
-        tail = next((record[k] for k in _OUTPUT_KEYS if isinstance(record.get(k), str)
-                     and record[k].strip()), None)
+        where = (
+            ""
+            if tree_now is None
+            else ", on the tree under review"
+            if tree == tree_now
+            else ", on an earlier tree (the change moved since)"
+        )
+        lines.append(
+            f"- `{record['command']}` -> exit {record.get('exit_code')} (receipt "
+            f"{record.get('id', '?')}, recorded by {receipt.node}{where})"
+        )
+        tail = next(
+            (
+                record[k]
+                for k in _OUTPUT_KEYS
+                if isinstance(record.get(k), str) and record[k].strip()
+            ),
+            None,
+        )
         if tail is not None:
             quoted = tail.strip()[-OUTPUT_TAIL_CHARS:]
-            lines += ["  output (tail):", "  ```", *(f"  {line}" for line in
-                                                     quoted.splitlines()), "  ```"]
+            lines += [
+                "  output (tail):",
+                "  ```",
+                *(f"  {line}" for line in quoted.splitlines()),
+                "  ```",
+            ]
         else:
             lines.append("  (the receipt records no output)")
     if len(receipts) > RECEIPTS_SHOWN:
@@ -264,15 +302,21 @@ def reviewer_brief(request: ExecutionRequest, *, tools: bool) -> str:
         code, head, _ = _git(worktree, "rev-parse", "-q", "--verify", "HEAD")
         base = head.decode().strip() if code == 0 and head.strip() else None
         if base is not None:
-            parts.append(f"No base revision is recorded for this run; the diff is against the "
-                         f"worktree's HEAD, {base}.")
+            parts.append(
+                f"No base revision is recorded for this run; the diff is against the "
+                f"worktree's HEAD, {base}."
+            )
     else:
-        parts.append(f"Base revision: {base} (the commit this run's worktree branched from; "
-                     "the change is everything in the working tree that differs from it).")
+        parts.append(
+            f"Base revision: {base} (the commit this run's worktree branched from; "
+            "the change is everything in the working tree that differs from it)."
+        )
     diff = None
     if base is None:
-        parts.append("The engine could not find a base revision or a git HEAD in the "
-                     f"worktree {worktree}, so it cannot show the change.")
+        parts.append(
+            "The engine could not find a base revision or a git HEAD in the "
+            f"worktree {worktree}, so it cannot show the change."
+        )
     else:
         try:
             diff = change_diff(worktree, base)
@@ -281,8 +325,7 @@ def reviewer_brief(request: ExecutionRequest, *, tools: bool) -> str:
     if diff is not None:
         parts += _diff_parts(diff, tools=tools)
     parts += _receipt_parts(request, worktree)
-    parts.append(_instructions(base, tools=tools,
-                               checks=declared_checks(request.run_input)))
+    parts.append(_instructions(base, tools=tools, checks=declared_checks(request.run_input)))
     return "\n\n".join(parts) + "\n"
 
 
@@ -290,14 +333,19 @@ def _diff_parts(diff: ChangeDiff, *, tools: bool) -> list[str]:
     if not diff.files:
         return ["The working tree does not differ from the base: the change is empty."]
     shown = diff.shown_bytes
-    parts = [f"### Files changed ({len(diff.files)})", "\n".join(diff.files),
-             f"### Diff against the base (`git diff {diff.base}`, new files included, "
-             f"{RUN_DIR}/ left out)",
-             "```diff\n" + diff.text.rstrip("\n") + "\n```"]
+    parts = [
+        f"### Files changed ({len(diff.files)})",
+        "\n".join(diff.files),
+        f"### Diff against the base (`git diff {diff.base}`, new files included, "
+        f"{RUN_DIR}/ left out)",
+        "```diff\n" + diff.text.rstrip("\n") + "\n```",
+    ]
     if diff.cut:
-        more = (f"; read the rest with `git diff {diff.base} -- PATH`" if tools else "")
-        parts.append(f"[diff cut: {shown} of {diff.total_bytes} bytes quoted (budget "
-                     f"{DIFF_BUDGET_BYTES}); not quoted: {', '.join(diff.omitted)}{more}]")
+        more = f"; read the rest with `git diff {diff.base} -- PATH`" if tools else ""
+        parts.append(
+            f"[diff cut: {shown} of {diff.total_bytes} bytes quoted (budget "
+            f"{DIFF_BUDGET_BYTES}); not quoted: {', '.join(diff.omitted)}{more}]"
+        )
     else:
         parts.append(f"[the whole diff: {diff.total_bytes} bytes]")
     return parts
@@ -306,28 +354,37 @@ def _diff_parts(diff: ChangeDiff, *, tools: bool) -> list[str]:
 def _receipt_parts(request: ExecutionRequest, worktree: Path) -> list[str]:
     checks = declared_checks(request.run_input)
     receipts = recorded_receipts(request.events())
-    heading = ("## Check receipts recorded so far (trusted: run by the engine just before "
-               "the reviews and by its review gates)")
+    heading = (
+        "## Check receipts recorded so far (trusted: run by the engine just before "
+        "the reviews and by its review gates)"
+    )
     if receipts:
         return [heading, "\n".join(_receipt_lines(receipts, _tree_now(worktree)))]
     if checks:
         listed = ", ".join(f"`{c}`" for c in checks)
-        return [heading, f"None recorded yet. The declared checks ({listed}) run in the "
-                         "engine's review gate after this review."]
+        return [
+            heading,
+            f"None recorded yet. The declared checks ({listed}) run in the "
+            "engine's review gate after this review.",
+        ]
     return [heading, "None: the run declares no checks (no --check)."]
 
 
 def _instructions(base: str | None, *, tools: bool, checks: list[str]) -> str:
-    lines = ["## How to answer",
-             "Judge the change shown above. Cite what you saw for every finding and for the "
-             "verdict: the file and line from the diff (`path:line`) and, for any claim that "
-             "checks pass or fail, the receipt (its command and exit code). A claim you "
-             "cannot tie to the diff or a receipt is not evidence; say so instead."]
+    lines = [
+        "## How to answer",
+        "Judge the change shown above. Cite what you saw for every finding and for the "
+        "verdict: the file and line from the diff (`path:line`) and, for any claim that "
+        "checks pass or fail, the receipt (its command and exit code). A claim you "
+        "cannot tie to the diff or a receipt is not evidence; say so instead.",
+    ]
     if tools:
         inspect = [f"`git diff {base or 'BASE'}`", "`git log`", "`git show`", "`git status`"]
         inspect += [f"`{c}`" for c in checks]
-        lines.append("You may inspect more, read-only, in your working directory (the run's "
-                     f"worktree): read files and run {', '.join(inspect)}. Change nothing.")
+        lines.append(
+            "You may inspect more, read-only, in your working directory (the run's "
+            f"worktree): read files and run {', '.join(inspect)}. Change nothing."
+        )
     return "\n\n".join(lines)
 
 
@@ -335,11 +392,14 @@ class ReviewerRole:
     """A software-change reviewer: briefed with the base, the diff and the receipts."""
 
     def prepare(self, request: ExecutionRequest, *, tools: bool) -> Preparation:
-        return Preparation(brief=reviewer_brief(request, tools=tools),
-                           granted_commands=tuple(declared_checks(request.run_input)))
+        return Preparation(
+            brief=reviewer_brief(request, tools=tools),
+            granted_commands=tuple(declared_checks(request.run_input)),
+        )
 
-    def finish(self, request: ExecutionRequest, preparation: Preparation,
-               result: HarnessResult) -> HarnessResult:
+    def finish(
+        self, request: ExecutionRequest, preparation: Preparation, result: HarnessResult
+    ) -> HarnessResult:
         return result
 
 

@@ -44,9 +44,13 @@ class Classification(BaseModel):
 
     def to_input(self) -> dict[str, Any]:
         """The ``review.classification`` record of the change run's input."""
-        return {"ratings": dict(self.ratings), "hardTriggers": list(self.hard_triggers),
-                "coherentSlice": self.coherent_slice, "publicContract": self.public_contract,
-                "run": self.run_id}
+        return {
+            "ratings": dict(self.ratings),
+            "hardTriggers": list(self.hard_triggers),
+            "coherentSlice": self.coherent_slice,
+            "publicContract": self.public_contract,
+            "run": self.run_id,
+        }
 
     def describe(self) -> str:
         """``micro (all six low; no hard trigger)`` and the like."""
@@ -55,33 +59,52 @@ class Classification(BaseModel):
         return f"{self.tier} ({', '.join(raised) or 'all six low'}; {triggers})"
 
 
-def classify(client: Client, task: str, *, runtime: dict[str, Any],
-             timeout_s: float = CLASSIFY_TIMEOUT_S) -> Classification:
+def classify(
+    client: Client, task: str, *, runtime: dict[str, Any], timeout_s: float = CLASSIFY_TIMEOUT_S
+) -> Classification:
     """Run the classifier on ``task`` and resolve the review tier by the rules.
 
     Raises :class:`ClassificationFailed` when the run fails or times out, and
     ``AdmissionRejected`` when the runtime plan does not fit."""
-    run = client.submit(classifier_graph(), input={"task": task}, runtime=runtime,
-                        title=f"software-change classification: {task[:160]}")
+    run = client.submit(
+        classifier_graph(),
+        input={"task": task},
+        runtime=runtime,
+        title=f"software-change classification: {task[:160]}",
+    )
     try:
         result = run.result(timeout_s)
     except TimeoutError:
         run.stop()
-        raise ClassificationFailed(f"the classifier run {run.id} took longer than "
-                                   f"{timeout_s:g} s; it was stopped") from None
+        raise ClassificationFailed(
+            f"the classifier run {run.id} took longer than {timeout_s:g} s; it was stopped"
+        ) from None
     if not isinstance(result, SucceededResult):
-        raise ClassificationFailed(f"the classifier run {run.id} failed ({result.reason}); "
-                                   "choose --tier micro, standard or high-risk instead")
-    outcome = next(event.completion.outcome for _, event in run.events(kinds={"node_completed"})
-                   if isinstance(event, NodeCompleted)
-                   and event.completion.reference.node == CLASSIFIER)
+        raise ClassificationFailed(
+            f"the classifier run {run.id} failed ({result.reason}); "
+            "choose --tier micro, standard or high-risk instead"
+        )
+    outcome = next(
+        event.completion.outcome
+        for _, event in run.events(kinds={"node_completed"})
+        if isinstance(event, NodeCompleted) and event.completion.reference.node == CLASSIFIER
+    )
     assert isinstance(outcome, VerifierOutcome)
     found: dict[str, Any] = outcome.diagnostic
     ratings = {d: outcome.signals[d] for d in DIMENSIONS}
     triggers = list(found["hardTriggers"])
     return Classification(
-        ratings=ratings, hard_triggers=triggers, coherent_slice=found["coherentSlice"],
-        public_contract=found["publicContract"], rationale=found["rationale"], run_id=run.id,
-        tier=resolve_tier("auto", ratings, triggers, coherent_slice=found["coherentSlice"],
-                          public_contract=found["publicContract"]),
+        ratings=ratings,
+        hard_triggers=triggers,
+        coherent_slice=found["coherentSlice"],
+        public_contract=found["publicContract"],
+        rationale=found["rationale"],
+        run_id=run.id,
+        tier=resolve_tier(
+            "auto",
+            ratings,
+            triggers,
+            coherent_slice=found["coherentSlice"],
+            public_contract=found["publicContract"],
+        ),
     )

@@ -27,10 +27,18 @@ CompletionState = Literal[
     "BLOCKED_BY_MISSING_EVIDENCE",
     "BLOCKED_BY_ENVIRONMENT",
 ]
-RowStatus = Literal["pending", "verified", "partially_verified", "unverified",
-                    "blocked_by_environment", "blocked_by_requirement", "not_applicable"]
-CheckoutIntegrity = Literal["REVIEW_CHECKOUT_UNCHANGED", "REVIEW_CHECKOUT_CHANGED",
-                            "REVIEW_CHECKOUT_UNVERIFIED"]
+RowStatus = Literal[
+    "pending",
+    "verified",
+    "partially_verified",
+    "unverified",
+    "blocked_by_environment",
+    "blocked_by_requirement",
+    "not_applicable",
+]
+CheckoutIntegrity = Literal[
+    "REVIEW_CHECKOUT_UNCHANGED", "REVIEW_CHECKOUT_CHANGED", "REVIEW_CHECKOUT_UNVERIFIED"
+]
 
 
 class _Model(BaseModel):
@@ -120,59 +128,80 @@ def matrix_problems(facts: CompletionFacts) -> list[str]:
             continue
         if row.unavailable_proof:
             problems.append(f"{row.id}: verified with unavailable proof")
-        counted = [receipts[ref] for ref in row.evidence_refs
-                   if ref in receipts and _counts(receipts[ref], row, facts)]
+        counted = [
+            receipts[ref]
+            for ref in row.evidence_refs
+            if ref in receipts and _counts(receipts[ref], row, facts)
+        ]
         if not counted:
             problems.append(f"{row.id}: no valid claim-establishing evidence")
             continue
         for claim in row.intended_acceptance_claims:
-            if not any(claim in r.establishes for r in counted) or \
-                    any(claim in r.does_not_establish for r in counted):
+            if not any(claim in r.establishes for r in counted) or any(
+                claim in r.does_not_establish for r in counted
+            ):
                 problems.append(f"{row.id}: claim {claim!r} is not established")
     return problems
 
 
 def _counts(receipt: EvidenceReceipt, row: Requirement, facts: CompletionFacts) -> bool:
-    return (receipt.id not in facts.stale and receipt.exit_code == 0
-            and receipt.evidence_class == "claim_establishing"
-            and row.id in receipt.requirement_ids
-            and receipt.environment_scope == row.environment_scope
-            and receipt.git_commit == facts.candidate_head
-            and receipt.git_tree == facts.candidate_tree)
+    return (
+        receipt.id not in facts.stale
+        and receipt.exit_code == 0
+        and receipt.evidence_class == "claim_establishing"
+        and row.id in receipt.requirement_ids
+        and receipt.environment_scope == row.environment_scope
+        and receipt.git_commit == facts.candidate_head
+        and receipt.git_tree == facts.candidate_tree
+    )
 
 
 def allowed_claims(facts: CompletionFacts) -> list[str]:
-    return sorted({c for row in facts.requirements if row.status == "verified"
-                   for c in row.intended_acceptance_claims})
+    return sorted(
+        {
+            c
+            for row in facts.requirements
+            if row.status == "verified"
+            for c in row.intended_acceptance_claims
+        }
+    )
 
 
 def decide(facts: CompletionFacts) -> CompletionDecision:
     """The completion decision; the first failing gate decides."""
     claims = allowed_claims(facts)
 
-    def decision(state: CompletionState, *reasons: str, review_id: str | None = None,
-                 claimed: bool = False) -> CompletionDecision:
-        return CompletionDecision(state=state, allowed_claims=claims if claimed else [],
-                                  review_id=review_id, reasons=list(reasons))
+    def decision(
+        state: CompletionState, *reasons: str, review_id: str | None = None, claimed: bool = False
+    ) -> CompletionDecision:
+        return CompletionDecision(
+            state=state,
+            allowed_claims=claims if claimed else [],
+            review_id=review_id,
+            reasons=list(reasons),
+        )
 
     if not facts.owner_verified:
         return decision("IMPLEMENTATION_COMPLETE", "the owner has not verified the change")
     blocked = [r.id for r in facts.requirements if r.status == "blocked_by_environment"]
     if blocked:
-        return decision("BLOCKED_BY_ENVIRONMENT",
-                        *(f"{r}: blocked by the environment" for r in blocked))
+        return decision(
+            "BLOCKED_BY_ENVIRONMENT", *(f"{r}: blocked by the environment" for r in blocked)
+        )
     problems = [f"stale receipt {rid}: {why}" for rid, why in sorted(facts.stale.items())]
     problems += matrix_problems(facts)
     if problems:
-        state: CompletionState = "PARTIALLY_VERIFIED" if not facts.review_available \
-            else "BLOCKED_BY_MISSING_EVIDENCE"
+        state: CompletionState = (
+            "PARTIALLY_VERIFIED" if not facts.review_available else "BLOCKED_BY_MISSING_EVIDENCE"
+        )
         return decision(state, *problems)
     if facts.tier == "micro":
         reason = _micro_problem(facts)
         if reason:
             return decision("PARTIALLY_VERIFIED", reason)
-        return decision("CANDIDATE_COMPLETE", "micro: eligible, owner proof on the exact "
-                        "head", claimed=True)
+        return decision(
+            "CANDIDATE_COMPLETE", "micro: eligible, owner proof on the exact head", claimed=True
+        )
     if not facts.review_available:
         return decision("OWNER_VERIFIED_REVIEW_UNAVAILABLE", "no independent review available")
     if facts.correction_pending:
@@ -184,11 +213,17 @@ def decide(facts: CompletionFacts) -> CompletionDecision:
         return decision("REVIEW_PENDING", *chain)
     assert facts.review is not None
     if not facts.review.engine_authenticated:
-        return decision("OWNER_VERIFIED_REVIEW_UNAVAILABLE",
-                        "the reviewer's provenance is owner-recorded, not engine-observed",
-                        review_id=facts.review.review_id)
-    return decision("CANDIDATE_COMPLETE", "independent review approved the exact head",
-                    review_id=facts.review.review_id, claimed=True)
+        return decision(
+            "OWNER_VERIFIED_REVIEW_UNAVAILABLE",
+            "the reviewer's provenance is owner-recorded, not engine-observed",
+            review_id=facts.review.review_id,
+        )
+    return decision(
+        "CANDIDATE_COMPLETE",
+        "independent review approved the exact head",
+        review_id=facts.review.review_id,
+        claimed=True,
+    )
 
 
 def _micro_problem(facts: CompletionFacts) -> str:

@@ -86,27 +86,43 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     found = facts(graph, events)
     passes = sum(f.role == "zeroshot.review.gate@1" for f in found) + 1
     receipts, now, owner_ok = _evidence(review, found, context)
-    record: dict[str, Any] = {"pass": passes, "treeHash": now.fingerprint.working_tree_hash,
-                              "proof": "passed" if owner_ok else "failed"}
+    record: dict[str, Any] = {
+        "pass": passes,
+        "treeHash": now.fingerprint.working_tree_hash,
+        "proof": "passed" if owner_ok else "failed",
+    }
     life: SeamLifecycle | None = None
     message = ""
     if tier == "micro":
         signal = "approved" if owner_ok else "correction"
     else:
-        replayed = replay_run(graph, events, seam, final_review=tier == "high-risk",
-                              current=record)
+        replayed = replay_run(graph, events, seam, final_review=tier == "high-risk", current=record)
         life = replayed.lifecycle
         signal, message = _route(life, owner_ok, replayed.refused)
     if signal == "correction" and not message:
         failed = [r.command for r in receipts if r.exit_code != 0]
-        message = ("owner verification: " + ("; ".join(f"`{c}` failed" for c in failed)
-                                             or "the acceptance review rejected the change"))
-    decision = decide(_facts(tier, now, receipts, life, found, owner_ok, review["checks"],
-                             review.get("classification")))
+        message = "owner verification: " + (
+            "; ".join(f"`{c}` failed" for c in failed)
+            or "the acceptance review rejected the change"
+        )
+    decision = decide(
+        _facts(
+            tier,
+            now,
+            receipts,
+            life,
+            found,
+            owner_ok,
+            review["checks"],
+            review.get("classification"),
+        )
+    )
     record |= {"signal": signal, **_recorded(review, life, receipts, decision)}
     context.log(f"review gate: {signal}; completion {decision.state}")
-    return Verdict(signals={"lifecycle": signal},
-                   diagnostic={"message": message, "recordJson": json.dumps(record)})
+    return Verdict(
+        signals={"lifecycle": signal},
+        diagnostic={"message": message, "recordJson": json.dumps(record)},
+    )
 
 
 def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
@@ -118,36 +134,68 @@ def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     found = facts(graph, events)
     receipts, now, owner_ok = _evidence(review, found, context)
     life = replay_run(graph, events, review["seam"], final_review=True).lifecycle
-    decision = decide(_facts(review_tier(review), now, receipts, life, found, owner_ok,
-                             review["checks"], review.get("classification"),
-                             reviewer=INTEGRATION_REVIEWER))
+    decision = decide(
+        _facts(
+            review_tier(review),
+            now,
+            receipts,
+            life,
+            found,
+            owner_ok,
+            review["checks"],
+            review.get("classification"),
+            reviewer=INTEGRATION_REVIEWER,
+        )
+    )
     record = _recorded(review, life, receipts, decision)
     context.log(f"final gate: completion {decision.state}")
-    return Verdict(signals={"decision": "recorded"},
-                   diagnostic={"message": "", "recordJson": json.dumps(record)})
+    return Verdict(
+        signals={"decision": "recorded"},
+        diagnostic={"message": "", "recordJson": json.dumps(record)},
+    )
 
 
-def _evidence(review: dict[str, Any], found: list[Fact], context: WorkerContext
-              ) -> tuple[list[EvidenceReceipt], Current, bool]:
+def _evidence(
+    review: dict[str, Any], found: list[Fact], context: WorkerContext
+) -> tuple[list[EvidenceReceipt], Current, bool]:
     """The declared checks run now in the worktree, the checkout now, and whether the owner
     verified the change (its acceptance verifier accepted and every check passed)."""
-    receipts = [run_check(shlex.split(command), context.workspace,
-                          receipt_id=f"{context.execution}:CHK-{n:03d}",
-                          requirement_ids=[f"CHK-{n:03d}"], establishes=[f"passes: {command}"])
-                for n, command in enumerate(review["checks"], 1)]
+    receipts = [
+        run_check(
+            shlex.split(command),
+            context.workspace,
+            receipt_id=f"{context.execution}:CHK-{n:03d}",
+            requirement_ids=[f"CHK-{n:03d}"],
+            establishes=[f"passes: {command}"],
+        )
+        for n, command in enumerate(review["checks"], 1)
+    ]
     owner = _latest(found, OWNER_VERIFIER)
-    owner_ok = owner is not None and owner.signals.get("verdict") == "accepted" and \
-        all(r.exit_code == 0 for r in receipts)
+    owner_ok = (
+        owner is not None
+        and owner.signals.get("verdict") == "accepted"
+        and all(r.exit_code == 0 for r in receipts)
+    )
     return receipts, current(context.workspace), owner_ok
 
 
-def _recorded(review: dict[str, Any], life: SeamLifecycle | None,
-              receipts: list[EvidenceReceipt], decision: CompletionDecision) -> dict[str, Any]:
+def _recorded(
+    review: dict[str, Any],
+    life: SeamLifecycle | None,
+    receipts: list[EvidenceReceipt],
+    decision: CompletionDecision,
+) -> dict[str, Any]:
     return {
-        "seam": review["seam"], "tier": review_tier(review),
-        "lifecycle": None if life is None else {
-            "state": life.state, "cycle": life.cycle, "reason": life.reason,
-            "counters": life.counters.model_dump()},
+        "seam": review["seam"],
+        "tier": review_tier(review),
+        "lifecycle": None
+        if life is None
+        else {
+            "state": life.state,
+            "cycle": life.cycle,
+            "reason": life.reason,
+            "counters": life.counters.model_dump(),
+        },
         "receipts": [r.model_dump(mode="json") for r in receipts],
         "decision": decision.model_dump(mode="json"),
     }
@@ -159,15 +207,23 @@ def review_snapshot(value: None, context: WorkerContext) -> Verdict:
     receipts for it (the gate runs them again after the reviews: its receipts are the
     evidence); then the worktree's fingerprint, so the gate can tell whether the
     reviewers' checkout stayed as it was."""
-    receipts = [run_check(shlex.split(command), context.workspace,
-                          receipt_id=f"{context.execution}:PRE-{n:03d}")
-                for n, command in enumerate(admitted_checks(context), 1)]
+    receipts = [
+        run_check(
+            shlex.split(command), context.workspace, receipt_id=f"{context.execution}:PRE-{n:03d}"
+        )
+        for n, command in enumerate(admitted_checks(context), 1)
+    ]
     found = fingerprint(context.workspace)
-    return Verdict(signals={"checkout": "recorded"}, diagnostic={
-        "gitCommit": found.git_commit, "gitTree": found.git_tree,
-        "workingTreeHash": found.working_tree_hash,
-        "dirtyTreeFingerprint": found.dirty_tree_fingerprint,
-        "recordJson": json.dumps({"receipts": [r.model_dump(mode="json") for r in receipts]})})
+    return Verdict(
+        signals={"checkout": "recorded"},
+        diagnostic={
+            "gitCommit": found.git_commit,
+            "gitTree": found.git_tree,
+            "workingTreeHash": found.working_tree_hash,
+            "dirtyTreeFingerprint": found.dirty_tree_fingerprint,
+            "recordJson": json.dumps({"receipts": [r.model_dump(mode="json") for r in receipts]}),
+        },
+    )
 
 
 def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutIntegrity:
@@ -176,10 +232,12 @@ def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutInteg
     if snapshot is None or not isinstance(snapshot.diagnostic, dict):
         return "REVIEW_CHECKOUT_UNVERIFIED"
     before = snapshot.diagnostic
-    same = (before["gitCommit"], before["gitTree"], before["workingTreeHash"],
-            before["dirtyTreeFingerprint"]) == (now.git_commit, now.git_tree,
-                                                now.working_tree_hash,
-                                                now.dirty_tree_fingerprint)
+    same = (
+        before["gitCommit"],
+        before["gitTree"],
+        before["workingTreeHash"],
+        before["dirtyTreeFingerprint"],
+    ) == (now.git_commit, now.git_tree, now.working_tree_hash, now.dirty_tree_fingerprint)
     return "REVIEW_CHECKOUT_UNCHANGED" if same else "REVIEW_CHECKOUT_CHANGED"
 
 
@@ -192,54 +250,87 @@ def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]
     if state in ("CIRCUIT_BREAKER", "STRATEGY_ESCALATION_REQUIRES_OWNER"):
         if life.counters.strategy_restarts >= life.limits.strategy_restarts_per_seam:
             return "blocked", "review blocked: the one strategy restart is spent"
-        return "restart", ("circuit breaker after the recheck "
-                           f"({life.reason}): restart with one materially new strategy")
+        return "restart", (
+            "circuit breaker after the recheck "
+            f"({life.reason}): restart with one materially new strategy"
+        )
     if state == "OWNER_CORRECTION_REQUIRED":
-        return "correction", "fix every Critical and Important finding in one wave; the " \
-                             "same reviewer rechecks once"
+        return (
+            "correction",
+            "fix every Critical and Important finding in one wave; the same reviewer rechecks once",
+        )
     if state in ("REVIEW_LIFECYCLE_COMPLETE", "FINAL_INTEGRATION_REVIEW_REQUIRED"):
         return ("approved", "") if owner_ok else ("correction", "")
     return "correction", f"review lifecycle: {state}"
 
 
-def _facts(tier: Tier, now: Any, receipts: list[EvidenceReceipt], life: SeamLifecycle | None,
-           found: list[Fact], owner_ok: bool, checks: list[str],
-           classification: dict[str, Any] | None, *,
-           reviewer: str = SEAM_REVIEWER) -> CompletionFacts:
+def _facts(
+    tier: Tier,
+    now: Any,
+    receipts: list[EvidenceReceipt],
+    life: SeamLifecycle | None,
+    found: list[Fact],
+    owner_ok: bool,
+    checks: list[str],
+    classification: dict[str, Any] | None,
+    *,
+    reviewer: str = SEAM_REVIEWER,
+) -> CompletionFacts:
     stale = {r.id: why for r in receipts if (why := staleness(r, now)) is not None}
-    rows = [Requirement(id=f"CHK-{n:03d}", authoritative_text=command,
-                        status="verified" if receipts[n - 1].exit_code == 0 else "unverified",
-                        evidence_refs=[receipts[n - 1].id],
-                        intended_acceptance_claims=[f"passes: {command}"])
-            for n, command in enumerate(checks, 1)]
+    rows = [
+        Requirement(
+            id=f"CHK-{n:03d}",
+            authoritative_text=command,
+            status="verified" if receipts[n - 1].exit_code == 0 else "unverified",
+            evidence_refs=[receipts[n - 1].id],
+            intended_acceptance_claims=[f"passes: {command}"],
+        )
+        for n, command in enumerate(checks, 1)
+    ]
     code = _latest(found, reviewer)
     review = None
     if code is not None:
         head = now.fingerprint.git_commit
         review = Review(
-            review_id=code.execution, reviewer_step_id=code.execution,
+            review_id=code.execution,
+            reviewer_step_id=code.execution,
             verdict={"accepted": "approved", "load_bearing": "load_bearing_findings"}.get(
-                code.signals.get("verdict", ""), "needs_correction"),
-            head=head, base="", scope="integration" if reviewer == INTEGRATION_REVIEWER
-            else "seam",
+                code.signals.get("verdict", ""), "needs_correction"
+            ),
+            head=head,
+            base="",
+            scope="integration" if reviewer == INTEGRATION_REVIEWER else "seam",
             checkout=checkout_integrity(_latest(found, SNAPSHOT_WORKER), now.fingerprint),
-            engine_authenticated=True)
+            engine_authenticated=True,
+        )
     micro = None
     if tier == "micro" and classification is not None:
         # The eligibility record: the engine-run classifier's ratings, bound to this head.
         micro = MicroEligibility(
-            head=now.fingerprint.git_commit, tree=now.fingerprint.git_tree,
-            ratings=classification["ratings"], coherent_slice=classification["coherentSlice"],
+            head=now.fingerprint.git_commit,
+            tree=now.fingerprint.git_tree,
+            ratings=classification["ratings"],
+            coherent_slice=classification["coherentSlice"],
             public_contract=classification["publicContract"],
             hard_triggers=classification["hardTriggers"],
-            proof_refs=[r.id for r in receipts if r.exit_code == 0])
+            proof_refs=[r.id for r in receipts if r.exit_code == 0],
+        )
     return CompletionFacts(
-        tier=tier, micro=micro,
-        candidate_head=now.fingerprint.git_commit, candidate_tree=now.fingerprint.git_tree,
-        owner_verified=owner_ok, requirements=rows, receipts=receipts, stale=stale,
+        tier=tier,
+        micro=micro,
+        candidate_head=now.fingerprint.git_commit,
+        candidate_tree=now.fingerprint.git_tree,
+        owner_verified=owner_ok,
+        requirements=rows,
+        receipts=receipts,
+        stale=stale,
         review_available=tier != "micro",
-        lifecycle_state=life.state if life else "INITIAL_REVIEW_REQUIRED", review=review,
+        lifecycle_state=life.state if life else "INITIAL_REVIEW_REQUIRED",
+        review=review,
         # High risk: the obligations are the declared checks, each passing on this tree.
-        obligations_satisfied=bool(receipts) and not stale
-        and all(r.exit_code == 0 for r in receipts) if reviewer == INTEGRATION_REVIEWER
-        else None)
+        obligations_satisfied=bool(receipts)
+        and not stale
+        and all(r.exit_code == 0 for r in receipts)
+        if reviewer == INTEGRATION_REVIEWER
+        else None,
+    )

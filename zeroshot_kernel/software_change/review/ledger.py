@@ -36,8 +36,11 @@ OWNER_VERIFIER = "builtin.agent.acceptance-verifier@1"
 GATE_WORKER = "zeroshot.review.gate@1"
 SNAPSHOT_WORKER = "zeroshot.review.snapshot@1"
 FINAL_GATE_WORKER = "zeroshot.review.final-gate@1"
-VERDICTS = {"accepted": "approved", "rejected": "needs_correction",
-            "load_bearing": "load_bearing_findings"}
+VERDICTS = {
+    "accepted": "approved",
+    "rejected": "needs_correction",
+    "load_bearing": "load_bearing_findings",
+}
 
 
 def workers(node: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -74,8 +77,16 @@ def facts(graph: dict[str, Any], events: Iterable[RunEvent]) -> list[Fact]:
                 continue
             signals = outcome.signals if isinstance(outcome, VerifierOutcome) else {}
             diagnostic = outcome.diagnostic if isinstance(outcome, VerifierOutcome) else None
-            found.append(Fact(role, reference.node, reference.node_instance,
-                              reference.execution, dict(signals), diagnostic))
+            found.append(
+                Fact(
+                    role,
+                    reference.node,
+                    reference.node_instance,
+                    reference.execution,
+                    dict(signals),
+                    diagnostic,
+                )
+            )
     return found
 
 
@@ -100,8 +111,14 @@ class Replay:
     refused: str = ""
 
 
-def replay_run(graph: dict[str, Any], events: Iterable[RunEvent], seam: str, *,
-               final_review: bool, current: dict[str, Any] | None = None) -> Replay:
+def replay_run(
+    graph: dict[str, Any],
+    events: Iterable[RunEvent],
+    seam: str,
+    *,
+    final_review: bool,
+    current: dict[str, Any] | None = None,
+) -> Replay:
     """The seam's lifecycle from the recorded executions. ``current`` is the record the
     running gate is about to write (its tree hash and focused proof), which a pending
     strategy revision is judged by."""
@@ -137,15 +154,19 @@ def replay_run(graph: dict[str, Any], events: Iterable[RunEvent], seam: str, *,
         elif fact.role in (SEAM_REVIEWER, INTEGRATION_REVIEWER):
             label = VERDICTS.get(fact.signals.get("verdict", ""), "needs_correction")
             scope = "integration" if fact.role == INTEGRATION_REVIEWER else "seam"
-            verdict = Verdict(seam=seam, reviewer=reviewer_session(fact),
-                              verdict=label, scope=scope)
+            verdict = Verdict(
+                seam=seam, reviewer=reviewer_session(fact), verdict=label, scope=scope
+            )
             if pending == "revision":
                 held.append(verdict)
             else:
                 step(verdict)
         elif fact.role == REPAIR_WORKER:
-            if pending == "correction" or fact.node == "final_correction" or \
-                    result.lifecycle.state == "FINAL_OWNER_CORRECTION_REQUIRED":
+            if (
+                pending == "correction"
+                or fact.node == "final_correction"
+                or result.lifecycle.state == "FINAL_OWNER_CORRECTION_REQUIRED"
+            ):
                 step(Correction(seam=seam))
                 pending = None
             elif pending == "restart":
@@ -159,17 +180,28 @@ def replay_run(graph: dict[str, Any], events: Iterable[RunEvent], seam: str, *,
     return result
 
 
-def _revise(result: Replay, step: Any, pending: str | None, restart_hash: str,
-            record: dict[str, Any], seam: str) -> None:
+def _revise(
+    result: Replay,
+    step: Any,
+    pending: str | None,
+    restart_hash: str,
+    record: dict[str, Any],
+    seam: str,
+) -> None:
     """After a strategy restart, the next gate's record judges the revision."""
     if pending != "revision" or result.lifecycle.state != "STRATEGY_ESCALATION_REQUIRES_OWNER":
         return
     new_hash = str(record.get("treeHash", ""))
-    step(StrategyRevision(
-        seam=seam, old_digest=result.lifecycle.digest, new_digest=new_hash or "unchanged",
-        material_change=bool(new_hash) and new_hash != restart_hash,
-        focused_proof="passed" if record.get("proof") == "passed" else "failed",
-        reason=f"strategy restart after {result.lifecycle.reason or 'the breaker'}"))
+    step(
+        StrategyRevision(
+            seam=seam,
+            old_digest=result.lifecycle.digest,
+            new_digest=new_hash or "unchanged",
+            material_change=bool(new_hash) and new_hash != restart_hash,
+            focused_proof="passed" if record.get("proof") == "passed" else "failed",
+            reason=f"strategy restart after {result.lifecycle.reason or 'the breaker'}",
+        )
+    )
 
 
 def latest_decision(graph: dict[str, Any], events: Iterable[RunEvent]) -> dict[str, Any] | None:
@@ -197,11 +229,15 @@ def review_lines(graph: dict[str, Any], events: Iterable[RunEvent]) -> list[str]
     life = record.get("lifecycle")
     if life:
         counters = life["counters"]
-        lines.append(f"review:  seam {record.get('seam')} {life['state']}, cycle "
-                     f"{life['cycle']}, {counters['reviews']} review(s), "
-                     f"{counters['rechecks']} recheck(s), "
-                     f"{counters['strategy_restarts']} strategy restart(s)")
+        lines.append(
+            f"review:  seam {record.get('seam')} {life['state']}, cycle "
+            f"{life['cycle']}, {counters['reviews']} review(s), "
+            f"{counters['rechecks']} recheck(s), "
+            f"{counters['strategy_restarts']} strategy restart(s)"
+        )
     for receipt in record.get("receipts") or []:
-        lines.append(f"check:   {receipt.get('command', '?')} -> exit {receipt.get('exit_code')}"
-                     f" (receipt {receipt.get('id', '?')})")
+        lines.append(
+            f"check:   {receipt.get('command', '?')} -> exit {receipt.get('exit_code')}"
+            f" (receipt {receipt.get('id', '?')})"
+        )
     return lines

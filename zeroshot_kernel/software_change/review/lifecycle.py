@@ -70,8 +70,9 @@ class StrategyRevision(_Event):
     reason: str
 
 
-LifecycleEvent = Annotated[Verdict | Correction | Escalation | StrategyRevision,
-                           Field(discriminator="kind")]
+LifecycleEvent = Annotated[
+    Verdict | Correction | Escalation | StrategyRevision, Field(discriminator="kind")
+]
 
 
 class Counters(BaseModel):
@@ -114,8 +115,9 @@ class LifecycleRefused(InvalidInput):
     """The event is not allowed in the lifecycle's state; nothing changed."""
 
 
-def start(seam: str, *, final_review: bool = False, digest: str = "",
-          limits: ReviewLimits = LIMITS) -> SeamLifecycle:
+def start(
+    seam: str, *, final_review: bool = False, digest: str = "", limits: ReviewLimits = LIMITS
+) -> SeamLifecycle:
     return SeamLifecycle(seam=seam, final_review=final_review, digest=digest, limits=limits)
 
 
@@ -128,20 +130,21 @@ def apply(life: SeamLifecycle, event: LifecycleEvent) -> SeamLifecycle:
     if life.state in ABSORBING:
         return life.model_copy(update={"history": (*life.history, f"{note} (absorbed)")})
     if life.state in STOPPED and not isinstance(event, Escalation | StrategyRevision):
-        raise LifecycleRefused(f"{life.state} accepts only an escalation or a revision, "
-                               f"not {event.kind}")
+        raise LifecycleRefused(
+            f"{life.state} accepts only an escalation or a revision, not {event.kind}"
+        )
     changes = _transition(life, event)
     return life.model_copy(update={**changes, "history": (*life.history, note)})
 
 
-def replay(events: Iterable[LifecycleEvent], *, final_review: bool = False,
-           limits: ReviewLimits = LIMITS) -> dict[str, SeamLifecycle]:
+def replay(
+    events: Iterable[LifecycleEvent], *, final_review: bool = False, limits: ReviewLimits = LIMITS
+) -> dict[str, SeamLifecycle]:
     """Every seam's lifecycle from its events in order (``init`` is create-only: a seam's
     first event creates it, later ones only advance it)."""
     seams: dict[str, SeamLifecycle] = {}
     for event in events:
-        life = seams.get(event.seam) or start(event.seam, final_review=final_review,
-                                              limits=limits)
+        life = seams.get(event.seam) or start(event.seam, final_review=final_review, limits=limits)
         seams[event.seam] = apply(life, event)
     return seams
 
@@ -154,8 +157,7 @@ def _count(life: SeamLifecycle, **increments: int) -> Counters:
 
 
 def _approved(life: SeamLifecycle) -> LifecycleState:
-    return "FINAL_INTEGRATION_REVIEW_REQUIRED" if life.final_review \
-        else "REVIEW_LIFECYCLE_COMPLETE"
+    return "FINAL_INTEGRATION_REVIEW_REQUIRED" if life.final_review else "REVIEW_LIFECYCLE_COMPLETE"
 
 
 def _transition(life: SeamLifecycle, event: LifecycleEvent) -> dict[str, object]:
@@ -167,48 +169,64 @@ def _transition(life: SeamLifecycle, event: LifecycleEvent) -> dict[str, object]
                 raise LifecycleRefused("an integration review before the seam was approved")
             counters = _count(life, reviews=1)
             if event.verdict == "approved":
-                return {"state": _approved(life), "reviewer": event.reviewer,
-                        "counters": counters}
-            return {"state": "OWNER_CORRECTION_REQUIRED", "reviewer": event.reviewer,
-                    "counters": counters}
+                return {"state": _approved(life), "reviewer": event.reviewer, "counters": counters}
+            return {
+                "state": "OWNER_CORRECTION_REQUIRED",
+                "reviewer": event.reviewer,
+                "counters": counters,
+            }
         if state == "CORRECTION_RECHECK_REQUIRED":
             if event.reviewer != life.reviewer:
-                raise LifecycleRefused(f"the recheck belongs to reviewer {life.reviewer}, "
-                                       f"not {event.reviewer}")
+                raise LifecycleRefused(
+                    f"the recheck belongs to reviewer {life.reviewer}, not {event.reviewer}"
+                )
             if life.counters.rechecks >= limits.correction_rechecks_per_cycle * life.cycle:
                 return {"state": "CIRCUIT_BREAKER", "reason": "extra_recheck"}
             counters = _count(life, rechecks=1)
             if event.verdict == "approved":
                 return {"state": _approved(life), "counters": counters}
             if life.cycle >= limits.review_cycles_per_seam:
-                return {"state": "BLOCKED", "counters": counters,
-                        "reason": "second_cycle_failed"}
-            return {"state": "CIRCUIT_BREAKER", "counters": counters,
-                    "reason": "load_bearing_findings_after_recheck"
-                    if event.verdict == "load_bearing_findings" else "findings_after_recheck"}
+                return {"state": "BLOCKED", "counters": counters, "reason": "second_cycle_failed"}
+            return {
+                "state": "CIRCUIT_BREAKER",
+                "counters": counters,
+                "reason": "load_bearing_findings_after_recheck"
+                if event.verdict == "load_bearing_findings"
+                else "findings_after_recheck",
+            }
         if state == "FINAL_INTEGRATION_REVIEW_REQUIRED":
             if event.scope != "integration":
                 raise LifecycleRefused("the final review must have integration scope")
             counters = _count(life, final_reviews=1)
             if event.verdict == "approved":
-                return {"state": "REVIEW_LIFECYCLE_COMPLETE", "counters": counters,
-                        "reviewer": event.reviewer}
+                return {
+                    "state": "REVIEW_LIFECYCLE_COMPLETE",
+                    "counters": counters,
+                    "reviewer": event.reviewer,
+                }
             if counters.final_reviews >= limits.final_integration_reviews:
                 # no restart possible after the final reviews are spent
-                return {"state": "STRATEGY_ESCALATION_REQUIRES_OWNER", "counters": counters,
-                        "reason": "final_integration_review_failed"}
+                return {
+                    "state": "STRATEGY_ESCALATION_REQUIRES_OWNER",
+                    "counters": counters,
+                    "reason": "final_integration_review_failed",
+                }
             return {"state": "FINAL_OWNER_CORRECTION_REQUIRED", "counters": counters}
         raise LifecycleRefused(f"no review is expected in {state}")
     if isinstance(event, Correction):
         if state == "OWNER_CORRECTION_REQUIRED":
-            return {"state": "CORRECTION_RECHECK_REQUIRED",
-                    "counters": _count(life, corrections=1)}
+            return {"state": "CORRECTION_RECHECK_REQUIRED", "counters": _count(life, corrections=1)}
         if state == "CORRECTION_RECHECK_REQUIRED":
-            return {"state": "CIRCUIT_BREAKER", "reason": "second_correction_wave",
-                    "counters": _count(life, corrections=1)}
+            return {
+                "state": "CIRCUIT_BREAKER",
+                "reason": "second_correction_wave",
+                "counters": _count(life, corrections=1),
+            }
         if state == "FINAL_OWNER_CORRECTION_REQUIRED":
-            return {"state": "FINAL_INTEGRATION_REVIEW_REQUIRED",
-                    "counters": _count(life, corrections=1)}
+            return {
+                "state": "FINAL_INTEGRATION_REVIEW_REQUIRED",
+                "counters": _count(life, corrections=1),
+            }
         raise LifecycleRefused(f"no correction is expected in {state}")
     if isinstance(event, Escalation):
         if state == "CIRCUIT_BREAKER":
@@ -221,15 +239,22 @@ def _transition(life: SeamLifecycle, event: LifecycleEvent) -> dict[str, object]
     # StrategyRevision
     if state != "STRATEGY_ESCALATION_REQUIRES_OWNER":
         raise LifecycleRefused(f"a strategy revision needs an escalation, not {state}")
-    if life.counters.strategy_restarts >= limits.strategy_restarts_per_seam or \
-            life.reason == "final_integration_review_failed":
+    if (
+        life.counters.strategy_restarts >= limits.strategy_restarts_per_seam
+        or life.reason == "final_integration_review_failed"
+    ):
         return {"state": "BLOCKED", "reason": "strategy_restart_spent"}
     problems = _revision_problems(life, event)
     if problems:
         raise LifecycleRefused("strategy revision refused: " + "; ".join(problems))
-    return {"state": "NEW_STRATEGY_REVIEW_REQUIRED", "reviewer": None,
-            "digest": event.new_digest, "revision": life.revision + 1, "reason": "",
-            "counters": _count(life, strategy_restarts=1, cycles=1)}
+    return {
+        "state": "NEW_STRATEGY_REVIEW_REQUIRED",
+        "reviewer": None,
+        "digest": event.new_digest,
+        "revision": life.revision + 1,
+        "reason": "",
+        "counters": _count(life, strategy_restarts=1, cycles=1),
+    }
 
 
 def _revision_problems(life: SeamLifecycle, event: StrategyRevision) -> list[str]:

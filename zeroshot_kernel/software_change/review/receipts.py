@@ -76,8 +76,9 @@ class Invalidation(BaseModel):
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
     return done.stdout if done.returncode == 0 else ""
 
 
@@ -98,8 +99,9 @@ def _same_notebook(worktree: Path, entry: str) -> bool:
     path = entry[3:]
     if not path.endswith(".ipynb") or entry.startswith("??") or not (worktree / path).is_file():
         return False
-    done = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=worktree, capture_output=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["git", "show", f"HEAD:{path}"], cwd=worktree, capture_output=True, timeout=60, check=False
+    )
     if done.returncode != 0:
         return False
     return _normalised_bytes(done.stdout) == normalised_notebook(worktree / path)
@@ -108,8 +110,15 @@ def _same_notebook(worktree: Path, entry: str) -> bool:
 def _normalised_bytes(raw: bytes) -> bytes:
     try:
         cells = json.loads(raw).get("cells", [])
-        kept = [(c.get("cell_type"), "".join(c.get("source", "")) if isinstance(
-            c.get("source"), list) else c.get("source", "")) for c in cells]
+        kept = [
+            (
+                c.get("cell_type"),
+                "".join(c.get("source", ""))
+                if isinstance(c.get("source"), list)
+                else c.get("source", ""),
+            )
+            for c in cells
+        ]
     except (ValueError, AttributeError):
         return raw
     return json.dumps(kept, sort_keys=True).encode()
@@ -127,13 +136,20 @@ def fingerprint(worktree: Path) -> Fingerprint:
     plain = ["--", ".", ":(exclude)*.ipynb"]
     staged = _git(worktree, "diff", "--cached", "--binary", *plain)
     unstaged = _git(worktree, "diff", "--binary", *plain)
-    files = {p: _file_digest(worktree / p) for p in changed
-             if p.endswith(".ipynb") or any(e.startswith("??") and e[3:] == p for e in entries)}
+    files = {
+        p: _file_digest(worktree / p)
+        for p in changed
+        if p.endswith(".ipynb") or any(e.startswith("??") and e[3:] == p for e in entries)
+    }
     dirty_parts = [status, staged, unstaged, json.dumps(files, sort_keys=True)]
     dirty = EMPTY_SHA256 if not entries else _digest(dirty_parts)
-    return Fingerprint(git_commit=head, git_tree=tree, branch=branch,
-                       working_tree_hash=_digest([head, tree, branch, *dirty_parts]),
-                       dirty_tree_fingerprint=dirty)
+    return Fingerprint(
+        git_commit=head,
+        git_tree=tree,
+        branch=branch,
+        working_tree_hash=_digest([head, tree, branch, *dirty_parts]),
+        dirty_tree_fingerprint=dirty,
+    )
 
 
 def _digest(parts: Sequence[str]) -> str:
@@ -145,9 +161,13 @@ def _digest(parts: Sequence[str]) -> str:
 
 
 def environment() -> dict[str, str]:
-    return {"platform": sys.platform, "release": platform.release(),
-            "arch": platform.machine(), "python": platform.python_version(),
-            "host_version": "zeroshot"}
+    return {
+        "platform": sys.platform,
+        "release": platform.release(),
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "host_version": "zeroshot",
+    }
 
 
 def environment_fingerprint(env: Mapping[str, str]) -> str:
@@ -158,16 +178,25 @@ def input_digests(root: Path, inputs: Sequence[str]) -> dict[str, str]:
     return {name: _file_digest(root / name) for name in inputs}
 
 
-def run_check(argv: Sequence[str], cwd: Path, *, receipt_id: str, requirement_ids:
-              Sequence[str] = (), establishes: Sequence[str] = (), inputs: Sequence[str] = (),
-              final_gate: bool = False, timeout_s: float = 1800) -> EvidenceReceipt:
+def run_check(
+    argv: Sequence[str],
+    cwd: Path,
+    *,
+    receipt_id: str,
+    requirement_ids: Sequence[str] = (),
+    establishes: Sequence[str] = (),
+    inputs: Sequence[str] = (),
+    final_gate: bool = False,
+    timeout_s: float = 1800,
+) -> EvidenceReceipt:
     """Run one command in ``cwd`` and return its receipt. A command that declares
     requirement IDs and claims establishes them (only when it exits 0); any other is
     diagnostic."""
     started = time.time()
     try:
-        code = subprocess.run(list(argv), cwd=cwd, capture_output=True, timeout=timeout_s,
-                              check=False).returncode
+        code = subprocess.run(
+            list(argv), cwd=cwd, capture_output=True, timeout=timeout_s, check=False
+        ).returncode
     except (OSError, subprocess.TimeoutExpired):
         code = 127
     finished = time.time()
@@ -175,15 +204,24 @@ def run_check(argv: Sequence[str], cwd: Path, *, receipt_id: str, requirement_id
     env = environment()
     claims = bool(requirement_ids and establishes)
     return EvidenceReceipt(
-        id=receipt_id, command=" ".join(argv), command_argv=list(argv), cwd=str(cwd),
-        exit_code=code, started_at=started, finished_at=finished, final_gate=final_gate,
-        git_commit=print_.git_commit, git_tree=print_.git_tree,
+        id=receipt_id,
+        command=" ".join(argv),
+        command_argv=list(argv),
+        cwd=str(cwd),
+        exit_code=code,
+        started_at=started,
+        finished_at=finished,
+        final_gate=final_gate,
+        git_commit=print_.git_commit,
+        git_tree=print_.git_tree,
         working_tree_hash=print_.working_tree_hash,
-        dirty_tree_fingerprint=print_.dirty_tree_fingerprint, environment=env,
+        dirty_tree_fingerprint=print_.dirty_tree_fingerprint,
+        environment=env,
         environment_fingerprint=environment_fingerprint(env),
         inputs=input_digests(cwd, inputs),
         evidence_class="claim_establishing" if claims else "diagnostic",
-        requirement_ids=list(requirement_ids), establishes=list(establishes),
+        requirement_ids=list(requirement_ids),
+        establishes=list(establishes),
     )
 
 
@@ -198,13 +236,16 @@ class Current(BaseModel):
 
 
 def current(worktree: Path, inputs: Sequence[str] = ()) -> Current:
-    return Current(fingerprint=fingerprint(worktree),
-                   environment_fingerprint=environment_fingerprint(environment()),
-                   inputs=input_digests(worktree, inputs))
+    return Current(
+        fingerprint=fingerprint(worktree),
+        environment_fingerprint=environment_fingerprint(environment()),
+        inputs=input_digests(worktree, inputs),
+    )
 
 
-def staleness(receipt: EvidenceReceipt, now: Current,
-              invalidations: Sequence[Invalidation] = ()) -> str | None:
+def staleness(
+    receipt: EvidenceReceipt, now: Current, invalidations: Sequence[Invalidation] = ()
+) -> str | None:
     """Why ``receipt`` is stale, or ``None`` when it is still valid (first match wins):
     an invalidation; the environment changed; a declared input or its digest changed; (no
     inputs declared) the git tree changed; the dirty fingerprint changed."""
@@ -226,9 +267,22 @@ def staleness(receipt: EvidenceReceipt, now: Current,
     return None
 
 
-def reusable(receipt: EvidenceReceipt, argv: Sequence[str], cwd: str, *, kind: str = "command",
-             scope: str = "candidate", stale: str | None = None) -> bool:
+def reusable(
+    receipt: EvidenceReceipt,
+    argv: Sequence[str],
+    cwd: str,
+    *,
+    kind: str = "command",
+    scope: str = "candidate",
+    stale: str | None = None,
+) -> bool:
     """Whether a receipt may stand in for running ``argv`` again (never for a final gate)."""
-    return (not receipt.final_gate and stale is None and receipt.exit_code == 0
-            and receipt.command_argv == list(argv) and receipt.cwd == cwd
-            and receipt.kind == kind and receipt.scope == scope)
+    return (
+        not receipt.final_gate
+        and stale is None
+        and receipt.exit_code == 0
+        and receipt.command_argv == list(argv)
+        and receipt.cwd == cwd
+        and receipt.kind == kind
+        and receipt.scope == scope
+    )

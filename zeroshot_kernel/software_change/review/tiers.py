@@ -20,10 +20,22 @@ Tier = Literal["micro", "standard", "high-risk"]
 TierChoice = Literal["micro", "standard", "high-risk", "auto"]
 Rating = Literal["low", "medium", "high"]
 TIERS: tuple[str, ...] = ("micro", "standard", "high-risk", "auto")
-DIMENSIONS = ("blast_radius", "concurrency", "security_data", "boundary", "novelty",
-              "observability")
-HARD_TRIGGERS = ("auth_secrets_trust", "destructive_migration", "races_cancellation_ownership",
-                 "public_api_compatibility", "native_or_live_only_proof", "broad_architecture")
+DIMENSIONS = (
+    "blast_radius",
+    "concurrency",
+    "security_data",
+    "boundary",
+    "novelty",
+    "observability",
+)
+HARD_TRIGGERS = (
+    "auth_secrets_trust",
+    "destructive_migration",
+    "races_cancellation_ownership",
+    "public_api_compatibility",
+    "native_or_live_only_proof",
+    "broad_architecture",
+)
 
 
 class ReviewLimits(BaseModel):
@@ -45,9 +57,14 @@ class ReviewLimits(BaseModel):
 LIMITS = ReviewLimits()
 
 
-def resolve_tier(choice: str, ratings: Mapping[str, str] | None = None,
-                 triggers: Sequence[str] = (), *, coherent_slice: bool = True,
-                 public_contract: bool = False) -> Tier:
+def resolve_tier(
+    choice: str,
+    ratings: Mapping[str, str] | None = None,
+    triggers: Sequence[str] = (),
+    *,
+    coherent_slice: bool = True,
+    public_contract: bool = False,
+) -> Tier:
     """The review tier a run uses. ``auto`` follows the rules: any hard trigger or High rating
     is high-risk, any Medium is standard, all Low is micro if the change is one coherent
     slice touching no public contract (else standard); unrated dimensions count as Medium
