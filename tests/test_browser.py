@@ -6,12 +6,19 @@ appear and the run end (the monitor's output then holds its static snapshot: cha
 incumbent) and the report's chart appear, as a person would. JupyterLab then saves the
 notebook, its kernel is shut down through the REST API and the page reloaded: the monitor's
 snapshot shows, and no "Error displaying widget". Screenshots are saved under
-``test-artifacts/browser/<lab|notebook>/``. Needs ``/usr/bin/chromium`` (``make test``
-installs it); playwright never downloads a browser.
+``test-artifacts/browser/<lab|notebook>/``.
+
+In JupyterLab the studies notebook runs two studies; its study browser lists both, ticking
+them and pressing Compare shows the overlay image, and Export CSV writes one file of rounds
+per study into the workspace, read back from disk (screenshots under
+``test-artifacts/browser/studies/``). Needs ``/usr/bin/chromium`` (``make test`` installs
+it); playwright never downloads a browser.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import importlib.util
 import json
 import os
@@ -47,6 +54,7 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "browser"
 ROUNDS = 3  # the quickstart's default
+STUDY_ROUNDS = 2  # the studies notebook's default, per study
 
 
 def free_port() -> int:
@@ -111,7 +119,8 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     root = tmp_path / "workspace"
     (root / ".zeroshot").mkdir(parents=True)
     (root / "notebooks").mkdir()
-    shutil.copy(PROJECT_ROOT / "notebooks" / "quickstart.ipynb", root / "notebooks")
+    for notebook in ("quickstart.ipynb", "studies.ipynb"):
+        shutil.copy(PROJECT_ROOT / "notebooks" / notebook, root / "notebooks")
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
@@ -187,53 +196,62 @@ def run_all(page: Any, server: Server) -> None:
     expect(first).to_be_visible()
 
 
-def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
-    server: Server,
-) -> None:
-    from playwright.sync_api import expect, sync_playwright
+@contextlib.contextmanager
+def notebook_page(server: Server, notebook: str, artifacts: Path) -> Iterator[Any]:
+    """Headless chromium on ``notebook`` after Run All; a failure leaves a screenshot."""
+    from playwright.sync_api import sync_playwright
 
-    artifacts = ARTIFACTS / server.kind
-    artifacts.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server.notebook_url("notebooks/quickstart.ipynb"))
+            page.goto(server.notebook_url(notebook))
             run_all(page, server)
-
-            # the live monitor, while the run goes on
-            monitor = page.locator(".widget-vbox", has_text="auto-research rosenbrock").first
-            monitor.wait_for(timeout=90_000)
-            expect(monitor.locator(".widget-button", has_text="Stop")).to_be_visible()
-            monitor.screenshot(path=str(artifacts / "monitor-live.png"))
-            # at the run's end the output holds the monitor's static snapshot
-            snapshot = page.locator(".zeroshot-snapshot").first
-            expect(snapshot).to_contain_text("succeeded", timeout=180_000)
-            expect(snapshot).to_contain_text(f"{ROUNDS} / {ROUNDS} rounds")
-            expect(
-                snapshot.locator(
-                    ".zeroshot-rounds-box tr.zeroshot-adopted, "
-                    ".zeroshot-rounds-box tr.zeroshot-rejected, "
-                    ".zeroshot-rounds-box tr.zeroshot-crashed"
-                )
-            ).to_have_count(ROUNDS)
-            chart = snapshot.locator("img").first
-            expect(chart).to_be_visible()
-            assert chart.evaluate("img => img.naturalWidth") > 200  # a drawn PNG, not a stub
-            snapshot.screenshot(path=str(artifacts / "monitor.png"))
-            report = page.locator(".jp-RenderedImage img").last
-            report.wait_for(timeout=120_000)
-            wait_until(lambda: kernel_idle(server), 120, "the last cell to finish")
-            report.scroll_into_view_if_needed()
-            page.screenshot(path=str(artifacts / "quickstart.png"), full_page=True)
-
-            if server.kind == "lab":
-                reopen_without_the_kernel(page, server, artifacts)
-        except Exception:
-            page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
-            raise
+            try:
+                yield page
+            except Exception:
+                page.screenshot(path=str(artifacts / "failure.png"), full_page=True)
+                raise
         finally:
             browser.close()
+
+
+def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
+    server: Server,
+) -> None:
+    from playwright.sync_api import expect
+
+    artifacts = ARTIFACTS / server.kind
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with notebook_page(server, "notebooks/quickstart.ipynb", artifacts) as page:
+        # the live monitor, while the run goes on
+        monitor = page.locator(".widget-vbox", has_text="auto-research rosenbrock").first
+        monitor.wait_for(timeout=90_000)
+        expect(monitor.locator(".widget-button", has_text="Stop")).to_be_visible()
+        monitor.screenshot(path=str(artifacts / "monitor-live.png"))
+        # at the run's end the output holds the monitor's static snapshot
+        snapshot = page.locator(".zeroshot-snapshot").first
+        expect(snapshot).to_contain_text("succeeded", timeout=180_000)
+        expect(snapshot).to_contain_text(f"{ROUNDS} / {ROUNDS} rounds")
+        expect(
+            snapshot.locator(
+                ".zeroshot-rounds-box tr.zeroshot-adopted, "
+                ".zeroshot-rounds-box tr.zeroshot-rejected, "
+                ".zeroshot-rounds-box tr.zeroshot-crashed"
+            )
+        ).to_have_count(ROUNDS)
+        chart = snapshot.locator("img").first
+        expect(chart).to_be_visible()
+        assert chart.evaluate("img => img.naturalWidth") > 200  # a drawn PNG, not a stub
+        snapshot.screenshot(path=str(artifacts / "monitor.png"))
+        report = page.locator(".jp-RenderedImage img").last
+        report.wait_for(timeout=120_000)
+        wait_until(lambda: kernel_idle(server), 120, "the last cell to finish")
+        report.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "quickstart.png"), full_page=True)
+
+        if server.kind == "lab":
+            reopen_without_the_kernel(page, server, artifacts)
 
     (run,) = Client(workspace=str(server.root)).runs()
     assert isinstance(run.terminal, SucceededResult)
@@ -267,3 +285,69 @@ def reopen_without_the_kernel(page: Any, server: Server, artifacts: Path) -> Non
     expect(page.get_by_text("Loading widget")).to_have_count(0)
     snapshot.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "reopened.png"), full_page=True)
+
+
+@pytest.mark.parametrize("server", ["lab"], indirect=True)
+def test_the_study_browser_lists_compares_and_exports_two_studies(server: Server) -> None:
+    """Run All on the studies notebook; tick both studies, Compare (the overlay image),
+    Export CSV (the written paths, then the files on disk)."""
+    from playwright.sync_api import expect
+
+    studies = ("alpha", "beta")
+    artifacts = ARTIFACTS / "studies"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with notebook_page(server, "notebooks/studies.ipynb", artifacts) as page:
+        # the table, once both runs have ended: one row (and checkbox) per study
+        table = page.locator(".widget-vbox", has_text="studies and runs in").first
+        table.wait_for(timeout=300_000)
+        grid = table.locator(".widget-gridbox").first
+        for name in studies:
+            expect(grid.locator("b", has_text=name)).to_have_count(1)
+        # each study's row and its run's row say how the run ended
+        expect(grid.locator("span[title='succeeded']")).to_have_count(2 * len(studies))
+        checkboxes = grid.locator("input[type='checkbox']")
+        expect(checkboxes).to_have_count(len(studies))
+        for index in range(len(studies)):
+            checkboxes.nth(index).check()
+        expect(table).to_contain_text(f"{len(studies)} of {len(studies)} studies; 2 selected")
+        table.screenshot(path=str(artifacts / "table.png"))
+
+        compare = table.locator(".widget-button", has_text="Compare")
+        expect(compare).to_be_enabled()
+        compare.click()
+        overlay = table.locator("img.widget-image").first
+        expect(overlay).to_be_visible(timeout=60_000)
+        assert overlay.get_attribute("src")  # an image was sent, not an empty widget
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 200",
+            arg=overlay.element_handle(),
+            timeout=60_000,
+        )
+        for name in studies:  # the incumbents side by side, one column per study
+            expect(table.locator(".zeroshot-incumbents thead th", has_text=name)).to_have_count(1)
+
+        export = table.locator(".widget-button", has_text="Export CSV")
+        expect(export).to_be_enabled()
+        export.click()
+        written = table.locator(".zeroshot-exported")
+        for name in studies:
+            expect(written).to_contain_text(f"{name}-rounds.csv", timeout=60_000)
+        shown = written.inner_text()
+        expect(page.get_by_text("Error displaying widget")).to_have_count(0)
+        overlay.scroll_into_view_if_needed()
+        table.screenshot(path=str(artifacts / "study-browser.png"))
+        page.screenshot(path=str(artifacts / "studies.png"), full_page=True)
+
+    exports = (server.root / "exports").resolve()
+    assert sorted(p.name for p in exports.iterdir()) == [f"{n}-rounds.csv" for n in studies]
+    client = Client(workspace=str(server.root))
+    runs = {run.title: run.run_id for run in client.runs()}
+    for name in studies:
+        path = exports / f"{name}-rounds.csv"
+        with path.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert [row["round"] for row in rows] == [str(n) for n in range(1, STUDY_ROUNDS + 1)]
+        assert {row["run_id"] for row in rows} == {runs[f"auto-research rosenbrock ({name})"]}
+        assert all(row["candidate_id"] and row["metric"] for row in rows)
+        assert f"wrote {path} ({STUDY_ROUNDS} rounds)" in shown  # the path the widget showed
+    assert (artifacts / "study-browser.png").stat().st_size > 10_000

@@ -19,6 +19,7 @@ from nbclient import NotebookClient
 from workbench_support import PNG_SIGNATURE, finished_run
 
 from zeroshot_kernel.admission.admit import verify_document
+from zeroshot_kernel.auto_research import study_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
@@ -129,6 +130,29 @@ def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
     view = load_research_view(Client(workspace=str(tmp_path)).ledger, run.run_id)
     assert len(view.rounds) == 2
     assert report_rows(notebook) == 2
+
+
+def test_studies_runs_two_studies_and_shows_them_in_the_browser(tmp_path: Path) -> None:
+    notebook = execute(NOTEBOOKS / "studies.ipynb", tmp_path, iterations=1)
+    client = Client(workspace=str(tmp_path))
+    runs = client.runs()
+    assert sorted(run.title for run in runs) == [
+        "auto-research rosenbrock (alpha)",
+        "auto-research rosenbrock (beta)",
+    ]
+    printed = text(notebook)
+    for run in runs:
+        assert isinstance(run.terminal, SucceededResult)
+        study = run.title.split("(")[1].rstrip(")")
+        assert f"{study}: {run.run_id} succeeded" in printed
+    assert [row.name for row in study_rows(client)] == ["alpha", "beta"]
+    # the browser's saved state: a row per study, Compare and Export CSV on offer
+    cells = [m["state"]["value"] for m in widget_models(notebook, "HTMLModel")]
+    for study in ("alpha", "beta"):
+        assert any(f"<b>{study}</b>" in value for value in cells)
+    buttons = {m["state"]["description"] for m in widget_models(notebook, "ButtonModel")}
+    assert {"Compare", "Export CSV", "Refresh"} <= buttons
+    assert not (tmp_path / "exports").exists()  # nothing is exported until asked
 
 
 def test_custom_graph_validates_shows_a_mistake_and_runs_with_notebook_workers(
@@ -304,6 +328,7 @@ def test_every_shipped_notebook_has_a_parameters_cell_and_no_outputs() -> None:
         "batch-report.ipynb",
         "research.ipynb",
         "review-loop.ipynb",
+        "studies.ipynb",
     }
     for path in shipped:
         notebook = nbformat.read(path, as_version=4)

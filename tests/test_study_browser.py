@@ -1,10 +1,12 @@
 """The study browser, the comparison of studies and the export of a study, over real ledgers
 holding real embedded research runs: two studies (rosenbrock and branin, two rounds each)
-run at once in one workspace; a third, on PostgreSQL, when the suite can start one."""
+run at once in one workspace; a third, on PostgreSQL, when the suite can start one. The
+browser's "Export CSV" writes each ticked study's rounds under ``<workspace>/exports``."""
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -169,6 +171,63 @@ def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
     opened[0].click()  # alpha's row (sorted by study)
     assert browser.monitor is not None and browser.monitor.run_id == runs["alpha"].id
     browser.close()
+
+
+def _read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_export_csv_writes_each_selected_studys_rounds_into_the_workspace(
+    two_studies: tuple[Client, dict[str, Run]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client, runs = two_studies
+    browser = StudyBrowser(client, sort="study", descending=False)
+    assert browser.export_button.disabled
+    assert browser.export_csv() == [] and "tick one" in browser.exported.value
+    for box in [c for c in browser.grid.children if c.__class__.__name__ == "Checkbox"]:
+        box.value = True  # as a user ticks them
+    assert not browser.export_button.disabled
+    browser.export_button.click()
+
+    folder = Path(client.workspace).resolve() / "exports"
+    expected = [folder / f"{name}-rounds.csv" for name in ("alpha", "beta")]
+    assert browser.exported_paths == expected
+    for name, path in zip(("alpha", "beta"), expected, strict=True):
+        assert f"wrote <code>{html.escape(str(path))}</code> ({ROUNDS} rounds)" in (
+            browser.exported.value
+        )
+        read = _read_csv(path)
+        columns, rows = Study.open(client.workspace, name, client=client).flat_rows("rounds")
+        assert list(read[0]) == columns
+        assert read == [{k: "" if v is None else str(v) for k, v in row.items()} for row in rows]
+        assert [row["round"] for row in read] == ["1", "2"]
+        assert {row["run_id"] for row in read} == {runs[name].id}
+        assert all(row["candidate_id"] and row["metric"] for row in read)
+    assert sorted(p.name for p in folder.iterdir()) == ["alpha-rounds.csv", "beta-rounds.csv"]
+
+    # a failed write leaves the previous file whole and no temporary file behind
+    before = expected[1].read_bytes()
+
+    def refuse(source: str, target: str) -> None:
+        raise PermissionError(13, "Permission denied", target)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    assert browser.export_csv(["beta"]) == []
+    assert "not exported: beta: [Errno 13] Permission denied" in browser.exported.value
+    monkeypatch.undo()
+    assert expected[1].read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == ["alpha-rounds.csv", "beta-rounds.csv"]
+
+    # another folder; a study only the ledger knows is named, the others still written
+    elsewhere = StudyBrowser(client, export_folder=tmp_path / "out")
+    assert elsewhere.export_csv(["beta", "gamma"]) == [tmp_path / "out" / "beta-rounds.csv"]
+    assert _read_csv(tmp_path / "out" / "beta-rounds.csv") == _read_csv(expected[1])
+    assert "not exported: gamma: no study" in elsewhere.exported.value
+    browser.close()
+    elsewhere.close()
 
 
 def test_to_dataframe_has_one_row_per_round_and_per_candidate(

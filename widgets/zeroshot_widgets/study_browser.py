@@ -1,11 +1,13 @@
 """``StudyBrowser``: the studies of a workspace and their runs in a ledger (SQLite or
 PostgreSQL) as a table you can sort, filter and select from; compare the selected studies,
-or open a row's monitor.
+export their rounds as CSV, or open a row's monitor.
 
 Click a column header (or pick a column under "sort by") to sort, click it again to reverse;
 type in "filter" to keep the rows whose study, task, harness/model or status contain every
-word; tick studies and press "Compare" for :func:`zeroshot_widgets.compare.compare_studies`;
-"open" shows the row's :class:`RunMonitor` (a study's: its latest run's) below.
+word; tick studies and press "Compare" for :func:`zeroshot_widgets.compare.compare_studies`,
+or "Export CSV" to write each one's rounds (``Study.write_csv``) to
+``<workspace>/exports/<study>-rounds.csv``; "open" shows the row's :class:`RunMonitor` (a
+study's: its latest run's) below.
 
 Example::
 
@@ -13,16 +15,19 @@ Example::
     from zeroshot_widgets import StudyBrowser
 
     browser = StudyBrowser(Client("postgresql+psycopg://lab@db/zeroshot"))
-    browser          # then: browser.select(["a", "b"]); browser.compare()
+    browser          # then: browser.select(["a", "b"]); browser.compare(); browser.export_csv()
 """
 
 from __future__ import annotations
 
 import html
+import os
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
+from zeroshot_kernel.auto_research import Study, StudyError
 from zeroshot_kernel.auto_research.study_table import (
     COLUMNS,
     RunCache,
@@ -41,11 +46,14 @@ from zeroshot_widgets.monitor import RunMonitor
 GRID_COLUMNS = "28px 1.3fr 0.9fr 1.1fr 1.3fr 0.9fr 0.55fr 0.65fr 0.5fr 1fr 1.05fr 0.8fr 56px"
 _ARROWS = {"minimize": "↓", "maximize": "↑"}
 _STATUS_COLORS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
+EXPORT_FOLDER = "exports"
+"""Where "Export CSV" writes, under the workspace (unless ``export_folder`` says otherwise)."""
 
 
 class StudyBrowser(widgets.VBox):  # type: ignore[misc]
-    """A sortable, filterable table of studies and their runs, with selection, comparison
-    and a monitor; ``refresh()`` re-reads the ledger (finished runs are read once)."""
+    """A sortable, filterable table of studies and their runs, with selection, comparison,
+    CSV export and a monitor; ``refresh()`` re-reads the ledger (finished runs are read
+    once)."""
 
     def __init__(
         self,
@@ -55,10 +63,15 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         descending: bool = True,
         show_runs: bool = True,
         max_rows: int = 200,
+        export_folder: str | os.PathLike[str] | None = None,
         **monitor_options: Any,
     ) -> None:
         self.client = client or Client()
         self.max_rows = max_rows
+        self.export_folder = Path(export_folder or Path(self.client.workspace) / EXPORT_FOLDER)
+        """Where :meth:`export_csv` writes (created when first needed)."""
+        self.exported_paths: list[Path] = []
+        """The files the last export wrote."""
         self.monitor: RunMonitor | None = None
         self.comparison: StudyComparison | None = None
         self.all_rows: list[StudyRow] = []
@@ -83,9 +96,18 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             disabled=True,
             tooltip="overlay the selected studies",
         )
+        self.export_button = widgets.Button(
+            description="Export CSV",
+            icon="download",
+            disabled=True,
+            tooltip="write the selected studies' rounds as CSV files, one per study",
+        )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.summary = widgets.HTML()
         self.message = widgets.HTML()
+        self.exported = widgets.HTML()
+        """The files the last export wrote (or why it wrote none)."""
+        self.exported.add_class("zeroshot-exported")
         self.grid = widgets.GridBox(
             layout=widgets.Layout(
                 grid_template_columns=GRID_COLUMNS,
@@ -102,6 +124,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         for control in (self.filter, self.sort_column, self.descending, self.show_runs):
             control.observe(lambda _: None if self._quiet else self._render(), names="value")
         self.compare_button.on_click(lambda _: self.compare())
+        self.export_button.on_click(lambda _: self.export_csv())
         self.refresh_button.on_click(lambda _: self.refresh())
         super().__init__(
             children=[
@@ -109,8 +132,11 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
                     f"studies and runs in <code>{html.escape(self.client.display_url)}</code>"
                 ),
                 widgets.HBox([self.filter, self.sort_column, self.descending, self.show_runs]),
-                widgets.HBox([self.compare_button, self.refresh_button, self.summary]),
+                widgets.HBox(
+                    [self.compare_button, self.export_button, self.refresh_button, self.summary]
+                ),
                 self.message,
+                self.exported,
                 self.grid,
                 self.compare_box,
                 self.monitor_box,
@@ -153,11 +179,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         """Show the comparison of ``names`` (default: the selected studies, in table
         order) below the table, and return it."""
         by_name = {row.name: row for row in self.all_rows}
-        chosen = (
-            names
-            if names is not None
-            else [row.name for row in self._ordered(self.all_rows) if row.name in self.selected]
-        )
+        chosen = names if names is not None else self._chosen()
         rows = [by_name[name] for name in chosen if name in by_name]
         if not rows:
             self.message.value = "tick one or more studies to compare"
@@ -166,6 +188,35 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.comparison = StudyComparison(rows, cost=cost)
         self.compare_box.children = (self.comparison,)
         return self.comparison
+
+    def export_csv(self, names: list[str] | None = None) -> list[Path]:
+        """Write the rounds of ``names`` (default: the selected studies, in table order),
+        one CSV file per study, ``<export_folder>/<study>-rounds.csv`` (each replaced
+        atomically), show their paths below the buttons, and return them. A study whose
+        records are not in this workspace (only its runs are in the ledger) is named
+        instead."""
+        chosen = names if names is not None else self._chosen()
+        if not chosen:
+            self.exported.value = "tick one or more studies to export"
+            self.exported_paths = []
+            return []
+        written: list[tuple[Path, int]] = []
+        problems: list[str] = []
+        for name in chosen:
+            try:
+                study = Study.open(self.client.workspace, name, client=self.client)
+                self.export_folder.mkdir(parents=True, exist_ok=True)
+                path = study.write_csv(self.export_folder / f"{study.name}-rounds.csv")
+                written.append((path.resolve(), len(study.rounds())))
+            except (StudyError, OSError) as problem:
+                problems.append(f"{name}: {problem}")
+        self.exported_paths = [path for path, _ in written]
+        lines = [
+            f"wrote <code>{html.escape(str(path))}</code> ({count} round{'s' * (count != 1)})"
+            for path, count in written
+        ] + [f"<span style='color:#d62728'>not exported: {html.escape(p)}</span>" for p in problems]
+        self.exported.value = "<br>".join(lines)
+        return self.exported_paths
 
     def open_run(self, run_id: str) -> RunMonitor:
         """Show a monitor on ``run_id`` below the table (closing the previous one)."""
@@ -197,6 +248,10 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
 
     # --- drawing ---------------------------------------------------------------------
 
+    def _chosen(self) -> list[str]:
+        """The selected studies, in table order."""
+        return [row.name for row in self._ordered(self.all_rows) if row.name in self.selected]
+
     def _ordered(self, rows: list[StudyRow]) -> list[StudyRow]:
         return sort_rows(rows, self.sort_column.value, descending=self.descending.value)
 
@@ -219,7 +274,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             + (f" ({hidden} more: narrow the filter)" if hidden else "")
             + (f"; {len(self.selected)} selected" if self.selected else "")
         )
-        self.compare_button.disabled = not self.selected
+        self.compare_button.disabled = self.export_button.disabled = not self.selected
 
     def _header(self, column: str) -> widgets.Button:
         arrow = ""
@@ -310,7 +365,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.summary.value = f"{len(self.rows)} of {len(self.all_rows)} studies" + (
             f"; {len(self.selected)} selected" if self.selected else ""
         )
-        self.compare_button.disabled = not self.selected
+        self.compare_button.disabled = self.export_button.disabled = not self.selected
 
     def _toggle(self, name: str, value: bool) -> None:
         if value:

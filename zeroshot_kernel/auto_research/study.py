@@ -23,6 +23,7 @@ import io
 import json
 import math
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,14 +294,13 @@ class Study:
         ]
 
     def write_csv(self, path: str | os.PathLike[str], kind: Kind = "rounds") -> Path:
-        target = Path(path)
-        target.write_text(self.csv_text(kind), encoding="utf-8")
-        return target
+        """Write :meth:`csv_text` to ``path`` (its folder must exist) atomically: a reader
+        sees the previous file or the whole new one, never a part."""
+        return _write_atomic(Path(path), self.csv_text(kind))
 
     def write_json(self, path: str | os.PathLike[str], kind: Kind = "rounds") -> Path:
-        target = Path(path)
-        target.write_text(json.dumps(self.json_rows(kind), indent=2) + "\n", encoding="utf-8")
-        return target
+        """Write :meth:`json_rows` to ``path`` atomically, as :meth:`write_csv` does."""
+        return _write_atomic(Path(path), json.dumps(self.json_rows(kind), indent=2) + "\n")
 
     # --- the ledger's side ------------------------------------------------------------
 
@@ -331,6 +331,22 @@ class Study:
             facts.append(_RunFacts(run_id, harness, model, {r.round: r for r in view.rounds}))
         self._facts = facts
         return facts
+
+
+def _write_atomic(target: Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``target``, then move it into place
+    (readable by all, as a plain write under the usual umask makes it)."""
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), 0o644)
+            handle.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
 
 
 def _run_of(number: int, facts: list[_RunFacts], offsets: Mapping[str, int]) -> _RunFacts | None:
