@@ -35,7 +35,6 @@ from zeroshot_kernel.console.options import (
 from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     fail_usage,
-    print_diagnostics,
 )
 
 LINE_PROG = "%zeroshot"
@@ -93,41 +92,26 @@ def research(
     On a local OpenAI-compatible server: %zeroshot research branin --harness openai
     --base-url http://127.0.0.1:8080/v1 --model local --max-tokens 2048
     """
-    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.commands import start_research
     from zeroshot_kernel.auto_research.task import TaskError, resolve_task
-    from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.templates import TemplateOptions, expand_template
+    from zeroshot_kernel.templates import TemplateOptions
 
     client = open_client(ledger, target)
     try:
         resolve_task(task, client.workspace)
     except TaskError as problem:
         fail_usage(str(problem))
-    try:
-        expansion = expand_template(
-            "auto-research",
-            TemplateOptions(
-                task=task,
-                iterations=iterations,
-                harness=harness,
-                provider=provider,
-                model=model,
-                study=study,
-                base_url=base_url,
-                max_tokens=max_tokens,
-            ),
-        )
-        run = client.submit(
-            expansion.graph,
-            input=expansion.input,
-            runtime=expansion.runtime,
-            title=f"auto-research {task}",
-        )
-    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
-        print_diagnostics(rejected.diagnostics)
-        raise typer.Exit(EXIT_REJECTED) from None
-    except (StudyError, ValueError) as refused:
-        fail_usage(str(refused))
+    options = TemplateOptions(
+        task=task,
+        iterations=iterations,
+        harness=harness,
+        provider=provider,
+        model=model,
+        study=study,
+        base_url=base_url,
+        max_tokens=max_tokens,
+    )
+    run = start_research(client, options, title=f"auto-research {task}")
     typer.echo(f"started {run.id}; stop it with: %zeroshot stop {run.id}")
     _show_monitor(ctx, client, run.id)
 

@@ -30,7 +30,8 @@ from zeroshot_kernel.console.output import (
 if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.task import TaskSpec
     from zeroshot_kernel.auto_research.views import ResearchView, RoundView
-    from zeroshot_kernel.client import Run
+    from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.templates import TemplateOptions
 
 research_app = typer.Typer(
     help="Auto-research: improve a candidate in reviewed rounds.", no_args_is_help=True
@@ -98,10 +99,9 @@ def run(
       zeroshot research run branin --harness openai --base-url http://127.0.0.1:8080/v1 \
           --model local
     """
-    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.studies import study_of
     from zeroshot_kernel.auto_research.task import TaskError, resolve_task
-    from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.templates import TemplateOptions, expand_template
+    from zeroshot_kernel.templates import TemplateOptions
 
     try:
         loaded = resolve_task(str(task), Path.cwd())
@@ -112,35 +112,24 @@ def run(
     _check_harness(harness)
     if push:
         _check_push(client.workspace)
-    try:
-        expansion = expand_template(
-            "auto-research",
-            TemplateOptions(
-                task=_task_reference(loaded.root, client.workspace),
-                iterations=iterations,
-                push=push,
-                harness=harness,
-                model=model,
-                study=study,
-                base_url=base_url,
-                max_tokens=max_tokens,
-            ),
-        )
-        started = client.submit(
-            expansion.graph,
-            input=expansion.input,
-            runtime=expansion.runtime,
-            title=f"auto-research: {loaded.spec.name}",
-        )
-    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
-        print_diagnostics(rejected.diagnostics)
-        raise typer.Exit(EXIT_REJECTED) from None
-    except (StudyError, ValueError) as refused:
-        fail_usage(str(refused))
+    started = start_research(
+        client,
+        TemplateOptions(
+            task=_task_reference(loaded.root, client.workspace),
+            iterations=iterations,
+            push=push,
+            harness=harness,
+            model=model,
+            study=study,
+            base_url=base_url,
+            max_tokens=max_tokens,
+        ),
+        title=f"auto-research: {loaded.spec.name}",
+    )
     typer.echo(
         f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
         f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
-        f"{expansion.input['study']}"
+        f"{study_of(started.admitted().get('initialInput'))}"
     )
     if detach:
         typer.echo(f"follow it with: zeroshot research show {started.id}")
@@ -151,6 +140,26 @@ def run(
 RESEARCH_HARNESSES = ("local", "claude", "codex", "openai")
 """Harnesses that can run the research agents (``python`` runs callables, which a user
 binds node by node in a runtime plan of their own)."""
+
+
+def start_research(client: Client, options: TemplateOptions, *, title: str) -> Run:
+    """Expand the auto-research template and submit it (``zeroshot research run`` and
+    ``%zeroshot research``): a rejected submission prints its diagnostics and exits 1, a
+    refused one (a busy study, an option out of range) says why and exits 2."""
+    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.templates import expand_template
+
+    try:
+        expansion = expand_template("auto-research", options)
+        return client.submit(
+            expansion.graph, input=expansion.input, runtime=expansion.runtime, title=title
+        )
+    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
+        print_diagnostics(rejected.diagnostics)
+        raise typer.Exit(EXIT_REJECTED) from None
+    except (StudyError, ValueError) as refused:
+        fail_usage(str(refused))
 
 
 def _check_harness(harness: str) -> None:
