@@ -3,10 +3,17 @@ by playwright.
 
 Each opens the quickstart, runs all cells from the Run menu, and watches the live monitor
 appear and the run end (the monitor's output then holds its static snapshot: chart, rounds,
-incumbent) and the report's chart appear, as a person would. JupyterLab then saves the
-notebook, its kernel is shut down through the REST API and the page reloaded: the monitor's
-snapshot shows, and no "Error displaying widget". Screenshots are saved under
+incumbent) and the report's chart appear, as a person would. The notebook is then saved, its
+kernel shut down through the REST API and the page reloaded: the monitor's snapshot shows,
+and no "Error displaying widget". Screenshots are saved under
 ``test-artifacts/browser/<lab|notebook>/``.
+
+In both front ends a long run's monitor is saved mid-run, then stopped from its Stop button
+(Continue keeps the widget in the output), saved again and its kernel restarted: the view
+left behind greys out and says its live view ended; reopened without the kernel, both the
+stopped and the mid-run notebook show their monitor's last state, restored from the widget
+state the package's settings override makes Jupyter save (screenshots under
+``test-artifacts/browser/reopen/``).
 
 In JupyterLab the studies notebook runs two studies; its study browser lists both, ticking
 them and pressing Compare shows the overlay image, and Export CSV writes one file of rounds
@@ -22,6 +29,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -250,12 +258,53 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
         report.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "quickstart.png"), full_page=True)
 
-        if server.kind == "lab":
-            reopen_without_the_kernel(page, server, artifacts)
+        reopen_without_the_kernel(page, server, artifacts)
 
     (run,) = Client(workspace=str(server.root)).runs()
     assert isinstance(run.terminal, SucceededResult)
     assert (artifacts / "quickstart.png").stat().st_size > 10_000
+
+
+def save(page: Any, saved: Path) -> dict[str, Any]:
+    """Ctrl+S, then the notebook as written to disk (the server writes it in place: read
+    it once it parses)."""
+    before = saved.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    written: list[dict[str, Any]] = []
+
+    def read() -> bool:
+        if saved.stat().st_mtime_ns == before:
+            return False
+        with contextlib.suppress(ValueError):
+            written.append(json.loads(saved.read_text()))
+        return bool(written)
+
+    wait_until(read, 30, "the notebook to be saved")
+    return written[-1]
+
+
+def shut_down_kernels(server: Server) -> None:
+    for session in server.api("sessions"):
+        server.api(f"sessions/{session['id']}", method="DELETE")  # and its kernel
+    wait_until(lambda: not server.api("kernels"), 30, "the kernel to shut down")
+
+
+def no_widget_errors_once_idle(page: Any, server: Server) -> None:
+    """Once the new kernel is idle the widget manager has restored what it could: nothing
+    says "Error displaying widget" or is left "Loading widget"."""
+    from playwright.sync_api import expect
+
+    wait_until(lambda: kernel_idle(server), 90, "the new kernel to start")
+    if server.kind == "lab":
+        expect(
+            page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
+        ).to_be_visible(timeout=90_000)
+    else:
+        expect(
+            page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first
+        ).to_be_attached(timeout=90_000)
+    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
+    expect(page.get_by_text("Loading widget")).to_have_count(0)
 
 
 def reopen_without_the_kernel(page: Any, server: Server, artifacts: Path) -> None:
@@ -263,28 +312,149 @@ def reopen_without_the_kernel(page: Any, server: Server, artifacts: Path) -> Non
     its snapshot, and nothing says "Error displaying widget"."""
     from playwright.sync_api import expect
 
-    saved = server.root / "notebooks" / "quickstart.ipynb"
-    before = saved.stat().st_mtime_ns
-    page.keyboard.press("Control+s")
-    wait_until(lambda: saved.stat().st_mtime_ns != before, 30, "the notebook to be saved")
-    for session in server.api("sessions"):
-        server.api(f"sessions/{session['id']}", method="DELETE")  # and its kernel
-    wait_until(lambda: not server.api("kernels"), 30, "the kernel to shut down")
+    save(page, server.root / "notebooks" / "quickstart.ipynb")
+    shut_down_kernels(server)
     page.reload()
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
     snapshot = page.locator(".zeroshot-snapshot").first
     expect(snapshot).to_contain_text("succeeded", timeout=60_000)
     expect(snapshot).to_contain_text("static snapshot")
     assert snapshot.locator("img").first.evaluate("img => img.naturalWidth") > 200
-    # the widget manager has restored what it could once the new kernel is idle
-    wait_until(lambda: kernel_idle(server), 90, "the new kernel to start")
-    expect(
-        page.locator(".jp-StatusBar-TextItem", has_text="Python 3 (ipykernel) | Idle")
-    ).to_be_visible(timeout=90_000)
-    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
-    expect(page.get_by_text("Loading widget")).to_have_count(0)
+    no_widget_errors_once_idle(page, server)
     snapshot.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "reopened.png"), full_page=True)
+
+
+LONG_ROUNDS = 50
+"""Far more rounds than the test waits for: the run is stopped from its monitor."""
+
+
+def widget_state(notebook: dict[str, Any]) -> dict[str, Any]:
+    """The widget models JupyterLab saved in the notebook (the package's settings
+    override turns saving on)."""
+    saved = notebook["metadata"].get("widgets", {})
+    state: dict[str, Any] = saved.get("application/vnd.jupyter.widget-state+json", {})
+    return state.get("state", {})
+
+
+def stale(locator: Any) -> None:
+    """A live view whose kernel is gone: it says so and greys out its buttons."""
+    from playwright.sync_api import expect
+
+    expect(locator.locator(".zeroshot-stale-note")).to_be_visible(timeout=60_000)
+    expect(locator.locator(".zeroshot-stale-note")).to_contain_text("live view ended")
+    for button in locator.locator(".zeroshot-live-only").all():
+        if button.is_visible():
+            opacity = button.evaluate("b => Number(getComputedStyle(b).opacity)")
+            assert opacity < 0.5, f"a live-looking {button.inner_text()!r} button"
+
+
+def test_a_monitor_saved_mid_run_or_stopped_reopens_without_its_kernel(
+    server: Server,
+) -> None:
+    """A notebook saved while its run goes on, and again once Stop turned it into a
+    "stopped" run with Continue on offer (the widget stays in the output for that): after
+    a kernel restart the old view greys out and says its live view ended; reopened with
+    the kernel shut down, each shows its monitor's last state and no "Error displaying
+    widget"."""
+    from playwright.sync_api import expect
+
+    artifacts = ARTIFACTS / "reopen" / server.kind
+    artifacts.mkdir(parents=True, exist_ok=True)
+    notebook = server.root / "notebooks" / "long-run.ipynb"
+    notebook.write_text(
+        json.dumps(
+            code_notebook(
+                "%load_ext zeroshot_kernel",
+                f"%zeroshot research rosenbrock --iterations {LONG_ROUNDS}",
+            )
+        )
+    )
+    mid_run = notebook.with_name("mid-run.ipynb")
+    title = "auto-research rosenbrock"
+    with notebook_page(server, "notebooks/long-run.ipynb", artifacts) as page:
+        monitor = page.locator(".widget-vbox", has_text=title).first
+        monitor.wait_for(timeout=90_000)
+        expect(monitor).to_contain_text(
+            re.compile(rf"[1-9]\d* / {LONG_ROUNDS} rounds"), timeout=120_000
+        )
+        assert widget_state(save(page, notebook)), "no widget state was saved"
+        shutil.copy(notebook, mid_run)  # a notebook saved mid-run
+
+        monitor.locator(".widget-button", has_text="Stop").click()
+        expect(monitor.locator(".widget-html", has_text="stopped").first).to_be_visible(
+            timeout=60_000
+        )
+        continue_button = monitor.locator(".widget-button", has_text="Continue")
+        expect(continue_button).to_be_visible()
+        # the run's end re-renders the output (its snapshot alternatives change): retry
+        wait_until(lambda: settled_screenshot(monitor, artifacts / "stopped.png"), 60, "a shot")
+        save(page, notebook)
+
+        # a restarted kernel no longer drives the view it left behind
+        (session,) = server.api("sessions")
+        server.api(f"kernels/{session['kernel']['id']}/restart", method="POST")
+        stale(monitor)
+        monitor.screenshot(path=str(artifacts / "stopped-after-restart.png"))
+
+        shut_down_kernels(server)
+        page.reload()
+        monitor = page.locator(".widget-vbox", has_text=title).first
+        expect(monitor).to_contain_text("stopped", timeout=90_000)
+        expect(monitor.locator(".widget-button", has_text="Continue")).to_be_visible()
+        no_widget_errors_once_idle(page, server)
+        stale(monitor)
+        page.screenshot(path=str(artifacts / "stopped-reopened.png"), full_page=True)
+
+        shut_down_kernels(server)
+        page.goto(server.notebook_url("notebooks/mid-run.ipynb"))
+        monitor = page.locator(".widget-vbox", has_text=title).first
+        expect(monitor).to_contain_text(f"/ {LONG_ROUNDS} rounds", timeout=90_000)
+        expect(monitor).to_contain_text("running")
+        no_widget_errors_once_idle(page, server)
+        stale(monitor)
+        page.screenshot(path=str(artifacts / "mid-run-reopened.png"), full_page=True)
+
+    (run,) = Client(workspace=str(server.root)).runs()
+    assert run.terminal is not None and run.terminal.status == "failed"  # force_stopped
+
+
+def settled_screenshot(locator: Any, path: Path) -> bool:
+    """A screenshot, or False when the element was replaced while it was taken."""
+    from playwright.sync_api import Error
+
+    try:
+        locator.screenshot(path=str(path), timeout=10_000)
+    except Error as problem:
+        if "not attached" not in str(problem):
+            raise
+        return False
+    return True
+
+
+def code_notebook(*cells: str) -> dict[str, Any]:
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"cell-{n}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for n, source in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+                "name": "python3",
+            }
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 @pytest.mark.parametrize("server", ["lab"], indirect=True)

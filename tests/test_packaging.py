@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import json
 import subprocess
 import sys
 import textwrap
@@ -123,6 +124,13 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"zeroshot_kernel/py.typed", "zeroshot_widgets/py.typed"} <= names  # typed package
+    # Jupyter's settings override: save widget state, so monitors reopen without a kernel
+    (override,) = [n for n in names if n.endswith("overrides.d/zeroshot-kernel.json")]
+    assert override.split(".data/data/", 1)[1] == (
+        "share/jupyter/lab/settings/overrides.d/zeroshot-kernel.json"
+    )
+    saved = json.loads(zipfile.ZipFile(wheel).read(override))
+    assert saved == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     code = (

@@ -23,6 +23,7 @@ from zeroshot_widgets import RunBrowser, RunFeed, RunMonitor
 from zeroshot_widgets.report import build_report
 
 from zeroshot_kernel.auto_research.studies import study_of_run
+from zeroshot_kernel.auto_research.study_table import study_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.batch.storage import BatchOptions
 from zeroshot_kernel.client import Client
@@ -201,10 +202,18 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     assert "#d62728" not in monitor.phase_html.value
     assert monitor.progress.bar_style == ""
     assert "stop requested" not in monitor.message.value
-    assert monitor.liveness.value == ""  # no heartbeat: nothing live to grey out
+    assert "<br>run stopped</div>" in monitor.card.value  # the card says so too
+    (stopped_row,) = study_rows(client)
+    assert stopped_row.status == "stopped"  # and the study browser
     assert monitor.stop_button.disabled and monitor.resume_button.disabled
     assert monitor.stop_run() == "already_finished"
     assert monitor.continuable and monitor.continue_button.layout.display is None
+    # Continue is live: the view keeps beating (a view whose kernel is gone greys it out)
+    assert monitor.polling
+    beats = monitor.liveness.value
+    wait_until(lambda: monitor.liveness.value != beats, 30, "the next heartbeat")
+    assert "zeroshot-stale-note" in monitor.liveness.value
+    assert "zeroshot-live-only" in monitor.continue_button._dom_classes
     done = len(monitor.view.rounds)
 
     monitor.continue_button.click()  # a new run on the same study, followed here

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
+from zeroshot_kernel.ledger.events import was_stopped
 from zeroshot_widgets.charts import crashed
 
 COLUMNS = (
@@ -232,7 +233,9 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
             f"plateau {view.plateau} round{'s' if view.plateau != 1 else ''}"
             f" · reconsiderations {len(view.reconsiderations)}"
         )
-    if view.terminal is not None:
+    if was_stopped(view.terminal):
+        body += "<br>run stopped"
+    elif view.terminal is not None:
         result = view.terminal.status
         reason = getattr(view.terminal, "reason", "")
         body += f"<br>run {_e(result)}" + (f": {_e(reason)}" if reason else "")

@@ -36,7 +36,7 @@ from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.exceptions import ZeroshotError
 from zeroshot_kernel.ledger import LedgerError
-from zeroshot_kernel.ledger.events import FailedResult, TerminalResult
+from zeroshot_kernel.ledger.events import FailedResult, TerminalResult, was_stopped
 from zeroshot_kernel.ledger.failure import explain_failure
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 from zeroshot_widgets._poller import Poller
@@ -60,8 +60,6 @@ _PHASE_COLOURS = {
     "failed": "#d62728",
     "stopped": "#555555",
 }
-STOPPED_REASONS = ("force_stopped",)
-"""Failure reasons that mean someone stopped the run: shown as a neutral "stopped"."""
 STALE_AFTER_S = 10.0
 """A live view that has not heard from its kernel for this long (plus three poll
 intervals) greys out its buttons and says the live view has ended."""
@@ -70,7 +68,8 @@ SNAPSHOT_MIME = ("text/html", "image/png")
 
 class RunMonitor(widgets.VBox):  # type: ignore[misc]
     """A live view of one run; ``refresh()`` reads synchronously, ``start()``/``stop()``
-    run the poller, which stops by itself once the run has ended.
+    run the poller, which stops by itself once the run has ended (a stopped research
+    run's view keeps its heartbeat while it offers Continue).
 
     The Stop button stops the run (``failed/force_stopped``, shown as "stopped");
     ``stop()`` only stops polling. Continue, offered once a run was stopped, starts a new
@@ -99,6 +98,8 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self._feed = RunFeed(client, run_id, tail_lines=tail_lines)
         self._lock = threading.Lock()
         self._poller: Poller | None = None
+        self._ended = threading.Event()
+        """Set once the view shows the run's end (or polling was stopped): ``join``."""
         self._last: Poll | None = None
         self._token = secrets.token_hex(4)
         self._display_id: str | None = None
@@ -143,7 +144,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.stop_button.on_click(lambda _: self.stop_run())
         self.resume_button.on_click(lambda _: self.resume_run())
         self.continue_button.on_click(lambda _: self.continue_run())
-        for button in (self.stop_button, self.resume_button):
+        for button in (self.stop_button, self.resume_button, self.continue_button):
             button.add_class("zeroshot-live-only")
         log = widgets.Accordion(children=[self.log_tail], titles=("log",))
         self.research_panel = widgets.HBox(
@@ -202,7 +203,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     @property
     def stopped(self) -> bool:
         """The run ended because someone stopped it (Stop, ``zeroshot stop``)."""
-        return stopped(self.terminal)
+        return was_stopped(self.terminal)
 
     @property
     def continuable(self) -> bool:
@@ -224,8 +225,11 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         return poll.terminal is None
 
     def start(self) -> RunMonitor:
-        """Poll in a background thread until the run ends (no-op when it has ended)."""
-        if self.terminal is None and not self.polling:
+        """Poll in a background thread until the run ends (no-op when it has ended), and
+        beat on while Continue is on offer, so a view whose kernel is gone greys it out."""
+        if (self.terminal is None or self.continuable) and not self.polling:
+            if self.terminal is None:
+                self._ended.clear()
             self._poller = Poller(self._step, self.interval_s, name=f"monitor-{self.run_id}")
             self._poller.start()
         return self
@@ -234,12 +238,13 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         """Stop polling (the run goes on; see :meth:`stop_run`)."""
         if self._poller is not None:
             self._poller.stop()
+        self._ended.set()
         self.liveness.value = ""
 
     def join(self, timeout: float | None = None) -> None:
-        """Wait until the poller has ended (the run ended, or ``stop()``)."""
-        if self._poller is not None:
-            self._poller.join(timeout)
+        """Wait until the view shows the run's end (at once when nothing polls it)."""
+        if self.polling:
+            self._ended.wait(timeout)
 
     def close(self) -> None:
         self.stop()
@@ -354,20 +359,23 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     # -- drawing (values only: safe from the poller thread) ---------------------------
 
     def _step(self) -> bool:
+        """One poll (none once the run has ended: nothing more is written) and one beat;
+        True while the view has something live: the run, or the Continue button."""
         try:
-            live = self.refresh()
+            live = self.terminal is None and self.refresh()
         except Exception as problem:  # keep polling: a shared ledger may be briefly away
             self._say(f"could not read the ledger: {problem}", error=True)
             live = True
+        beating = live or self.continuable
         self._beats += 1
         self.liveness.value = (
             _heartbeat_html(
                 self._token, self._beats, self.run_id, STALE_AFTER_S + 3 * self.interval_s
             )
-            if live
+            if beating
             else ""
         )
-        return live
+        return beating
 
     def _show(self, poll: Poll) -> None:
         view = self._feed.view
@@ -380,7 +388,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.progress.value = done
         self.progress.bar_style = (
             ""
-            if poll.terminal is None or stopped(poll.terminal)
+            if poll.terminal is None or was_stopped(poll.terminal)
             else "success"
             if poll.terminal.status == "succeeded"
             else "danger"
@@ -390,7 +398,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         )
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
-        continuable = self.is_research and stopped(poll.terminal)
+        continuable = self.is_research and was_stopped(poll.terminal)
         self.continue_button.layout.display = None if continuable else "none"
         if poll.terminal is not None and self._stop_requested():
             self.message.value = ""  # the stop happened: the phase says "stopped"
@@ -401,8 +409,10 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.table.update(view)
         self.chart.update(view)
         if poll.terminal is not None:
-            self.liveness.value = ""
+            if not continuable:
+                self.liveness.value = ""
             self._publish_snapshot()
+            self._ended.set()
 
     def _stop_requested(self) -> bool:
         return html.escape(STOP_MESSAGES["requested"]) in self.message.value
@@ -485,7 +495,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     def _cause_html(self, poll: Poll) -> str:
         """Why a failed run failed (the failing node, its error, the worker's own last
         lines), read from the ledger once, when the run has ended."""
-        if not isinstance(poll.terminal, FailedResult) or stopped(poll.terminal):
+        if not isinstance(poll.terminal, FailedResult) or was_stopped(poll.terminal):
             return ""
         if self._cause is None:
             cause = explain_failure(event for _, event in self.client.run(self.run_id).events())
@@ -534,11 +544,6 @@ def _header(info: RunInfo, run_id: str, ledger: str) -> str:
     )
 
 
-def stopped(terminal: TerminalResult | None) -> bool:
-    """The run ended because someone stopped it."""
-    return isinstance(terminal, FailedResult) and terminal.reason in STOPPED_REASONS
-
-
 def continuation_options(
     admitted: dict[str, Any], *, iterations: int | None = None
 ) -> TemplateOptions:
@@ -566,7 +571,7 @@ def _phase_text(poll: Poll) -> str:
     """The phase, or the result in a few words (the full output is in the log)."""
     if poll.terminal is None:
         return poll.phase
-    if stopped(poll.terminal):
+    if was_stopped(poll.terminal):
         return "stopped"
     if isinstance(poll.terminal, FailedResult):
         return f"failed: {poll.terminal.reason}"
@@ -576,7 +581,7 @@ def _phase_text(poll: Poll) -> str:
 def _phase_html(poll: Poll) -> str:
     key = (
         "stopped"
-        if stopped(poll.terminal)
+        if was_stopped(poll.terminal)
         else poll.terminal.status
         if poll.terminal
         else poll.phase
@@ -586,13 +591,18 @@ def _phase_html(poll: Poll) -> str:
 
 
 def _heartbeat_html(token: str, beat: int, run_id: str, stale_after_s: float) -> str:
-    """A style that greys out the view's Stop and Resume and shows a note once
+    """A style that greys out the view's Stop, Resume and Continue and shows a note once
     ``stale_after_s`` pass without the next beat. Each beat renames the animations, which
-    restarts them: a view whose kernel went away (restarted, shut down) stops beating."""
+    restarts them: a view whose kernel went away (restarted, shut down) stops beating.
+    ``step-start``, not ``step-end``: a finished animation's progress can stop a rounding
+    error short of 1, where a step at the end never applies its keyframe."""
     scope, name = f".zeroshot-monitor-{token}", f"zs-stale-{token}-{beat % 2}"
-    timing = f"0.01s step-end {stale_after_s:g}s forwards"
+    timing = f"0.01s step-start {stale_after_s:g}s forwards"
     return (
         "<style>"
+        # the note says the view is disconnected: no ipywidgets marker on every part
+        f"{scope}.jupyter-widgets-disconnected::before,"
+        f"{scope} .jupyter-widgets-disconnected::before {{content:none;display:none}}"
         f"{scope} .zeroshot-live-only {{animation:{name}-off {timing}}}"
         f"{scope} .zeroshot-stale-note {{max-height:0;overflow:hidden;visibility:hidden;"
         f"animation:{name}-on {timing}}}"

@@ -31,7 +31,7 @@ from zeroshot_kernel.auto_research.task import TaskError, resolve_task
 from zeroshot_kernel.auto_research.views import ResearchViewBuilder
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.harness.conversation import add_usage
-from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, RunEvent, Usage
+from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, RunEvent, Usage, was_stopped
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
@@ -81,7 +81,8 @@ class RunRow:
     harness: str
     model: str
     status: str
-    """``running`` (or ``admitted``/``stopping``), ``succeeded`` or ``failed: <reason>``."""
+    """``running`` (or ``admitted``/``stopping``), ``succeeded``, ``stopped`` (someone
+    stopped it) or ``failed: <reason>``."""
     finished: bool
     best: float | None
     rounds: int
@@ -456,6 +457,8 @@ def _status(summary: RunSummary) -> str:
     terminal = summary.terminal
     if terminal is None:
         return str(summary.phase)
+    if was_stopped(terminal):
+        return "stopped"
     reason = getattr(terminal, "reason", None)
     return f"{terminal.status}: {reason}" if reason else terminal.status
 

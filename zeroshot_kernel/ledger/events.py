@@ -68,6 +68,12 @@ class FailedResult(ContractModel):
 TerminalResult = Annotated[SucceededResult | FailedResult, Field(discriminator="status")]
 
 
+def was_stopped(terminal: SucceededResult | FailedResult | None) -> bool:
+    """The run ended because someone stopped it (``zeroshot stop``, a monitor's Stop):
+    views show that as a neutral "stopped", not as a failure."""
+    return isinstance(terminal, FailedResult) and terminal.reason == "force_stopped"
+
+
 class RunStarted(ContractModel):
     kind: Literal["run_started"] = "run_started"
 
