@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import wait_until
 from zeroshot_widgets.charts import plateau_figure
 
 from zeroshot_kernel.auto_research import RestoreError, StudyError, restore_candidate_source
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, CandidateManifest
+from zeroshot_kernel.auto_research.study_hold import LOCKS_DIR, study_holder
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.templates import TemplateOptions, expand_template
@@ -323,3 +325,53 @@ def test_damaged_study_records_are_reported_not_raised(workspace: Path) -> None:
     assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
     assert "damaged study.json" in refused.stderr
     assert Client(workspace=str(workspace)).runs() == []
+
+
+def test_a_study_is_held_by_one_run_whatever_ledger_records_it(workspace: Path) -> None:
+    """Two ledgers in one workspace: the live controller's hold on the study refuses the
+    other ledger's submission; a submission that got past that check (here: the holder
+    file is gone) fails at its first research step, before it records anything."""
+    gate = gated_task(workspace)
+    first = zeroshot(
+        workspace, "research", "run", "gated", "--iterations", "1", "--detach",
+        "--ledger", str(workspace / "a.db"),
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    run_a = first.stdout.split(":", 1)[0].removeprefix("started ")
+    wait_until(lambda: study_holder(workspace, "gated") == run_a, 120, "the study's hold")
+    holder_file = workspace / LOCKS_DIR / "study-gated.holder.json"
+    try:
+        other = zeroshot(workspace, "research", "run", "gated", "--ledger", str(workspace / "b.db"))
+        assert other.returncode == 2
+        [line] = other.stderr.splitlines()
+        assert f"study 'gated' is being researched by run {run_a}" in line, line
+        assert "Nothing was started" in line
+        assert not Client(workspace=str(workspace), ledger=str(workspace / "b.db")).runs()
+
+        holder_file.unlink()  # the advisory file gone: only the lock stands in the way
+        raced = zeroshot(
+            workspace,
+            "research",
+            "run",
+            "gated",
+            "--iterations",
+            "1",
+            "--ledger",
+            str(workspace / "b.db"),
+        )
+        assert raced.returncode != 0
+        ledger_b = Client(workspace=str(workspace), ledger=str(workspace / "b.db"))
+        (run_b,) = ledger_b.runs()
+        assert run_b.terminal is not None and run_b.terminal.status == "failed"
+        status = json.loads(zeroshot(workspace, "status", run_b.run_id, "--json",
+                                     "--ledger", str(workspace / "b.db")).stdout)  # fmt: skip
+        assert "study 'gated' is being researched by another run" in json.dumps(status)
+        study = json.loads((workspace / RECORDS_DIR / "gated" / "study.json").read_text())
+        assert run_b.run_id not in json.dumps(study)  # it recorded nothing in the study
+    finally:
+        gate.touch()
+    ledger_a = Client(workspace=str(workspace), ledger=str(workspace / "a.db"))
+    assert ledger_a.run(run_a).result(timeout=300).status == "succeeded"
+    # the controller ended: the study is free for either ledger
+    wait_until(lambda: study_holder(workspace, "gated") is None, 60, "the hold to go")
+    research(workspace, "gated", "--ledger", str(workspace / "b.db"))

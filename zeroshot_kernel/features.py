@@ -42,6 +42,10 @@ class EmbeddedCode:
     from the run's recorded events before each call."""
     worker: str | None = None
     """Trusted code only: the worker id of the nodes it serves, and the only one."""
+    release: str | None = None
+    """``module:function(run_id)``, called in the controller when it ends: lets go of what
+    ``context`` took for the run (auto-research holds its study). ``context`` may raise
+    :class:`~zeroshot_kernel.exceptions.Refused`: the call is then a ``refusal``."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
-from zeroshot_kernel.auto_research.studies import records_for, study_of
+from zeroshot_kernel.auto_research.studies import check_study_name, records_for, study_of
+from zeroshot_kernel.auto_research.study_hold import hold_study
 from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.harness.base import ExecutionRequest
@@ -21,7 +22,13 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     """Rounds are numbered across the study (see ``ResearchRecords.round_offset``); a
     pass is numbered by the researcher executions of its round (``pass``) and the measure
     executions that completed before it (``measured``); ``verdict`` and ``adopt`` are the
-    round's latest review, as the ledger recorded it."""
+    round's latest review, as the ledger recorded it.
+
+    The run's controller holds the study first (:mod:`.study_hold`): a study another run is
+    researching, from any ledger, refuses the call before anything is recorded in it."""
+    run_input = request.run_input or {}
+    study = study_of(run_input)
+    hold_study(request.workspace, check_study_name(study), request.run_id)
     view = _view(request)
     accepted = [
         {
@@ -32,10 +39,8 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
         }
         for r in view.rounds
     ]
-    run_input = request.run_input or {}
     options = run_input.get("options") or {}
     iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
-    study = study_of(run_input)
     offset = records_for(request.workspace, study).round_offset(
         request.run_id, str(run_input.get("task", ""))
     )

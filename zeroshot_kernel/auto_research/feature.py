@@ -7,6 +7,7 @@ _AGENTS = f"{_PACKAGE}.local_agents"
 _TRUSTED = f"{_PACKAGE}.trusted_nodes"
 _ROLES = f"{_PACKAGE}.llm_roles"
 _STRATEGIES = ("exploration", "synthesis", "challenge")
+_RELEASE = f"{_PACKAGE}.study_hold:release_run"
 
 FEATURE = Feature(
     name="auto_research",
@@ -14,20 +15,30 @@ FEATURE = Feature(
     harnesses={"git_delivery": "zeroshot_kernel.delivery.harness:GitDeliveryHarness"},
     embedded_agents={
         **{
-            f"research.scout.{s}": EmbeddedCode(f"{_AGENTS}:scout_{s}", f"{_AGENTS}:engine_context")
+            f"research.scout.{s}": EmbeddedCode(
+                f"{_AGENTS}:scout_{s}", f"{_AGENTS}:engine_context", release=_RELEASE
+            )
             for s in _STRATEGIES
         },
-        "research.researcher": EmbeddedCode(f"{_AGENTS}:researcher", f"{_AGENTS}:engine_context"),
-        "research.reviewer": EmbeddedCode(f"{_AGENTS}:reviewer", f"{_AGENTS}:engine_context"),
+        "research.researcher": EmbeddedCode(
+            f"{_AGENTS}:researcher", f"{_AGENTS}:engine_context", release=_RELEASE
+        ),
+        "research.reviewer": EmbeddedCode(
+            f"{_AGENTS}:reviewer", f"{_AGENTS}:engine_context", release=_RELEASE
+        ),
     },
     trusted_code={
         "research.measure": EmbeddedCode(
             f"{_TRUSTED}:measure",
             f"{_TRUSTED}:engine_context",
             worker="zeroshot.research.measure@1",
+            release=_RELEASE,
         ),
         "research.adopt": EmbeddedCode(
-            f"{_TRUSTED}:adopt", f"{_TRUSTED}:engine_context", worker="zeroshot.research.adopt@1"
+            f"{_TRUSTED}:adopt",
+            f"{_TRUSTED}:engine_context",
+            worker="zeroshot.research.adopt@1",
+            release=_RELEASE,
         ),
     },
     roles={

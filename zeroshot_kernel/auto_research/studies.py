@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords
+from zeroshot_kernel.auto_research.study_hold import study_holder
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.errors import RunNotFound
@@ -227,8 +228,9 @@ def round_in_progress(view: ResearchView, offset: int) -> int:
 
 
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
-    """Refuse a new run on ``study`` while one of its runs is unfinished in this ledger, or
-    when the study researches another task. Call before submitting: nothing is created."""
+    """Refuse a new run on ``study`` while one of its runs is unfinished in this ledger,
+    while a live controller holds it (:mod:`.study_hold`: a run of any ledger), or when the
+    study researches another task. Call before submitting: nothing is created."""
     check_study_name(study)
     try:
         recorded = ResearchRecords(workspace, study).read_study()
@@ -252,3 +254,10 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
                 f"it, stop it (zeroshot stop {summary.run_id}) or resume it (zeroshot "
                 f"resume {summary.run_id}). Nothing was started."
             )
+    holder = study_holder(workspace, study)
+    if holder is not None:
+        raise StudyError(
+            f"study {study!r} is being researched by run {holder}, whose controller holds "
+            "it (the run may be recorded in another ledger); wait for it or name another "
+            "study with --study. Nothing was started."
+        )

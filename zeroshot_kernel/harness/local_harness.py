@@ -9,12 +9,16 @@ researcher must reconsider). The recorded ``node_started`` input stays the graph
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from zeroshot_kernel.contract.outcome import error
+from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.features import EmbeddedCode, contributions, resolve
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_harness import PythonHarness
+
+log = logging.getLogger(__name__)
 
 
 def embedded_agents() -> dict[str, EmbeddedCode]:
@@ -22,24 +26,45 @@ def embedded_agents() -> dict[str, EmbeddedCode]:
     return contributions("embedded_agents")
 
 
-async def run_embedded(
-    python: PythonHarness, request: ExecutionRequest, embedded: EmbeddedCode
-) -> HarnessResult:
-    """Call ``embedded`` in a worker with ``{"input": <graph input>, "engine": <context>}``."""
-    context = resolve(embedded.context)(request)
-    call = dataclasses.replace(
-        request,
-        input={"input": request.input, "engine": context},
-        binding=AgentBinding(harness="python", callable=embedded.run),
-    )
-    return await python.execute(call)
+class EmbeddedCalls:
+    """Calls embedded code in pooled worker processes with its engine context; once
+    closed (its controller ended), lets go of what those contexts held for the run."""
+
+    def __init__(self, *, in_process: bool = False) -> None:
+        self._python = PythonHarness(in_process=in_process)
+        self._to_release: dict[tuple[str, str], None] = {}
+
+    async def call(self, request: ExecutionRequest, embedded: EmbeddedCode) -> HarnessResult:
+        """Call ``embedded`` with ``{"input": <graph input>, "engine": <context>}``; a
+        context that refuses (a precondition of the run's own) makes a ``refusal``."""
+        if embedded.release is not None:
+            self._to_release[(embedded.release, request.run_id)] = None
+        try:
+            context = resolve(embedded.context)(request)
+        except Refused as refused:
+            return HarnessResult(error("refusal"), str(refused))
+        call = dataclasses.replace(
+            request,
+            input={"input": request.input, "engine": context},
+            binding=AgentBinding(harness="python", callable=embedded.run),
+        )
+        return await self._python.execute(call)
+
+    async def close(self) -> None:
+        await self._python.close()
+        for release, run_id in self._to_release:
+            try:
+                resolve(release)(run_id)
+            except Exception:  # one failing release must not keep the others held
+                log.exception("releasing %s for %s failed", release, run_id)
+        self._to_release.clear()
 
 
 class LocalHarness:
     """Runs embedded agents in killable worker processes."""
 
     def __init__(self, *, in_process: bool = False) -> None:
-        self._python = PythonHarness(in_process=in_process)
+        self._calls = EmbeddedCalls(in_process=in_process)
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
         binding = request.binding
@@ -47,7 +72,7 @@ class LocalHarness:
         agent = embedded_agents().get(name or "")
         if agent is None:
             return HarnessResult(error("refusal"), f"no embedded agent named {name!r}")
-        return await run_embedded(self._python, request, agent)
+        return await self._calls.call(request, agent)
 
     async def close(self) -> None:
-        await self._python.close()
+        await self._calls.close()

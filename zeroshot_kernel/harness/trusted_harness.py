@@ -12,9 +12,8 @@ from __future__ import annotations
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.features import EmbeddedCode, contributions
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
-from zeroshot_kernel.harness.local_harness import run_embedded
+from zeroshot_kernel.harness.local_harness import EmbeddedCalls
 from zeroshot_kernel.harness.plan import TrustedBinding
-from zeroshot_kernel.harness.python_harness import PythonHarness
 
 
 def trusted_code() -> dict[str, EmbeddedCode]:
@@ -35,7 +34,7 @@ class TrustedHarness:
     """Runs trusted engine code in killable worker processes."""
 
     def __init__(self, *, in_process: bool = False) -> None:
-        self._python = PythonHarness(in_process=in_process)
+        self._calls = EmbeddedCalls(in_process=in_process)
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
         binding = request.binding
@@ -45,7 +44,7 @@ class TrustedHarness:
             return HarnessResult(
                 error("refusal"), f"no trusted code {name!r} for worker {request.node.worker}"
             )
-        return await run_embedded(self._python, request, entry)
+        return await self._calls.call(request, entry)
 
     async def close(self) -> None:
-        await self._python.close()
+        await self._calls.close()

@@ -1,0 +1,121 @@
+"""One run researches a study at a time, whichever ledger records it.
+
+The controller driving an auto-research run holds its study from the run's first research
+step until the controller ends: an exclusive ``fcntl`` lock on
+``.zeroshot/locks/study-<name>.run.lock`` (the kernel drops it when the holder dies, so a
+crashed controller never blocks anyone), and beside it ``study-<name>.holder.json`` naming
+the run and its controller, for messages and for the early refusal at submission.
+
+Submission (:func:`~zeroshot_kernel.auto_research.studies.claim_study`) refuses a study
+that its own ledger shows busy, or whose holder file names a live controller. Two ledgers
+racing past that check still cannot both research the study: the second controller fails
+to take the lock, and its run ends with a refusal that names the holder before it records
+anything in the study.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from pathlib import Path
+from typing import IO
+
+from zeroshot_kernel.contract.reading import DocumentError, read_text
+from zeroshot_kernel.engine.owner import new_owner_id, owner_gone
+from zeroshot_kernel.exceptions import Refused
+
+LOCKS_DIR = Path(".zeroshot") / "locks"
+MAX_HOLDER_BYTES = 4096
+
+
+class StudyBusy(Refused):
+    """Another run's controller holds the study."""
+
+
+_held: dict[Path, tuple[str, IO[str]]] = {}
+"""Lock file -> (the run holding it in this process, the open file that holds it)."""
+_guard = threading.Lock()
+
+
+def hold_study(workspace: str | os.PathLike[str], study: str, run_id: str) -> None:
+    """Hold ``study`` for ``run_id`` in this process (again: a no-op). Raises
+    :class:`StudyBusy` when another run holds it, here or in another process."""
+    lock_path, holder_path = _paths(workspace, study)
+    with _guard:
+        held = _held.get(lock_path)
+        if held is not None:
+            if held[0] == run_id:
+                return
+            raise StudyBusy(_busy(study, held[0]))
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock_path.open("a", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            holder = _read_holder(holder_path)
+            raise StudyBusy(_busy(study, holder[0] if holder else None)) from None
+        _write_holder(holder_path, run_id)
+        _held[lock_path] = (run_id, handle)
+
+
+def release_run(run_id: str) -> None:
+    """Let go of every study this process holds for ``run_id`` (its controller ended)."""
+    with _guard:
+        for lock_path, (holder, handle) in list(_held.items()):
+            if holder != run_id:
+                continue
+            holder_path = lock_path.with_name(lock_path.name.replace(".run.lock", ".holder.json"))
+            recorded = _read_holder(holder_path)
+            if recorded is not None and recorded[0] == run_id:
+                holder_path.unlink(missing_ok=True)
+            handle.close()  # drops the lock
+            del _held[lock_path]
+
+
+def study_holder(workspace: str | os.PathLike[str], study: str) -> str | None:
+    """The run whose live controller holds ``study``, as its holder file says (None when
+    none does, or its controller is provably gone)."""
+    lock_path, holder_path = _paths(workspace, study)
+    with _guard:
+        held = _held.get(lock_path)
+    if held is not None:
+        return held[0]
+    holder = _read_holder(holder_path)
+    if holder is None or owner_gone(holder[1]):
+        return None
+    return holder[0]
+
+
+def _paths(workspace: str | os.PathLike[str], study: str) -> tuple[Path, Path]:
+    locks = Path(workspace).resolve() / LOCKS_DIR
+    return locks / f"study-{study}.run.lock", locks / f"study-{study}.holder.json"
+
+
+def _busy(study: str, run_id: str | None) -> str:
+    who = f"run {run_id}" if run_id else "another run"
+    return (
+        f"study {study!r} is being researched by {who} (perhaps recorded in another "
+        "ledger); wait for it or name another study with --study"
+    )
+
+
+def _write_holder(path: Path, run_id: str) -> None:
+    """Atomically: submitters read it while controllers write it."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    temporary.write_text(json.dumps({"runId": run_id, "owner": new_owner_id()}), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _read_holder(path: Path) -> tuple[str, str] | None:
+    """(run id, controller owner id) from a holder file; None when absent or unreadable."""
+    try:
+        recorded = json.loads(read_text(path, MAX_HOLDER_BYTES))
+        run_id, owner = recorded["runId"], recorded["owner"]
+    except (DocumentError, ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(run_id, str) or not isinstance(owner, str):
+        return None
+    return run_id, owner
