@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,9 +19,11 @@ import pytest
 from support import wait_until
 from test_widgets_monitor import FAST_TASK, fast_task
 
+from zeroshot_kernel.auto_research import study_hold
 from zeroshot_kernel.auto_research.study_hold import (
     LOCKS_DIR,
     StudyBusy,
+    await_release,
     hold_study,
     release_run,
     study_holder,
@@ -82,6 +85,43 @@ def test_a_hold_in_another_process_refuses_until_that_process_dies(workspace: Pa
     assert json.loads(holder.read_text())["runId"] == "run-elsewhere"
     assert study_holder(workspace, "shared") is None
     hold_study(workspace, "shared", "run-one")  # the kernel dropped the dead one's lock
+    assert study_holder(workspace, "shared") == "run-one"
+
+
+def test_a_submission_waits_for_a_holder_that_is_letting_go(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Continue pressed the moment a stopped run closed: its controller still holds the
+    study for a moment; the submission waits for it instead of refusing."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    seen_held = threading.Event()
+    holder_now = study_hold._holder_now
+
+    def observed(*paths: Path) -> str | None:
+        holder = holder_now(*paths)
+        if holder is not None:
+            seen_held.set()
+        return holder
+
+    monkeypatch.setattr(study_hold, "_holder_now", observed)
+    outcome: list[str | None] = []
+    waiter = threading.Thread(target=lambda: outcome.append(await_release(workspace, "shared")))
+    waiter.start()
+    try:
+        assert seen_held.wait(30), "the first look should find the study held"
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()  # the holder ends, and the kernel drops its lock
+        other.wait(timeout=30)
+    waiter.join(timeout=30)
+    assert outcome == [None]
+    hold_study(workspace, "shared", "run-one")
     assert study_holder(workspace, "shared") == "run-one"
 
 

@@ -189,7 +189,8 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     assert monitor.progress.max == 12 and monitor.header.value.count(run_id) == 1
     assert monitor.continue_button.layout.display == "none"
     wait_until(lambda: "started   scout" in monitor.log_tail.value, 60, "the first scouts")
-    assert "zeroshot-stale-note" in monitor.liveness.value  # the live view's heartbeat
+    # the live view's heartbeat (set just after each poll's values)
+    wait_until(lambda: "zeroshot-stale-note" in monitor.liveness.value, 30, "a heartbeat")
 
     monitor.stop_button.click()
     assert "stop requested; the run&#x27;s controller is closing it" in monitor.message.value

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords
-from zeroshot_kernel.auto_research.study_hold import study_holder
+from zeroshot_kernel.auto_research.study_hold import await_release, study_holder
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.errors import RunNotFound
@@ -123,6 +123,14 @@ def _locked(workspace: Path, name: str) -> Iterator[None]:
     with (locks / f"{name}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _finished_here(client: Client, run_id: str) -> bool:
+    """``run_id`` is a run of this ledger that has ended (its controller is closing)."""
+    try:
+        return client.run(run_id).terminal is not None
+    except RunNotFound:
+        return False
 
 
 def _is_research_input(run_input: Any) -> bool:
@@ -255,6 +263,8 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
                 f"resume {summary.run_id}). Nothing was started."
             )
     holder = study_holder(workspace, study)
+    if holder is not None and _finished_here(client, holder):  # its controller is closing
+        holder = await_release(workspace, study)
     if holder is not None:
         raise StudyError(
             f"study {study!r} is being researched by run {holder}, whose controller holds "

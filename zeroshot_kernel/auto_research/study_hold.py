@@ -25,9 +25,13 @@ from typing import IO
 from zeroshot_kernel.contract.reading import DocumentError, read_text
 from zeroshot_kernel.engine.owner import new_owner_id, owner_gone
 from zeroshot_kernel.exceptions import Refused
+from zeroshot_kernel.retry import RetriesExhausted, RetryPolicy, retry_sync
 
 LOCKS_DIR = Path(".zeroshot") / "locks"
 MAX_HOLDER_BYTES = 4096
+RELEASE_GRACE = RetryPolicy(attempts=20, first_delay_s=0.05, max_delay_s=1.0, budget_s=10.0)
+"""How long a submission waits for the controller of a run that has ended to let go of its
+study (Continue pressed the moment a stopped run closed) before it is refused."""
 
 
 class StudyBusy(Refused):
@@ -40,25 +44,42 @@ _guard = threading.Lock()
 
 
 def hold_study(workspace: str | os.PathLike[str], study: str, run_id: str) -> None:
-    """Hold ``study`` for ``run_id`` in this process (again: a no-op). Raises
-    :class:`StudyBusy` when another run holds it, here or in another process."""
+    """Hold ``study`` for ``run_id`` in this process (again: a no-op); never waits (it
+    runs on the controller's event loop). Raises :class:`StudyBusy` when another run holds
+    it, here or in another process."""
     lock_path, holder_path = _paths(workspace, study)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    if not _try_hold(lock_path, holder_path, run_id):
+        raise StudyBusy(_busy(study, _holder_now(lock_path, holder_path)))
+
+
+def await_release(workspace: str | os.PathLike[str], study: str) -> str | None:
+    """Wait up to :data:`RELEASE_GRACE` for ``study``'s holder to let go (a run that has
+    ended, whose controller is closing); returns the holder still there, or None."""
+    paths = _paths(workspace, study)
+    try:
+        return retry_sync(
+            lambda: _holder_now(*paths), RELEASE_GRACE, transient_result=lambda h: h is not None
+        )
+    except RetriesExhausted:
+        return _holder_now(*paths)
+
+
+def _try_hold(lock_path: Path, holder_path: Path, run_id: str) -> bool:
+    """One attempt, under the process's guard (which is never held while waiting)."""
     with _guard:
         held = _held.get(lock_path)
         if held is not None:
-            if held[0] == run_id:
-                return
-            raise StudyBusy(_busy(study, held[0]))
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
+            return held[0] == run_id
         handle = lock_path.open("a", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            holder = _read_holder(holder_path)
-            raise StudyBusy(_busy(study, holder[0] if holder else None)) from None
+            return False
         _write_holder(holder_path, run_id)
         _held[lock_path] = (run_id, handle)
+        return True
 
 
 def release_run(run_id: str) -> None:
@@ -78,7 +99,10 @@ def release_run(run_id: str) -> None:
 def study_holder(workspace: str | os.PathLike[str], study: str) -> str | None:
     """The run whose live controller holds ``study``, as its holder file says (None when
     none does, or its controller is provably gone)."""
-    lock_path, holder_path = _paths(workspace, study)
+    return _holder_now(*_paths(workspace, study))
+
+
+def _holder_now(lock_path: Path, holder_path: Path) -> str | None:
     with _guard:
         held = _held.get(lock_path)
     if held is not None:

@@ -51,13 +51,15 @@ class EmbeddedCalls:
         return await self._python.execute(call)
 
     async def close(self) -> None:
-        await self._python.close()
+        """Let go first (the controller stopped every execution before closing its
+        harnesses, so no worker still acts for the run), then stop the pooled workers."""
         for release, run_id in self._to_release:
             try:
                 resolve(release)(run_id)
             except Exception:  # one failing release must not keep the others held
                 log.exception("releasing %s for %s failed", release, run_id)
         self._to_release.clear()
+        await self._python.close()
 
 
 class LocalHarness:
