@@ -348,6 +348,17 @@ def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:
         staleness(made, current(tmp_path), [Invalidation(receipt_id="R1", reason="flaky")])
         == "invalidated: flaky"
     )
+    printed = run_check(["sh", "-c", "echo out; echo err >&2; exit 3"], tmp_path, receipt_id="R3")
+    assert printed.exit_code == 3 and printed.output_tail == "out\nerr\n"
+    chatty = run_check(
+        ["python3", "-c", "print('x' * 100_000); print('the end')"], tmp_path, receipt_id="R4"
+    )
+    assert chatty.output_tail.startswith("[zeroshot: earlier output not kept]\n")
+    assert chatty.output_tail.endswith("x\nthe end\n") and len(chatty.output_tail) < 4200
+    slow = run_check(["sleep", "30"], tmp_path, receipt_id="R5", timeout_s=0.5)
+    assert slow.exit_code == 124 and "no exit within 0.5 s" in slow.output_tail
+    missing = run_check(["no-such-program-here"], tmp_path, receipt_id="R6")
+    assert missing.exit_code == 127 and "cannot start" in missing.output_tail
     with_inputs = run_check(["true"], tmp_path, receipt_id="R2", inputs=["a.py"])
     assert staleness(with_inputs, current(tmp_path, ["a.py"])) is None
     (tmp_path / "a.py").write_text("x = 3\n")

@@ -90,7 +90,7 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
             "code": [verdict("rejected", "src/feature.py:2 needs a constant"), verdict("accepted")],
         },
     )
-    checks = ("true", "test -f src/feature.py")
+    checks = ("echo feature-checked", "test -f src/feature.py")
     change = start_change(repo, delivery="none", checks=checks, nodes=agent_bindings())
     result = change.wait()
     assert isinstance(result, SucceededResult), result
@@ -111,18 +111,25 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
         assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
         allowed = argv[argv.index("--allowedTools") + 1]
         assert allowed == ",".join(
-            ["Read,Grep,Glob", *GIT_READ_TOOLS, "Bash(true:*)", "Bash(test -f src/feature.py:*)"]
+            [
+                "Read,Grep,Glob",
+                *GIT_READ_TOOLS,
+                "Bash(echo feature-checked:*)",
+                "Bash(test -f src/feature.py:*)",
+            ]
         )
         assert "--disallowedTools" not in argv
         assert Path(call["cwd"]).resolve() == change.worktree.resolve()
     first, second = [c["prompt"] for c in reviews if c["node"] == "code"]
     # The first pass sees the checks trusted code ran just before it, on its tree; the
     # second also the first gate's and the repair's change
-    assert "- `true` -> exit 0 (receipt " in first
+    assert "- `echo feature-checked` -> exit 0 (receipt " in first
+    # with what the command printed, as trusted code captured it
+    assert "  output (tail):\n  ```\n  feature-checked\n  ```" in first
     assert "- `test -f src/feature.py` -> exit 0 (receipt " in first
     assert "recorded by review_snapshot, on the tree under review" in first
     assert "ANSWER = answer()" not in first
-    assert "- `true` -> exit 0 (receipt " in second
+    assert "- `echo feature-checked` -> exit 0 (receipt " in second
     assert "- `test -f src/feature.py` -> exit 0 (receipt " in second
     assert "recorded by review_gate, on an earlier tree (the change moved since)" in second
     assert "+ANSWER = answer()" in second

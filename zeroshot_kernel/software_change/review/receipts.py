@@ -1,10 +1,10 @@
 """Evidence receipts: what a command proved, bound to the exact tree and environment.
 
-A receipt records the command, its exit code, the git commit and tree, two fingerprints
-of the checkout and the environment, and its claims. ``working_tree_hash`` covers head,
-tree, branch, status, the staged and unstaged diffs and the untracked files;
-``dirty_tree_fingerprint`` is the same without head, tree and branch (a clean checkout
-gives the hash of the empty string). Notebooks count by their normalised cell sources (no
+A receipt records the command, its exit code and the tail of its output, the git commit
+and tree, two fingerprints of the checkout and the environment, and its claims.
+``working_tree_hash`` covers head, tree, branch, status, the staged and unstaged diffs and
+the untracked files; ``dirty_tree_fingerprint`` is the same without head, tree and branch
+(a clean checkout gives the hash of the empty string). Notebooks count by their normalised cell sources (no
 outputs, no execution counts), so re-running a notebook does not change the fingerprint
 and hidden kernel state never passes as current proof.
 """
@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +26,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+OUTPUT_TAIL_BYTES = 4096
+"""How much of a check's output its receipt keeps: the end, where failures are reported."""
 EvidenceClass = Literal["diagnostic", "claim_establishing"]
 
 
@@ -61,6 +65,10 @@ class EvidenceReceipt(BaseModel):
     environment_fingerprint: str
     inputs: dict[str, str] = Field(default_factory=dict)
     """Declared inputs (paths) and their digests."""
+    output_tail: str = ""
+    """The end of the command's stdout and stderr, interleaved (at most
+    :data:`OUTPUT_TAIL_BYTES`); recorded in the ledger through the controller's redaction,
+    so declared secrets never appear in it."""
     evidence_class: EvidenceClass = "diagnostic"
     requirement_ids: list[str] = Field(default_factory=list)
     establishes: list[str] = Field(default_factory=list)
@@ -193,12 +201,7 @@ def run_check(
     requirement IDs and claims establishes them (only when it exits 0); any other is
     diagnostic."""
     started = time.time()
-    try:
-        code = subprocess.run(
-            list(argv), cwd=cwd, capture_output=True, timeout=timeout_s, check=False
-        ).returncode
-    except (OSError, subprocess.TimeoutExpired):
-        code = 127
+    code, output = _run(argv, cwd, timeout_s)
     finished = time.time()
     print_ = fingerprint(cwd)
     env = environment()
@@ -219,10 +222,37 @@ def run_check(
         environment=env,
         environment_fingerprint=environment_fingerprint(env),
         inputs=input_digests(cwd, inputs),
+        output_tail=output,
         evidence_class="claim_establishing" if claims else "diagnostic",
         requirement_ids=list(requirement_ids),
         establishes=list(establishes),
     )
+
+
+def _run(argv: Sequence[str], cwd: Path, timeout_s: float) -> tuple[int, str]:
+    """Exit code and output tail. The output goes to a file, not memory, so a chatty
+    command costs disk, and only its last :data:`OUTPUT_TAIL_BYTES` are read back."""
+    with tempfile.TemporaryFile() as sink:
+        note = ""
+        try:
+            code = subprocess.run(
+                list(argv),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+                check=False,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code, note = 124, f"\n[zeroshot: no exit within {timeout_s:g} s; stopped]"
+        except OSError as problem:
+            code, note = 127, f"[zeroshot: cannot start: {problem.strerror or problem}]"
+        size = sink.seek(0, os.SEEK_END)
+        sink.seek(max(0, size - OUTPUT_TAIL_BYTES))
+        tail = sink.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
+    cut = "[zeroshot: earlier output not kept]\n" if size > OUTPUT_TAIL_BYTES else ""
+    return code, cut + tail + note
 
 
 class Current(BaseModel):
