@@ -159,6 +159,35 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
     assert (change.worktree / "src" / "feature.py").read_text().startswith(FEATURE)
 
 
+def test_a_secret_a_check_prints_reaches_neither_the_ledger_nor_a_brief(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check's output tail is recorded through the controller's redaction: a well-known
+    credential in the environment, printed by a check, is ``<redacted>`` everywhere."""
+    secret = "sk-check-printed-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    install_standin(tmp_path, "claude", monkeypatch)
+    repo, _ = repository(tmp_path)
+    standin_script(
+        repo,
+        {**writer_script(), "acceptance": [verdict("accepted")], "code": [verdict("accepted")]},
+    )
+    change = start_change(
+        repo,
+        delivery="none",
+        checks=("sh -c 'echo key=$OPENAI_API_KEY'",),
+        nodes=agent_bindings(),
+    )
+    assert isinstance(change.wait(), SucceededResult)
+    reviews = [c for c in recorded_calls(repo) if c["node"] in REVIEWER_NODES]
+    assert reviews and all("key=<redacted>" in c["prompt"] for c in reviews)
+    assert all(secret not in c["prompt"] for c in reviews)
+    ledger_files = list((repo / ".zeroshot").glob("ledger.db*"))
+    assert ledger_files
+    for path in ledger_files:
+        assert secret.encode() not in path.read_bytes(), path
+
+
 def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
