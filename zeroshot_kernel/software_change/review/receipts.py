@@ -4,9 +4,9 @@ A receipt records the command, its exit code and the tail of its output, the git
 and tree, two fingerprints of the checkout and the environment, and its claims.
 ``working_tree_hash`` covers head, tree, branch, status, the staged and unstaged diffs and
 the untracked files; ``dirty_tree_fingerprint`` is the same without head, tree and branch
-(a clean checkout gives the hash of the empty string). Notebooks count by their normalised cell sources (no
-outputs, no execution counts), so re-running a notebook does not change the fingerprint
-and hidden kernel state never passes as current proof.
+(a clean checkout gives the hash of the empty string). Notebooks count by their
+normalised cell sources (no outputs, no execution counts), so re-running a notebook does
+not change the fingerprint and hidden kernel state never passes as current proof.
 """
 
 from __future__ import annotations
