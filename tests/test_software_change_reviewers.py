@@ -159,6 +159,26 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
     assert (change.worktree / "src" / "feature.py").read_text().startswith(FEATURE)
 
 
+def test_a_micro_owner_verification_is_briefed_with_receipts_from_its_first_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_standin(tmp_path, "claude", monkeypatch)
+    repo, _ = repository(tmp_path)
+    standin_script(repo, {**writer_script(), "acceptance": [verdict("accepted")]})
+    change = start_change(
+        repo,
+        delivery="none",
+        tier="micro",
+        checks=("echo feature-checked",),
+        nodes={k: v for k, v in agent_bindings().items() if k != "code"},  # micro: owner only
+    )
+    assert isinstance(change.wait(), SucceededResult)
+    (owner,) = [c["prompt"] for c in recorded_calls(repo) if c["node"] in REVIEWER_NODES]
+    assert "- `echo feature-checked` -> exit 0 (receipt " in owner
+    assert "recorded by review_snapshot, on the tree under review" in owner
+    assert "  output (tail):\n  ```\n  feature-checked\n  ```" in owner
+
+
 def test_a_secret_a_check_prints_reaches_neither_the_ledger_nor_a_brief(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,7 +285,9 @@ def test_change_run_on_codex_needs_no_model(
     assert review["argv"][review["argv"].index("--sandbox") + 1] == "read-only"
     assert f"Base revision: {base}" in review["prompt"]
     assert "+def answer():" in review["prompt"]
-    assert "None recorded yet. The declared checks (`true`)" in review["prompt"]
+    # micro too: the checks ran on the reviewed tree just before the owner verification
+    assert "- `true` -> exit 0 (receipt " in review["prompt"]
+    assert "recorded by review_snapshot, on the tree under review" in review["prompt"]
 
 
 # --- the brief's parts ---------------------------------------------------------------------

@@ -3,9 +3,11 @@ code delivers it.
 
 ``seq run[step worker, choice worker_result{error -> fail worker_failed; else seq
 changes[loop change_loop, fail change_attempts_exhausted]}]``. Each pass of the loop runs
-the reviews in parallel (``acceptance``: owner verification; ``code``: the independent
-review of the main seam, left out for ``micro``), then the trusted ``review_gate``
-replays the seam's review lifecycle from the ledger and routes: ``approved`` to delivery,
+the declared checks (the trusted ``review_snapshot``, whose receipts the reviewers are
+briefed with), then the reviews in parallel (``acceptance``: owner verification;
+``code``: the independent review of the main seam, left out for ``micro``), then the
+trusted ``review_gate`` replays the seam's review lifecycle from the ledger and routes:
+``approved`` to delivery,
 ``correction`` or ``restart`` (the one strategy restart) to ``review_repair``, ``blocked``
 to ``fail blocked``. ``high-risk`` adds an early seam review after the first work and a
 final integration review (at most two) before delivery. The loop is a backstop bound;
@@ -495,8 +497,10 @@ def _pass(mode: str, tier: str, st: Doc) -> Doc:
         gated,
         promoted=promoted,
     )
-    first = [_snapshot("review_snapshot")] if tier != "micro" else []
-    return seq("change_pass", st, [*first, reviews, checked], promoted=promoted)
+    # every tier, micro included: the reviewers' briefs carry receipts for the very tree
+    # they review, from the first pass on
+    snapshot = _snapshot("review_snapshot")
+    return seq("change_pass", st, [snapshot, reviews, checked], promoted=promoted)
 
 
 def _snapshot(name: str) -> Doc:
