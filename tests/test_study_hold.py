@@ -125,6 +125,29 @@ def test_a_submission_waits_for_a_holder_that_is_letting_go(
     assert study_holder(workspace, "shared") == "run-one"
 
 
+def test_a_holder_on_another_host_counts_only_while_its_lock_is_held(workspace: Path) -> None:
+    """Nothing proves another host's process gone, so its holder file is believed only
+    while the lock is held (a workspace shared between machines)."""
+    holder = workspace / LOCKS_DIR / "study-shared.holder.json"
+    holder.parent.mkdir(parents=True)
+    elsewhere = {"runId": "run-elsewhere", "owner": "another-host:4242:99:abcd1234"}
+    holder.write_text(json.dumps(elsewhere))
+    assert study_holder(workspace, "shared") is None  # no lock: it died there
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "held\n"
+        holder.write_text(json.dumps(elsewhere))  # as if that host's controller held it
+        assert study_holder(workspace, "shared") == "run-elsewhere"
+    finally:
+        os.kill(other.pid, signal.SIGKILL)
+        other.wait(timeout=30)
+
+
 @pytest.mark.parametrize("content", ["garbage", "fifo", "huge", "wrong-types"])
 def test_a_damaged_holder_file_is_ignored_without_hanging(workspace: Path, content: str) -> None:
     holder = workspace / LOCKS_DIR / "study-shared.holder.json"

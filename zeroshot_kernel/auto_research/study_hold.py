@@ -18,12 +18,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from zeroshot_kernel.contract.reading import DocumentError, read_text
-from zeroshot_kernel.engine.owner import new_owner_id, owner_gone
+from zeroshot_kernel.engine.owner import new_owner_id, owner_gone, parse_owner
 from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.retry import RetriesExhausted, RetryPolicy, retry_sync
 
@@ -38,8 +40,16 @@ class StudyBusy(Refused):
     """Another run's controller holds the study."""
 
 
-_held: dict[Path, tuple[str, IO[str]]] = {}
-"""Lock file -> (the run holding it in this process, the open file that holds it)."""
+@dataclass(frozen=True)
+class _Hold:
+    run_id: str
+    handle: IO[str]
+    """The open lock file: closing it drops the lock."""
+    holder_path: Path
+
+
+_held: dict[Path, _Hold] = {}
+"""Lock file -> the hold this process has on it."""
 _guard = threading.Lock()
 
 
@@ -70,7 +80,7 @@ def _try_hold(lock_path: Path, holder_path: Path, run_id: str) -> bool:
     with _guard:
         held = _held.get(lock_path)
         if held is not None:
-            return held[0] == run_id
+            return held.run_id == run_id
         handle = lock_path.open("a", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -78,21 +88,20 @@ def _try_hold(lock_path: Path, holder_path: Path, run_id: str) -> bool:
             handle.close()
             return False
         _write_holder(holder_path, run_id)
-        _held[lock_path] = (run_id, handle)
+        _held[lock_path] = _Hold(run_id, handle, holder_path)
         return True
 
 
 def release_run(run_id: str) -> None:
     """Let go of every study this process holds for ``run_id`` (its controller ended)."""
     with _guard:
-        for lock_path, (holder, handle) in list(_held.items()):
-            if holder != run_id:
+        for lock_path, hold in list(_held.items()):
+            if hold.run_id != run_id:
                 continue
-            holder_path = lock_path.with_name(lock_path.name.replace(".run.lock", ".holder.json"))
-            recorded = _read_holder(holder_path)
+            recorded = _read_holder(hold.holder_path)
             if recorded is not None and recorded[0] == run_id:
-                holder_path.unlink(missing_ok=True)
-            handle.close()  # drops the lock
+                hold.holder_path.unlink(missing_ok=True)
+            hold.handle.close()  # drops the lock
             del _held[lock_path]
 
 
@@ -106,11 +115,26 @@ def _holder_now(lock_path: Path, holder_path: Path) -> str | None:
     with _guard:
         held = _held.get(lock_path)
     if held is not None:
-        return held[0]
+        return held.run_id
     holder = _read_holder(holder_path)
     if holder is None or owner_gone(holder[1]):
         return None
+    owner = parse_owner(holder[1])
+    if owner is not None and owner.host != socket.gethostname() and _lock_free(lock_path):
+        return None  # a controller on another host died: only its lock tells
     return holder[0]
+
+
+def _lock_free(lock_path: Path) -> bool:
+    """Nobody holds the lock (probed with a shared lock, let go at once)."""
+    try:
+        with lock_path.open("a", encoding="utf-8") as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return False  # cannot tell: trust the holder file
+    return True
 
 
 def _paths(workspace: str | os.PathLike[str], study: str) -> tuple[Path, Path]:
