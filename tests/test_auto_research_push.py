@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from auto_research_support import (
     script_points,
     start,
 )
+from support import alive, wait_until
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifierOutcome
@@ -91,7 +93,7 @@ def test_push_commits_each_accepted_adoption_once(
     ]
     assert signals == ["published", "skipped", "published"]
     # Delivery worked in its own worktree; the user's checkout is as it was.
-    worktree = repo / ".zeroshot" / "worktrees" / research.run.id
+    worktree = repo / ".zeroshot" / "publish" / research.run.id
     assert git(worktree, "rev-parse", "HEAD") == published[-1][0]
     assert git(repo, "rev-parse", "HEAD") == base
     assert git(repo, "status", "--porcelain") == ""
@@ -102,8 +104,9 @@ def test_push_commits_each_accepted_adoption_once(
     assert len(research.starts("researcher")) >= 3 and len(research.starts("reviewer")) >= 3
     run_calls = [c for c in calls() if c.parent_pid != os.getpid() and not c.nested]
     assert any(c.args[:1] == ["commit"] for c in run_calls)
-    assert any(c.args[:1] == ["push"] for c in run_calls)
-    callers = {(c.parent_pid, c.parent_cmdline) for c in run_calls}
+    pushes = [c for c in run_calls if c.args[:1] == ["push"]]
+    assert pushes and all(c.guarded for c in pushes)  # a push dies with its controller
+    callers = {c.caller for c in run_calls}
     assert len(callers) == 1, callers  # one process: the run's controller
     [(_, cmdline)] = callers
     assert "zeroshot_kernel.engine.controller_main" in cmdline, cmdline
@@ -114,7 +117,21 @@ def test_push_commits_each_accepted_adoption_once(
 class GitCall:
     parent_pid: int
     parent_cmdline: str
+    grandparent_pid: int
+    grandparent_cmdline: str
     args: list[str]
+
+    @property
+    def guarded(self) -> bool:
+        """Started under the guard that kills it when its controller dies."""
+        return "agent_guard.py" in self.parent_cmdline
+
+    @property
+    def caller(self) -> tuple[int, str]:
+        """The process that asked for it: the guard's parent for a guarded call."""
+        if self.guarded:
+            return self.grandparent_pid, self.grandparent_cmdline
+        return self.parent_pid, self.parent_cmdline
 
     @property
     def nested(self) -> bool:
@@ -133,8 +150,11 @@ def git_shim(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[G
     shim.write_text(
         "#!/bin/sh\n"
         "caller=$(tr '\\000\\t\\n' '   ' < /proc/$PPID/cmdline)\n"
+        "grand=$(cut -d' ' -f4 /proc/$PPID/stat)\n"
+        "grandcaller=$(tr '\\000\\t\\n' '   ' < /proc/$grand/cmdline)\n"
         "args=$(printf '%s' \"$*\" | tr '\\t\\n' '  ')\n"
-        f'printf \'%s\\t%s\\t%s\\n\' "$PPID" "$caller" "$args" >> {shlex.quote(str(log))}\n'
+        "printf '%s\\t%s\\t%s\\t%s\\t%s\\n' "
+        f'"$PPID" "$caller" "$grand" "$grandcaller" "$args" >> {shlex.quote(str(log))}\n'
         f'exec {shlex.quote(real)} "$@"\n'
     )
     shim.chmod(0o755)
@@ -144,7 +164,10 @@ def git_shim(root: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[G
         if not log.exists():
             return []
         rows = [line.split("\t") for line in log.read_text().splitlines()]
-        return [GitCall(int(pid), cmdline.strip(), args.split()) for pid, cmdline, args in rows]
+        return [
+            GitCall(int(pid), cmdline.strip(), int(grand), grand_cmdline.strip(), args.split())
+            for pid, cmdline, grand, grand_cmdline, args in rows
+        ]
 
     return read
 
@@ -239,3 +262,77 @@ def test_cli_refuses_push_before_any_round_outside_a_repository(tmp_path: Path) 
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not a git repository" in done.stderr
     assert Client(workspace=str(workspace)).runs() == []
+
+
+HANGING_HOOK = """#!/bin/sh
+echo $$ > {pid}
+while [ ! -e {gate} ]; do sleep 0.05; done
+cat > /dev/null
+"""
+
+
+def ancestor(pid: int, marker: str) -> int:
+    """The nearest ancestor of ``pid`` whose command line contains ``marker``."""
+    while pid > 1:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+            return pid
+    raise AssertionError(f"no ancestor runs {marker}")
+
+
+def test_a_push_dies_with_its_controller_and_a_resumed_run_pushes_once(
+    tmp_path: Path,
+) -> None:
+    """The remote hangs in a pre-receive hook; the controller is killed with SIGKILL: the
+    guard kills the push (and the remote side it started) at once, nothing is published,
+    and the resumed run finds its commit and pushes it once."""
+    repo, remote, task = research_repository(tmp_path)
+    script_points(repo, POINTS[:1])
+    base = git(repo, "rev-parse", "HEAD")
+    hook_pid, gate = tmp_path / "hook.pid", tmp_path / "gate"
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        HANGING_HOOK.format(pid=shlex.quote(str(hook_pid)), gate=shlex.quote(str(gate)))
+    )
+    hook.chmod(0o755)
+    research = start(repo, task, 1, push=True, nodes=SCRIPTED_SCOUTS)
+    try:
+        wait_until(hook_pid.exists, 300, "the push to reach the remote's hook")
+        pid = int(wait_for_text(hook_pid))
+        controller = ancestor(pid, "zeroshot_kernel.engine.controller_main")
+        os.kill(controller, signal.SIGKILL)
+        wait_until(lambda: not alive(pid), 30, "the push to die with its controller")
+        branch = f"zeroshot/{research.run.id}"
+        assert branch not in git(remote, "branch", "--list", branch)  # nothing published
+    finally:
+        gate.touch()
+    resumed = research.client.resume(research.run.id)
+    assert isinstance(resumed.wait(300), SucceededResult)
+    published = list(commits(remote, branch, base))
+    assert len(published) == 1 and "Zeroshot-Round: 1" in published[0][1]
+    worktree = repo / ".zeroshot" / "publish" / research.run.id
+    assert git(worktree, "rev-list", "--count", f"{base}..HEAD") == "1"  # committed once
+    cleaned = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "change", "clean", "--all"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert not worktree.exists()  # the publishing worktree goes with the rest
+
+
+def wait_for_text(path: Path) -> str:
+    """The file's text once it has a whole line (the hook writes it while we poll)."""
+    found: list[str] = []
+
+    def whole() -> bool:
+        text = path.read_text()
+        if text.endswith("\n"):
+            found.append(text.strip())
+        return bool(found)
+
+    wait_until(whole, 30, f"a line in {path}")
+    return found[0]

@@ -27,6 +27,7 @@ from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import VerifierOutcome, error
 from zeroshot_kernel.delivery.harness import SIGNAL
 from zeroshot_kernel.delivery.worktree import (
+    PUBLISH_WORKTREES,
     DeliveryRefused,
     Remote,
     Repository,
@@ -73,7 +74,7 @@ async def deliver(
     result = payload["result"]
     number, candidate = int(result["round"]), str(result["candidateId"])
     repository = await open_repository(workspace)
-    worktree = await run_worktree(repository, workspace, run_id)
+    worktree = await run_worktree(repository, workspace, run_id, folder=PUBLISH_WORKTREES)
     if result["disposition"] != "adopt":
         return Delivered(
             "skipped",
@@ -111,7 +112,9 @@ async def deliver(
             *(part for text in message if text for part in ("-m", text)),
         )
     head = await worktree.git("rev-parse", "HEAD")
-    rejected = await push_branch(worktree, remote)
+    # guarded: a push never outlives its controller; a resumed delivery finds its commit
+    # by the trailers and pushes again
+    rejected = await push_branch(worktree, remote, guarded=True)
     if rejected:
         return Delivered(
             "repair_requested",

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zeroshot_kernel.delivery.git import GitError
-from zeroshot_kernel.delivery.worktree import BRANCH_PREFIX, WORKTREES, Repository
+from zeroshot_kernel.delivery.worktree import (
+    BRANCH_PREFIX,
+    PUBLISH_WORKTREES,
+    WORKTREES,
+    Repository,
+)
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,14 @@ async def clean_runs(
     for run_id, succeeded in sorted(finished.items()):
         if succeeded and not include_succeeded:
             continue
-        path: Path = repository.root / WORKTREES / run_id
+        paths = [repository.root / folder / run_id for folder in (WORKTREES, PUBLISH_WORKTREES)]
+        worktrees = [path for path in paths if path.is_dir()]
         branch = BRANCH_PREFIX + run_id
-        has_worktree, has_branch = path.is_dir(), branch in branches
+        has_worktree, has_branch = bool(worktrees), branch in branches
         if not (has_worktree or has_branch):
             continue
         if not dry_run:
-            if has_worktree:
+            for path in worktrees:
                 await repository.git("worktree", "remove", "--force", str(path))
             try:
                 if has_branch:

@@ -18,6 +18,9 @@ from zeroshot_kernel.exceptions import Refused
 
 BRANCH_PREFIX = "zeroshot/"
 WORKTREES = RUN_WORKTREES
+PUBLISH_WORKTREES = Path(".zeroshot") / "publish"
+"""Worktrees of runs that only deliver from them (auto-research ``--push``): not under
+:data:`WORKTREES`, whose run folders a resumed controller works in."""
 DEFAULT_REMOTE = "origin"
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "zeroshot delivery",
@@ -103,9 +106,13 @@ async def check_reachable(repository: Repository, remote: Remote) -> None:
         ) from None
 
 
-async def run_worktree(repository: Repository, workspace: Path, run_id: str) -> RunWorktree:
-    """This run's worktree, made on first use from the repository's current HEAD."""
-    path = workspace / WORKTREES / run_id
+async def run_worktree(
+    repository: Repository, workspace: Path, run_id: str, *, folder: Path = WORKTREES
+) -> RunWorktree:
+    """This run's worktree, made on first use from the repository's current HEAD, under
+    ``folder``: :data:`WORKTREES` for a run that works in it (its controller runs there,
+    first start and resumes alike), another folder for one that only delivers from it."""
+    path = workspace / folder / run_id
     branch = BRANCH_PREFIX + run_id
     git = Git(path, repository.git.env)
     if (path / ".git").exists():
@@ -179,7 +186,7 @@ async def push_branch(
 ) -> str:
     """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
     lets a repaired branch replace what this run pushed before, and nothing else.
-    ``guarded``: the push dies with the controller (software-change delivery, which
+    ``guarded``: the push dies with the controller (every delivery, each of which
     reconciles with the remote when resumed)."""
     lease = ["--force-with-lease"] if force_with_lease else []
     try:

@@ -211,8 +211,9 @@ def clean(
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Remove the worktrees (.zeroshot/worktrees/RUN) and local branches (zeroshot/RUN)
-    of finished software changes that failed. Unfinished runs are never touched.
+    """Remove the worktrees (.zeroshot/worktrees/RUN, and .zeroshot/publish/RUN of
+    research runs that pushed) and local branches (zeroshot/RUN) of finished runs that
+    failed. Unfinished runs are never touched.
 
     Example: zeroshot change clean --dry-run
     """
