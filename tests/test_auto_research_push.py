@@ -30,7 +30,7 @@ from auto_research_support import (
     script_points,
     start,
 )
-from support import alive, wait_until
+from support import alive, read_pid_file, wait_until
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifierOutcome
@@ -265,7 +265,7 @@ def test_cli_refuses_push_before_any_round_outside_a_repository(tmp_path: Path) 
 
 
 HANGING_HOOK = """#!/bin/sh
-echo $$ > {pid}
+echo $$ > {pid}.tmp && mv {pid}.tmp {pid}
 while [ ! -e {gate} ]; do sleep 0.05; done
 cat > /dev/null
 """
@@ -298,8 +298,7 @@ def test_a_push_dies_with_its_controller_and_a_resumed_run_pushes_once(
     hook.chmod(0o755)
     research = start(repo, task, 1, push=True, nodes=SCRIPTED_SCOUTS)
     try:
-        wait_until(hook_pid.exists, 300, "the push to reach the remote's hook")
-        pid = int(wait_for_text(hook_pid))
+        pid = int(read_pid_file(hook_pid, timeout=300))  # the push reached the remote's hook
         controller = ancestor(pid, "zeroshot_kernel.engine.controller_main")
         os.kill(controller, signal.SIGKILL)
         wait_until(lambda: not alive(pid), 30, "the push to die with its controller")
@@ -322,17 +321,3 @@ def test_a_push_dies_with_its_controller_and_a_resumed_run_pushes_once(
     )
     assert cleaned.returncode == 0, cleaned.stderr
     assert not worktree.exists()  # the publishing worktree goes with the rest
-
-
-def wait_for_text(path: Path) -> str:
-    """The file's text once it has a whole line (the hook writes it while we poll)."""
-    found: list[str] = []
-
-    def whole() -> bool:
-        text = path.read_text()
-        if text.endswith("\n"):
-            found.append(text.strip())
-        return bool(found)
-
-    wait_until(whole, 30, f"a line in {path}")
-    return found[0]

@@ -41,6 +41,19 @@ HOLDER = (
 )
 
 
+def start_holder(workspace: Path) -> subprocess.Popen[str]:
+    """Another process holding the study ``shared`` for ``run-elsewhere``; it lets go when
+    its stdin closes (or it is killed)."""
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(workspace)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    return other
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
@@ -66,14 +79,8 @@ def test_one_run_holds_a_study_until_it_lets_go(workspace: Path) -> None:
 
 
 def test_a_hold_in_another_process_refuses_until_that_process_dies(workspace: Path) -> None:
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(workspace)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    other = start_holder(workspace)
     try:
-        assert other.stdout is not None and other.stdout.readline() == "held\n"
         assert study_holder(workspace, "shared") == "run-elsewhere"
         with pytest.raises(StudyBusy, match="by run run-elsewhere"):
             hold_study(workspace, "shared", "run-one")
@@ -93,13 +100,7 @@ def test_a_submission_waits_for_a_holder_that_is_letting_go(
 ) -> None:
     """Continue pressed the moment a stopped run closed: its controller still holds the
     study for a moment; the submission waits for it instead of refusing."""
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(workspace)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    other = start_holder(workspace)
     seen_held = threading.Event()
     holder_now = study_hold._holder_now
 
@@ -133,14 +134,8 @@ def test_a_holder_on_another_host_counts_only_while_its_lock_is_held(workspace: 
     elsewhere = {"runId": "run-elsewhere", "owner": "another-host:4242:99:abcd1234"}
     holder.write_text(json.dumps(elsewhere))
     assert study_holder(workspace, "shared") is None  # no lock: it died there
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(workspace)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    other = start_holder(workspace)
     try:
-        assert other.stdout is not None and other.stdout.readline() == "held\n"
         holder.write_text(json.dumps(elsewhere))  # as if that host's controller held it
         assert study_holder(workspace, "shared") == "run-elsewhere"
     finally:

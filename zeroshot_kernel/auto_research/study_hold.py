@@ -58,7 +58,6 @@ def hold_study(workspace: str | os.PathLike[str], study: str, run_id: str) -> No
     runs on the controller's event loop). Raises :class:`StudyBusy` when another run holds
     it, here or in another process."""
     lock_path, holder_path = _paths(workspace, study)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
     if not _try_hold(lock_path, holder_path, run_id):
         raise StudyBusy(_busy(study, _holder_now(lock_path, holder_path)))
 
@@ -79,8 +78,9 @@ def _try_hold(lock_path: Path, holder_path: Path, run_id: str) -> bool:
     """One attempt, under the process's guard (which is never held while waiting)."""
     with _guard:
         held = _held.get(lock_path)
-        if held is not None:
+        if held is not None:  # every research call after the first ends here
             return held.run_id == run_id
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
         handle = lock_path.open("a", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
