@@ -151,9 +151,11 @@ def spawn(
     stderr: Stream = None,
     text: bool = False,
     own_group: bool = True,
+    preexec: Callable[[], None] | None = None,
 ) -> Child:
     """Start ``argv`` (no shell); ``own_group`` makes it the leader of a new session.
-    ``env`` replaces the environment when given. Raises ``OSError`` when it cannot start."""
+    ``env`` replaces the environment when given; ``preexec`` runs in the child before it
+    executes (a box's limits). Raises ``OSError`` when it cannot start."""
     popen = subprocess.Popen(
         [str(part) for part in argv],
         cwd=cwd,
@@ -164,6 +166,7 @@ def spawn(
         text=text,
         start_new_session=own_group,
         close_fds=True,
+        preexec_fn=preexec,
     )
     return Child(popen, own_group=own_group)
 
@@ -217,6 +220,7 @@ async def spawn_async(
     stderr: int | None = PIPE,
     own_group: bool = True,
     limit: int = LINE_LIMIT,
+    preexec: Callable[[], None] | None = None,
 ) -> AsyncChild:
     """:func:`spawn` for asyncio: pipes are ``StreamReader``/``StreamWriter`` whose lines may
     be up to ``limit`` bytes. Raises ``OSError`` when it cannot start."""
@@ -229,6 +233,7 @@ async def spawn_async(
         stderr=stderr,
         start_new_session=own_group,
         limit=limit,
+        preexec_fn=preexec,
     )
     return AsyncChild(process, own_group=own_group)
 

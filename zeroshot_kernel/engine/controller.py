@@ -53,6 +53,7 @@ from zeroshot_kernel.ledger.events import (
     Terminal,
     TerminalResult,
 )
+from zeroshot_kernel.sandbox import Containment, user_root
 
 log = logging.getLogger(__name__)
 _OUTCOME = TypeAdapter[WorkerOutcome](WorkerOutcome)
@@ -186,6 +187,11 @@ class Controller:
         self._nodes = {
             n.name: n for n in self._ir.nodes() if isinstance(n, StepNode | VerifierNode)
         }
+        self._containment = Containment(
+            self._plan.sandbox_mode,
+            user_root(self.workspace) or self.workspace.resolve(),
+            self.ledger.file,
+        )
         self._env, missing = _resolve_env(self._plan)
         self._missing_env = missing
         self._logs = _Logs(Redactor(_secret_values(self._plan, self._env)))
@@ -352,6 +358,7 @@ class Controller:
             log=self._logs.sink(reference.execution),
             run_input=self._input,
             events=self._recorded_events,
+            containment=self._containment,
         )
         timeout_s = node.timeout_ms / 1000
         try:

@@ -21,6 +21,7 @@ from zeroshot_kernel.harness.plan import (
     TrustedBinding,
 )
 from zeroshot_kernel.ledger.events import LogStream, RunEvent, Usage
+from zeroshot_kernel.sandbox import Containment
 
 LogSink = Callable[[LogStream, str], None]
 
@@ -52,6 +53,9 @@ class ExecutionRequest:
     granted_commands: tuple[str, ...] = ()
     """Commands the turn's role lets a read-only agent run besides inspecting files and git
     (a software-change reviewer: the run's declared checks)."""
+    containment: Containment = field(default_factory=Containment)
+    """How processes running model-written code are boxed (the run's ``sandbox`` mode,
+    the user's workspace and the ledger file no box may see)."""
 
     @property
     def harness(self) -> str:

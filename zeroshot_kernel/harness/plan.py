@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.values import NodeName
+from zeroshot_kernel.sandbox import DEFAULT_MODE, SandboxMode
 
 CORE_AGENT_HARNESSES = ("local", "python", "claude", "codex", "openai")
 """The agent harnesses every installation has; a feature may register more (admission checks
@@ -121,6 +122,13 @@ class RuntimePlan(ContractModel):
     nodes: dict[NodeName, NodeBinding] = Field(default_factory=dict)
     connections: dict[ConnectionName, Connection] = Field(default_factory=dict)
     """Custom named connections, or overrides of the well-known ones."""
+    sandbox: SandboxMode | None = None
+    """How processes that run model-written code are contained: ``bwrap`` (the default,
+    also when left out) or ``none`` (UNCONTAINED)."""
+
+    @property
+    def sandbox_mode(self) -> SandboxMode:
+        return self.sandbox or DEFAULT_MODE
 
     def to_wire(self) -> dict[str, Any]:
         """Compact form: unset optional fields are left out."""

@@ -110,6 +110,12 @@ class Ledger:
         return cls(URL.create("sqlite", database=str(path)), clock=clock)
 
     @property
+    def file(self) -> Path | None:
+        """The SQLite file of this ledger (``None`` for other databases): what no box
+        may see."""
+        return self._file
+
+    @property
     def engine(self) -> Engine:
         """The SQLAlchemy engine behind this ledger; its connections carry the database's
         concurrency settings. For inspection: write runs through the ledger's methods."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeroshot_kernel.features import contributions, resolve
+from zeroshot_kernel.sandbox import SandboxMode
 from zeroshot_kernel.templates.single_worker import single_worker_graph
 
 
@@ -46,6 +47,8 @@ class TemplateOptions:
     placeholder when not given."""
     classification: dict[str, Any] | None = None
     """software-change: the classification that chose ``tier`` under ``auto``."""
+    sandbox: SandboxMode | None = None
+    """How model-written code is contained: ``bwrap`` (default) or ``none`` (UNCONTAINED)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ def runtime_plan(options: TemplateOptions, nodes: dict[str, Any]) -> dict[str, A
         plan["model"] = options.model
     if options.max_tokens is not None:
         plan["maxTokens"] = options.max_tokens
+    if options.sandbox is not None:
+        plan["sandbox"] = options.sandbox
     if options.harness == "openai":
         connection: dict[str, Any] = {"env": OPENAI_KEY_ENV}
         if options.base_url:
