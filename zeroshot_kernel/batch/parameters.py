@@ -130,6 +130,14 @@ def grid_sets(grid: Mapping[str, Any]) -> list[Parameters]:
         raise ParameterError(f"grid parameter {empty[0]!r} has an empty list: no notebook to run")
     for name in names:
         check_name(name, "grid")
+    count = 1
+    for axis in axes:  # counted before anything is built: ten lists of ten are 10^10 sets
+        count *= len(axis)
+        if count > MAX_SETS:
+            raise ParameterError(
+                f"the grid's lists multiply to more than {MAX_SETS:,} parameter sets; "
+                f"a batch holds at most {MAX_SETS:,}"
+            )
     return [dict(zip(names, combination, strict=True)) for combination in itertools.product(*axes)]
 
 
@@ -153,21 +161,28 @@ def read_csv(path: str | os.PathLike[str]) -> list[Parameters]:
     try:
         # A spreadsheet's "CSV UTF-8" export starts with a byte-order mark: not a name.
         text = read_text(path).removeprefix("\ufeff")
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, [])
+        # Blank lines are no rows; one row past the limit is enough to say "too many".
+        rows = list(itertools.islice((row for row in reader if row), MAX_SETS + 1))
     except DocumentError as problem:
         raise ParameterError(f"CSV file {problem}") from None
     except csv.Error as problem:
         raise ParameterError(f"CSV file {shown}: {shorten(str(problem))}") from None
-    if any(None in row or None in row.values() for row in rows):
-        raise ParameterError(f"CSV file {shown}: a row has more or fewer cells than the header")
-    header = list(rows[0]) if rows else []
     if header and not any(is_name(name) for name in header):
         raise ParameterError(
             f"CSV file {shown} is not a parameter table: its first line names no parameter"
         )
+    named: set[str] = set()
     for name in header:
-        check_name(name, f"CSV file {shown} header")
-    return [{name: scalar(value) for name, value in row.items()} for row in rows]
+        if check_name(name, f"CSV file {shown} header") in named:
+            raise ParameterError(
+                f"CSV file {shown}: the header names {name} twice (which column would count?)"
+            )
+        named.add(name)
+    if any(len(row) != len(header) for row in rows):
+        raise ParameterError(f"CSV file {shown}: a row has more or fewer cells than the header")
+    return [{name: scalar(value) for name, value in zip(header, row, strict=True)} for row in rows]
 
 
 def parameter_sets(
@@ -185,7 +200,9 @@ def parameter_sets(
     if not sets:
         raise ParameterError("the parameter source has no rows: no notebook to run")
     if len(sets) > MAX_SETS:
-        raise ParameterError(f"{len(sets)} parameter sets; a batch holds at most {MAX_SETS}")
+        raise ParameterError(
+            f"more than {MAX_SETS:,} parameter sets; a batch holds at most {MAX_SETS:,}"
+        )
     fixed = {check_name(name, "-p"): scalar(value) for name, value in pairs}
     combined = [{**parameters, **fixed} for parameters in sets]
     check_sets(combined)

@@ -7,8 +7,9 @@ may take, whatever the input:
 - files are read only when they are regular files, and at most :data:`MAX_DOCUMENT_BYTES`;
 - nesting deeper than :data:`MAX_NESTING` is refused before any recursive parser sees it;
 - YAML aliases may repeat at most :data:`MAX_ALIAS_EXPANSION` values (an alias bomb of a
-  few hundred bytes stands for billions); non-finite numbers, duplicate JSON keys and lone
-  surrogates are refused;
+  few hundred bytes stands for billions), and the document they expand to is held to
+  :data:`MAX_DOCUMENT_BYTES` too, counted before it is composed; non-finite numbers,
+  duplicate JSON keys and lone surrogates are refused;
 - a YAML file whose top level is plain text is not a document, and no error repeats a
   file's content (a private file named by mistake is never echoed back).
 
@@ -155,7 +156,8 @@ def _check_json_nesting(text: str) -> None:
 
 def _load_yaml(text: str, *, from_file: bool) -> Any:
     """Compose the YAML only after its events passed: bounded nesting, and aliases that
-    expand to at most :data:`MAX_ALIAS_EXPANSION` values beyond the text's own."""
+    expand it by at most :data:`MAX_ALIAS_EXPANSION` values and to at most
+    :data:`MAX_DOCUMENT_BYTES` bytes."""
     try:
         _check_yaml_events(yaml.parse(text, Loader=_Loader))
         value = yaml.load(text, Loader=_Loader)  # a safe loader (C when available)
@@ -169,37 +171,51 @@ def _load_yaml(text: str, *, from_file: bool) -> Any:
 
 
 def _check_yaml_events(events: Iterable[yaml.Event]) -> None:
-    """Count the values each anchored node holds, and what every alias adds by repeating
-    one: a few hundred bytes of nested aliases stand for billions of values."""
-    open_sizes: list[int] = []
+    """Measure what the document stands for once its aliases are expanded, before it is
+    composed: an alias repeats its anchored node in values and in bytes, so a few hundred
+    bytes of nested aliases stand for billions of values, and a 3 MiB string aliased
+    20,000 times for 60 GB (every later reader, from the value check to the ledger, would
+    expand it). Each value counts its text's UTF-8 bytes plus one."""
+    open_sizes: list[list[int]] = []  # [values, bytes] of each collection being read
     open_anchors: list[str | None] = []
-    anchored: dict[str, int] = {}
-    expansion = 0
+    anchored: dict[str, tuple[int, int]] = {}
+    added_values = 0
+    expanded_bytes = 0  # the whole document's, counted on once the first alias is seen
 
-    def settle(size: int, anchor: str | None) -> None:
+    def settle(values: int, size: int, anchor: str | None) -> None:
         if anchor is not None:
-            anchored[anchor] = size
+            anchored[anchor] = (values, size)
         if open_sizes:
-            open_sizes[-1] += size
+            open_sizes[-1][0] += values
+            open_sizes[-1][1] += size
 
     for event in events:
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_sizes) >= MAX_NESTING:
                 raise DocumentError(f"the document is nested deeper than {MAX_NESTING} levels")
-            open_sizes.append(1)
+            open_sizes.append([1, 1])
             open_anchors.append(event.anchor)
+            expanded_bytes += 1
         elif isinstance(event, yaml.CollectionEndEvent):
-            settle(open_sizes.pop(), open_anchors.pop())
+            values, size = open_sizes.pop()
+            settle(values, size, open_anchors.pop())
         elif isinstance(event, yaml.ScalarEvent):
-            settle(1, event.anchor)
+            size = len(event.value.encode("utf-8", "surrogatepass")) + 1
+            expanded_bytes += size
+            settle(1, size, event.anchor)
         elif isinstance(event, yaml.AliasEvent):
-            size = anchored.get(event.anchor or "", 1)
-            expansion += size
-            if expansion > MAX_ALIAS_EXPANSION:
+            values, size = anchored.get(event.anchor or "", (1, 1))
+            added_values += values
+            expanded_bytes += size
+            if added_values > MAX_ALIAS_EXPANSION:
                 raise DocumentError(
                     f"YAML aliases expand the document by more than {MAX_ALIAS_EXPANSION:,} values"
                 )
-            settle(size, None)
+            settle(values, size, None)
+        if added_values and expanded_bytes > MAX_DOCUMENT_BYTES:
+            raise DocumentError(
+                f"YAML aliases expand the document past the {MAX_DOCUMENT_BYTES:,}-byte limit"
+            )
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

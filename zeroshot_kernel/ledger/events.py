@@ -17,6 +17,10 @@ from zeroshot_kernel.contract.values import NodeName, PositiveInteger
 MAX_LOG_LINE_BYTES = 16 * 1024
 MAX_EVENT_BYTES = 1024 * 1024
 MAX_ADMITTED_BYTES = 2 * 1024 * 1024
+MAX_INPUT_BYTES = MAX_EVENT_BYTES - 64 * 1024
+"""The largest initial input a run admits: a step's ``node_started`` event records the
+input it reads, so a larger one would be admitted into a run no controller can record
+(its envelope, names and map indices, takes far less than the 64 KiB left)."""
 
 RunPhase = Literal["admitted", "running", "stopping", "finished"]
 LogStream = Literal["output", "error", "system"]

@@ -44,6 +44,7 @@ from zeroshot_kernel.ledger.errors import (
 from zeroshot_kernel.ledger.events import (
     MAX_ADMITTED_BYTES,
     MAX_EVENT_BYTES,
+    MAX_INPUT_BYTES,
     ForceStopRequested,
     RunEvent,
     TerminalResult,
@@ -153,6 +154,11 @@ class Ledger:
         if not isinstance(admitted, dict):
             raise PayloadRejected("the admitted submission must be a JSON object")
         document = _json_text(admitted, "the admitted submission", MAX_ADMITTED_BYTES)
+        _json_text(
+            admitted.get("initialInput"),
+            f"the initial input (recorded in events of at most {MAX_EVENT_BYTES:,} bytes)",
+            MAX_INPUT_BYTES,
+        )
         digest = hashlib.sha256(dump_canonical(admitted, allow_floats=True)).hexdigest()
         self._create_schema()
         try:
@@ -537,7 +543,7 @@ def _json_text(value: Any, what: str, limit: int) -> str:
     except (TypeError, ValueError) as error:  # UnicodeEncodeError: a lone surrogate
         raise PayloadRejected(f"{what} is not plain JSON: {error}") from None
     if size > limit:
-        raise PayloadRejected(f"{what} is {size} bytes of JSON; at most {limit} are stored")
+        raise PayloadRejected(f"{what} is {size:,} bytes of JSON; at most {limit:,} are stored")
     return text
 
 

@@ -1,0 +1,164 @@
+"""Inputs that pass every count yet stand for gigabytes, or that the ledger cannot hold,
+through the real ``zeroshot`` command: each is refused in one line (or the documented
+diagnostic), within seconds and 1 GiB of address space, before anything is written.
+
+Limits are counted in bytes after expansion (a YAML alias repeats its anchored node's
+bytes, not one value), sizes are computed before anything is built (a grid's cross
+product is multiplied out first), and admission refuses an input no controller could
+record (each step's ``node_started`` event records its input).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from test_cli_hostile_input import refused, rejected, zeroshot
+
+from zeroshot_kernel.batch.parameters import MAX_SETS
+from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
+from zeroshot_kernel.ledger.events import MAX_EVENT_BYTES, MAX_INPUT_BYTES
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+QUICK_S = 20
+"""A refusal takes about a second alone; this leaves room for a busy 2-core machine (the
+bombs took 33-53 s and 6 GB before they were counted in bytes)."""
+
+
+def quickly(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``zeroshot ARGS`` in ``folder`` (1 GiB of address space, no traceback), timed."""
+    started = time.monotonic()
+    ran = zeroshot(folder, *args)
+    assert time.monotonic() - started < QUICK_S, args[:2]
+    return ran
+
+
+def string_bomb(folder: Path, copies: int = 20_000) -> Path:
+    """A 3 MiB string anchored once and aliased ``copies`` times: a 3.2 MB file (under the
+    4 MiB limit, 20,000 aliases under the value limit) that stands for 60 GB."""
+    path = folder / "bomb.yaml"
+    with path.open("w") as out:
+        out.write('topic: &big "' + "a" * (3 * 1024 * 1024) + '"\ncopies:\n')
+        out.write("  - *big\n" * copies)
+    assert path.stat().st_size < MAX_DOCUMENT_BYTES
+    return path
+
+
+def workspace(tmp_path: Path) -> Path:
+    """A workspace holding the example graph and its python workers."""
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    (tmp_path / ".zeroshot").mkdir()
+    return tmp_path
+
+
+def nothing_recorded(folder: Path) -> None:
+    assert not (folder / ".zeroshot" / "ledger.db").exists()
+    assert not (folder / "batch-output").exists()
+
+
+def test_an_aliased_string_bomb_is_refused_as_a_graph(tmp_path: Path) -> None:
+    bomb = string_bomb(tmp_path)
+    words = f"YAML aliases expand the document past the {MAX_DOCUMENT_BYTES:,}-byte limit"
+    ran = quickly(tmp_path, "validate", str(bomb))
+    rejected(ran, words)
+    ran = quickly(tmp_path, "run", str(bomb), "--detach")
+    refused(ran, words)
+    nothing_recorded(tmp_path)
+
+
+def test_an_aliased_string_bomb_is_refused_as_an_input(tmp_path: Path) -> None:
+    folder = workspace(tmp_path)
+    bomb = string_bomb(folder)
+    graph = str(folder / "examples" / "headline.yaml")
+    words = "YAML aliases expand the document past"
+    for command in ("validate", "run"):
+        ran = quickly(folder, command, graph, "--input", f"@{bomb}")
+        assert refused(ran, words).startswith("error: --input: ")
+    nothing_recorded(folder)
+
+
+def test_a_few_aliases_of_a_large_string_are_still_read(tmp_path: Path) -> None:
+    """The byte count refuses what expands past the limit, not aliases as such."""
+    folder = workspace(tmp_path)
+    document = folder / "input.yaml"
+    document.write_text('topic: &t "' + "a" * 1_000_000 + '"\nnotes: [*t, *t]\n')
+    graph = str(folder / "examples" / "headline.yaml")
+    ran = quickly(folder, "validate", graph, "--input", f"@{document}")
+    # Read whole (3 MB once expanded), then checked against the graph's initialInput.
+    assert ran.returncode == 1 and "notes" in ran.stdout and not ran.stderr, ran.stdout[-500:]
+
+
+def test_a_grid_is_multiplied_out_before_it_is_built(tmp_path: Path) -> None:
+    """Ten lists of ten in 380 bytes: 10^10 sets, refused before one is built."""
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({f"p{n}": list(range(10)) for n in range(10)}))
+    assert grid.stat().st_size < 400
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text("{}")
+    ran = quickly(tmp_path, "batch", "run", str(notebook), "--grid", str(grid))
+    refused(ran, f"multiply to more than {MAX_SETS:,} parameter sets")
+    nothing_recorded(tmp_path)
+
+
+def test_a_csv_with_too_many_rows_is_refused_without_reading_them_all(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x\n" + "1\n" * (MAX_DOCUMENT_BYTES // 2 - 4))  # two million rows
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text("{}")
+    ran = quickly(tmp_path, "batch", "run", str(notebook), "--csv", str(rows))
+    refused(ran, f"more than {MAX_SETS:,} parameter sets")
+    nothing_recorded(tmp_path)
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("x,y,x\n1,2,3\n")
+    notebook = tmp_path / "n.ipynb"
+    notebook.write_text("{}")
+    ran = quickly(tmp_path, "batch", "run", str(notebook), "--csv", str(rows))
+    refused(ran, "the header names x twice")
+    nothing_recorded(tmp_path)
+
+
+def test_an_input_no_event_could_record_is_refused_at_submission(tmp_path: Path) -> None:
+    """1.5 MB is under the 2 MiB submission limit, but the first step's node_started event
+    would be 1.5 MB: the run would be admitted and no controller could ever start it."""
+    folder = workspace(tmp_path)
+    document = folder / "input.json"
+    document.write_text(json.dumps({"topic": "a" * 1_500_000}))
+    ran = quickly(
+        folder,
+        "run",
+        str(folder / "examples" / "headline.yaml"),
+        "--input",
+        f"@{document}",
+        "--runtime",
+        f"@{folder / 'examples' / 'headline-runtime.json'}",
+    )
+    line = refused(ran, f"at most {MAX_INPUT_BYTES:,} are stored")
+    assert f"{MAX_EVENT_BYTES:,} bytes" in line
+    assert not (folder / ".zeroshot" / "ledger.db").exists()
+
+
+def test_the_largest_admitted_input_runs_to_the_end(tmp_path: Path) -> None:
+    """The limit leaves room for the event's envelope: an input just under it is recorded
+    in every event of the run, which finishes."""
+    folder = workspace(tmp_path)
+    document = folder / "input.json"
+    padding = MAX_INPUT_BYTES - len(json.dumps({"topic": ""}))
+    document.write_text(json.dumps({"topic": "a" * padding}))
+    ran = quickly(
+        folder,
+        "run",
+        str(folder / "examples" / "headline.yaml"),
+        "--input",
+        f"@{document}",
+        "--runtime",
+        f"@{folder / 'examples' / 'headline-runtime.json'}",
+    )
+    assert ran.returncode == 0, ran.stderr[-1000:]
+    assert ran.stdout.splitlines()[-1].startswith("    v2:"), ran.stdout[-300:]
+    assert "finished  succeeded" in ran.stdout
