@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -125,6 +126,42 @@ def test_ctrl_c_detaches_an_attached_run_which_then_finishes(ws: Workspace) -> N
     assert cursors and min(cursors) == int(found[1][3:]) + 1
     assert watched.stdout.splitlines()[-1].endswith('finished  succeeded: {"value": 4}')
     assert wire(finish(run)) == {"status": "succeeded", "output": {"value": 4}}
+
+
+BLOCKED_FOLLOWER = """
+import time
+import typer
+from zeroshot_kernel.console.follow import follow
+
+def lines():
+    yield "v2:7  started   work#1", "v2:7"
+    time.sleep(3600)  # a ledger read that never returns (a busy lock, a stalled server)
+
+try:
+    follow(lines(), lambda last: f"detached after {last}")
+except typer.Exit as ended:
+    raise SystemExit(ended.exit_code)
+"""
+
+
+def test_ctrl_c_detaches_at_once_while_the_ledger_read_is_stuck(tmp_path: Path) -> None:
+    """Ctrl-C is a flag the printing thread checks while it waits: a read that does not
+    return (the follower reads on a thread of its own) cannot delay or swallow it."""
+    follower = subprocess.Popen(
+        [sys.executable, "-c", BLOCKED_FOLLOWER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    assert follower.stdout and follower.stderr
+    Lines(follower.stdout).until(r"^v2:7  started   work#1$")
+    pressed = time.monotonic()
+    os.killpg(follower.pid, signal.SIGINT)
+    assert follower.wait(TIMEOUT_S) == 130
+    assert time.monotonic() - pressed < 5
+    assert follower.stderr.read() == "detached after v2:7\n"
 
 
 def test_logs_follow_to_the_end_and_cursor_starts_after_a_line(ws: Workspace) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -140,34 +141,41 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoRetu
 
 def _follow(run_handle: Run, cursor: str | None) -> None:
     """Print the run's events until it ends; exit 0 when it succeeded, 1 when it failed,
-    3 when its controller died and the run is left unfinished."""
+    3 when its controller died and the run is left unfinished; Ctrl-C detaches at once
+    (exit 130) with the command that reattaches after the last event shown."""
+    from zeroshot_kernel.console.follow import follow
+
+    def detached(last: str | None) -> str:
+        after = last or cursor
+        return (
+            f"\ndetached from {run_handle.id}; it keeps running. Reattach with: "
+            f"zeroshot watch {run_handle.id}" + (f" --cursor {after}" if after else "")
+        )
+
+    follow(_event_lines(run_handle, cursor), detached)
+
+
+def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[tuple[str, str | None]]:
+    """The run's event lines with their cursors, then its failure cause; ends by raising
+    ``typer.Exit`` with the run's exit status."""
     from zeroshot_kernel.console.event_lines import EventRenderer
-    from zeroshot_kernel.console.follow import ControllerWatch, print_failure_cause
+    from zeroshot_kernel.console.follow import ControllerWatch, failure_lines
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
 
     renderer = EventRenderer()
     watch = ControllerWatch(run_handle)
     last = cursor
-    try:
-        while True:
-            for position, event in run_handle.events(last):
-                last = position
-                typer.echo(printable(renderer.line(position, event)))
-                if isinstance(event, Terminal):
-                    if not isinstance(event.result, SucceededResult):
-                        print_failure_cause(run_handle)
-                    raise typer.Exit(
-                        EXIT_OK if isinstance(event.result, SucceededResult) else EXIT_REJECTED
-                    )
-            watch.check()
-            time.sleep(FOLLOW_POLL_S)
-    except KeyboardInterrupt:
-        typer.echo(
-            f"\ndetached from {run_handle.id}; it keeps running. Reattach with: "
-            f"zeroshot watch {run_handle.id}" + (f" --cursor {last}" if last else ""),
-            err=True,
-        )
-        raise typer.Exit(130) from None
+    while True:
+        for position, event in run_handle.events(last):
+            last = position
+            yield printable(renderer.line(position, event)), position
+            if isinstance(event, Terminal):
+                succeeded = isinstance(event.result, SucceededResult)
+                if not succeeded:
+                    yield from ((line, None) for line in failure_lines(run_handle))
+                raise typer.Exit(EXIT_OK if succeeded else EXIT_REJECTED)
+        watch.check()
+        time.sleep(FOLLOW_POLL_S)
 
 
 def _run_handle(client: Client, run_id: str) -> Run:
