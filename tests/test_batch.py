@@ -456,7 +456,8 @@ def test_a_hostile_value_stays_data_and_outputs_leave_the_workspace_only_when_as
         "--quiet",
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert f"executed notebooks go to {elsewhere}" in ran.stderr
-    [output] = elsewhere.glob("*.ipynb")
+    batch_id = ran.stdout.split(":", 1)[0]
+    assert f"executed notebooks go to {elsewhere / batch_id}" in ran.stderr
+    [output] = elsewhere.glob(f"{batch_id}/*.ipynb")
     assert read_results(str(output)) == {"text": HOSTILE_VALUE}
     assert not (workspace / "PWNED").exists() and not (elsewhere / "PWNED").exists()

@@ -68,7 +68,7 @@ BUILT_IN_BASES: dict[str, type[BaseException]] = {
     "zeroshot_kernel.auto_research.studies.StudyError": ValueError,
     "zeroshot_kernel.auto_research.task.TaskError": ValueError,
     "zeroshot_kernel.batch.parameters.ParameterError": ValueError,
-    "zeroshot_kernel.batch.runner.OutputOutsideWorkspace": ValueError,
+    "zeroshot_kernel.batch.outputs.OutputOutsideWorkspace": ValueError,
     "zeroshot_kernel.batch.storage.BatchNotFound": LookupError,
     "zeroshot_kernel.client.AdmissionRejected": ValueError,
     "zeroshot_kernel.client.RunHeld": RuntimeError,

@@ -40,6 +40,7 @@ from zeroshot_kernel.auto_research.study_table import (
     study_rows,
 )
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.safe_files import FileRefused
 from zeroshot_widgets.compare import CostAxis, StudyComparison
 from zeroshot_widgets.monitor import RunMonitor
 
@@ -192,9 +193,9 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
     def export_csv(self, names: list[str] | None = None) -> list[Path]:
         """Write the rounds of ``names`` (default: the selected studies, in table order),
         one CSV file per study, ``<export_folder>/<study>-rounds.csv`` (each replaced
-        atomically), show their paths below the buttons, and return them. A study whose
-        records are not in this workspace (only its runs are in the ledger) is named
-        instead."""
+        atomically, never through a symbolic link), show their paths below the buttons,
+        and return them. A study whose records are not in this workspace (only its runs
+        are in the ledger), or whose file is a link, is named instead."""
         chosen = names if names is not None else self._chosen()
         if not chosen:
             self.exported.value = "tick one or more studies to export"
@@ -208,7 +209,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
                 self.export_folder.mkdir(parents=True, exist_ok=True)
                 path = study.write_csv(self.export_folder / f"{study.name}-rounds.csv")
                 written.append((path.resolve(), len(study.rounds())))
-            except (StudyError, OSError) as problem:
+            except (StudyError, FileRefused, OSError) as problem:  # a link at the path too
                 problems.append(f"{name}: {problem}")
         self.exported_paths = [path for path, _ in written]
         lines = [

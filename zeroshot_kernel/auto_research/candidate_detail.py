@@ -1,12 +1,13 @@
 """One candidate of a study, as a reader wants it: its source, its change against its
 parent, its measurements and the decision on it, all from the study's records.
 
-The source is the candidate's recorded bytes, read only after they were checked against
-its manifest's hashes (as ``restore`` does; a mismatch is reported, not shown as the
-candidate). The diff is the one the trusted measure step recorded for the change (the same
-text the rounds table shows), or, when none was recorded, one made from the parent's and
-the candidate's recorded files. The reviewer's verdict and reason live in the ledger, not in
-the records: :func:`ledger_review` finds them for a round when a client is at hand.
+The source is the candidate's recorded bytes, shown only once they were checked against
+its manifest's hashes (read as ``restore`` reads them, without following a link; a
+mismatch is reported, not shown as the candidate). The diff is the one the trusted measure
+step recorded for the change (the same text the rounds table shows), or, when none was
+recorded, one made from the parent's and the candidate's verified recorded bytes. The
+reviewer's verdict and reason live in the ledger, not in the records: :func:`ledger_review`
+finds them for a round when a client is at hand.
 
 Example::
 
@@ -23,12 +24,11 @@ import math
 import os
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zeroshot_kernel.auto_research.candidates import verify_candidate
-from zeroshot_kernel.auto_research.change import describe_diff
-from zeroshot_kernel.auto_research.records import CandidateManifest, ResearchRecords, RoundRecord
+from zeroshot_kernel.auto_research.candidates import RecordedSource, read_candidate
+from zeroshot_kernel.auto_research.change import diff_contents
+from zeroshot_kernel.auto_research.records import ResearchRecords, RoundRecord
 from zeroshot_kernel.auto_research.studies import records_for
 from zeroshot_kernel.auto_research.task import ParamValue
 from zeroshot_kernel.exceptions import NotFound
@@ -234,8 +234,8 @@ def candidate_detail(
     manifest = records.read_manifest(candidate) if _safe_id(candidate) else None
     if manifest is None:
         raise CandidateNotFound(f"study {study!r} has no candidate {candidate!r}")
-    check = verify_candidate(records, candidate)
-    files = _files(records.source_dir(candidate), manifest) if check.ok else ()
+    recorded = read_candidate(records, candidate)
+    files = _files(recorded)
     record = records.read_round(manifest.round)
     review = _review(record, candidate) if manifest.parent_id else None
     if review is not None and client is not None:
@@ -249,10 +249,10 @@ def candidate_detail(
         round=manifest.round,
         params=dict(manifest.params),
         content_sha256=manifest.content_sha256,
-        verified=check.ok,
-        problems=tuple(check.problems),
+        verified=recorded.ok,
+        problems=tuple(recorded.problems),
         files=files,
-        diff=_diff(records, manifest, record) if manifest.parent_id else "",
+        diff=_diff(records, recorded, record) if manifest.parent_id else "",
         measurements=tuple(
             SeedRun(
                 seed=m.experiment.seed,
@@ -339,8 +339,11 @@ def _with_verdict(review: Review, verdict: str, reason: str) -> Review:
     return replace(review, verdict=verdict, reason=reason)
 
 
-def _diff(records: ResearchRecords, manifest: CandidateManifest, record: RoundRecord | None) -> str:
-    """The measure step's recorded diff for the change, else one made from the records."""
+def _diff(records: ResearchRecords, recorded: RecordedSource, record: RoundRecord | None) -> str:
+    """The measure step's recorded diff for the change, else one made from the verified
+    recorded bytes of the parent and the candidate (none when either does not verify)."""
+    manifest = recorded.manifest
+    assert manifest is not None
     if record is not None:
         for row in reversed(record.passes):
             evidence = row.evidence
@@ -350,29 +353,26 @@ def _diff(records: ResearchRecords, manifest: CandidateManifest, record: RoundRe
                 and evidence.diff
             ):
                 return evidence.diff
-    parent = records.read_manifest(manifest.parent_id)
-    if parent is None:
+    parent = read_candidate(records, manifest.parent_id) if _safe_id(manifest.parent_id) else None
+    if parent is None or parent.manifest is None or not (parent.ok and recorded.ok):
         return ""
     changed = sorted(
         path
-        for path in parent.files.keys() | manifest.files.keys()
-        if parent.files.get(path) != manifest.files.get(path)
+        for path in parent.files.keys() | recorded.files.keys()
+        if parent.files.get(path) != recorded.files.get(path)
     )
-    return describe_diff(
-        records.source_dir(parent.candidate_id), records.source_dir(manifest.candidate_id), changed
-    )
+    return diff_contents(parent.files, recorded.files, changed)
 
 
-def _files(source: Path, manifest: CandidateManifest) -> tuple[SourceFile, ...]:
+def _files(recorded: RecordedSource) -> tuple[SourceFile, ...]:
+    """The verified files, cut to the view's budget (none when they did not verify)."""
     found = []
     budget = MAX_SOURCE_CHARS
-    for path in sorted(manifest.files):
-        file = source / path
-        size = file.stat().st_size
+    for path, data in sorted(recorded.files.items()):
+        size = len(data)
         if budget <= 0:
             found.append(SourceFile(path, "", size, shown=False))
             continue
-        data = file.read_bytes()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:

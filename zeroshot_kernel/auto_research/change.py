@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -169,22 +170,33 @@ def _read_params(spec: TaskSpec, source: Path) -> tuple[Params, list[str]]:
 def describe_diff(parent: Path, candidate: Path, changed: list[str]) -> str:
     """A unified diff of ``changed`` files from ``parent`` to ``candidate``, shortened to
     :data:`MAX_DIFF_CHARS`."""
+
+    def contents(folder: Path) -> dict[str, bytes]:
+        return {path: (folder / path).read_bytes() for path in changed if (folder / path).is_file()}
+
+    return diff_contents(contents(parent), contents(candidate), changed)
+
+
+def diff_contents(
+    before: Mapping[str, bytes], after: Mapping[str, bytes], changed: list[str]
+) -> str:
+    """A unified diff of ``changed`` paths between two sets of file contents (a path
+    missing from one side was added or deleted), shortened to :data:`MAX_DIFF_CHARS`."""
     chunks = []
     for path in changed:
-        old, new = parent / path, candidate / path
         try:
-            before = old.read_text(encoding="utf-8").splitlines(True) if old.is_file() else []
-            after = new.read_text(encoding="utf-8").splitlines(True) if new.is_file() else []
+            old = before[path].decode("utf-8").splitlines(True) if path in before else []
+            new = after[path].decode("utf-8").splitlines(True) if path in after else []
         except UnicodeDecodeError:
             chunks.append(f"binary file {path} changed\n")
             continue
         chunks.append(
             "".join(
                 difflib.unified_diff(
-                    before,
-                    after,
-                    f"a/{path}" if before else "/dev/null",
-                    f"b/{path}" if after else "/dev/null",
+                    old,
+                    new,
+                    f"a/{path}" if old else "/dev/null",
+                    f"b/{path}" if new else "/dev/null",
                 )
             )
         )

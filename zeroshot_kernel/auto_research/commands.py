@@ -418,10 +418,15 @@ def restore(
         written = restore_candidate_source(workspace, study, candidate, directory, force=force)
     except RestoreError as problem:
         fail_usage(str(problem))
+    replaced = (
+        f"; replaced the symbolic link(s) {', '.join(written.replaced_links)}"
+        if written.replaced_links
+        else ""
+    )
     typer.echo(
         printable(
             f"restored {candidate} of study {study} into {directory} ({written.files} "
-            f"file(s), content sha256 {written.content_sha256[:12]}…)"
+            f"file(s), content sha256 {written.content_sha256[:12]}…{replaced})"
         )
     )
 
@@ -485,8 +490,12 @@ def export(
     if destination is None or str(destination) == "-":
         typer.echo(printable(text), nl=False)
         return
+    from zeroshot_kernel.safe_files import FileRefused, write_atomic
+
     try:
-        destination.write_text(text, encoding="utf-8")
+        write_atomic(destination, text.encode("utf-8"))
+    except FileRefused as problem:
+        fail_usage(str(problem))
     except OSError as problem:
         fail_usage(f"cannot write {destination}: {problem.strerror or problem}")
     rows = len(opened.rows(kind))

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError
@@ -37,8 +37,11 @@ from zeroshot_kernel.auto_research.experiment import ExperimentResult, Experimen
 from zeroshot_kernel.auto_research.protocol import Change, Evidence, ResearchResult, ScoutProposal
 from zeroshot_kernel.auto_research.task import Params
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.safe_files import opened_below, read_open
 
 RECORDS_DIR = Path(".zeroshot") / "research"
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""The largest record file read (a round of many passes with their diffs stays far below)."""
 
 Model = TypeVar("Model", bound=ContractModel)
 
@@ -155,14 +158,16 @@ class ResearchRecords:
 
     def __init__(self, workspace: str | Path, study: str) -> None:
         self.study = study
-        self.root = Path(workspace).resolve() / RECORDS_DIR / study
+        self.workspace = Path(workspace).resolve()
+        """Every record is read from here without following a link (see ``safe_files``)."""
+        self.root = self.workspace / RECORDS_DIR / study
 
     @property
     def study_path(self) -> Path:
         return self.root / "study.json"
 
     def read_study(self) -> StudyRecord | None:
-        return _read(self.study_path, StudyRecord)
+        return _read(self.workspace, self.study_path, StudyRecord)
 
     def round_offset(self, run_id: str, task: str) -> int:
         """Rounds the study recorded before ``run_id`` started (fixed on its first call,
@@ -224,13 +229,13 @@ class ResearchRecords:
         return self.incumbent_path.is_file()
 
     def read_round(self, round_number: int) -> RoundRecord | None:
-        return _read(self.round_path(round_number), RoundRecord)
+        return _read(self.workspace, self.round_path(round_number), RoundRecord)
 
     def read_manifest(self, candidate_id: str) -> CandidateManifest | None:
-        return _read(self.manifest_path(candidate_id), CandidateManifest)
+        return _read(self.workspace, self.manifest_path(candidate_id), CandidateManifest)
 
     def read_incumbent(self) -> IncumbentRecord | None:
-        return _read(self.incumbent_path, IncumbentRecord)
+        return _read(self.workspace, self.incumbent_path, IncumbentRecord)
 
     def write_round(self, record: RoundRecord) -> None:
         _write_json(self.round_path(record.round), record)
@@ -249,7 +254,7 @@ class ResearchRecords:
         rounds = {}
         for path in sorted((self.root / "rounds").glob("*.json")):
             try:
-                record = _read(path, RoundRecord)
+                record = _read(self.workspace, path, RoundRecord)
             except ValidationError:
                 continue  # a round recorded before the trusted measure step: kept, not read
             if record is not None:
@@ -262,7 +267,7 @@ class ResearchRecords:
         """Every candidate's manifest, by id."""
         found = {}
         for path in sorted((self.root / "candidates").glob("*/manifest.json")):
-            manifest = _read(path, CandidateManifest)
+            manifest = _read(self.workspace, path, CandidateManifest)
             if manifest is not None:
                 found[manifest.candidate_id] = manifest
         return found
@@ -296,20 +301,29 @@ _cache: OrderedDict[Path, tuple[tuple[int, int, int], ContractModel]] = OrderedD
 _cache_lock = threading.Lock()
 
 
-def _read(path: Path, model: type[Model]) -> Model | None:
+def _read(workspace: Path, path: Path, model: type[Model]) -> Model | None:
     """Parse a record file, once per version of it: agents re-read the records every call,
-    and parsing every round again would make a round's cost grow with the run."""
+    and parsing every round again would make a round's cost grow with the run. The file
+    is opened below ``workspace`` without following a link, must be a regular file of at
+    most :data:`MAX_RECORD_BYTES`, and JSON nested too deeply for the parser is damage
+    (a ``ValueError``) like any other."""
     try:
-        stat = path.stat()
-        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        with _cache_lock:
-            cached = _cache.get(path)
-            if cached is not None and cached[0] == stamp and isinstance(cached[1], model):
-                _cache.move_to_end(path)
-                return cached[1]
-        value = model.from_wire(json.loads(path.read_text(encoding="utf-8")))
+        with opened_below(workspace, PurePosixPath(path.relative_to(workspace))) as handle:
+            stat = os.fstat(handle)
+            stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            with _cache_lock:
+                cached = _cache.get(path)
+                if cached is not None and cached[0] == stamp and isinstance(cached[1], model):
+                    _cache.move_to_end(path)
+                    return cached[1]
+            data = read_open(handle, limit=MAX_RECORD_BYTES, shown=str(path))
     except FileNotFoundError:
         return None
+    try:
+        document = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a record") from None
+    value = model.from_wire(document)
     with _cache_lock:
         _cache[path] = (stamp, value)
         if len(_cache) > _CACHE_SIZE:

@@ -13,6 +13,11 @@ Example::
     rounds = study.to_dataframe()                    # pandas: one row per decided round
     candidates = study.to_dataframe("candidates")    # one row per stored candidate
     study.write_csv("branin-rounds.csv")
+
+CSV cells that a spreadsheet would run as a formula (text starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return: OWASP's rule) start with ``'``: a strategy or
+parameter value an agent wrote is data, never ``=cmd|' /C calc'!A0``. Files are written
+atomically and never through a symbolic link (``safe_files.write_atomic``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +40,15 @@ from zeroshot_kernel.auto_research.studies import StudyError, check_study_name, 
 from zeroshot_kernel.auto_research.study_table import harness_and_model
 from zeroshot_kernel.auto_research.views import RoundView, load_research_view
 from zeroshot_kernel.ledger.errors import RunNotFound
+from zeroshot_kernel.safe_files import write_atomic
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
 
 Kind = Literal["rounds", "candidates"]
 KINDS: tuple[Kind, ...] = ("rounds", "candidates")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a text cell as a formula (the OWASP list)."""
 PARAM_PREFIX = "param."
 """Flat tables (DataFrame, CSV) put each parameter in its own column, ``param.<name>``."""
 
@@ -273,13 +280,14 @@ class Study:
         return pandas.DataFrame(rows, columns=columns)
 
     def csv_text(self, kind: Kind = "rounds") -> str:
-        """The flat rows as CSV (empty cells for missing values)."""
+        """The flat rows as CSV, RFC 4180 (lines end in CRLF; empty cells for missing
+        values; text a spreadsheet would take for a formula starts with ``'``)."""
         columns, rows = self.flat_rows(kind)
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
+        writer = csv.writer(buffer, lineterminator="\r\n")  # so a cell holding \r is quoted
+        writer.writerow([_cell(column) for column in columns])
         for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            writer.writerow([_cell(row[column]) for column in columns])
         return buffer.getvalue()
 
     def json_rows(self, kind: Kind = "rounds") -> list[dict[str, Any]]:
@@ -295,12 +303,13 @@ class Study:
 
     def write_csv(self, path: str | os.PathLike[str], kind: Kind = "rounds") -> Path:
         """Write :meth:`csv_text` to ``path`` (its folder must exist) atomically: a reader
-        sees the previous file or the whole new one, never a part."""
-        return _write_atomic(Path(path), self.csv_text(kind))
+        sees the previous file or the whole new one, never a part. A symbolic link (or
+        anything but a regular file) at ``path`` is refused: ``safe_files.FileRefused``."""
+        return write_atomic(path, self.csv_text(kind).encode("utf-8"))
 
     def write_json(self, path: str | os.PathLike[str], kind: Kind = "rounds") -> Path:
         """Write :meth:`json_rows` to ``path`` atomically, as :meth:`write_csv` does."""
-        return _write_atomic(Path(path), json.dumps(self.json_rows(kind), indent=2) + "\n")
+        return write_atomic(path, (json.dumps(self.json_rows(kind), indent=2) + "\n").encode())
 
     # --- the ledger's side ------------------------------------------------------------
 
@@ -333,20 +342,13 @@ class Study:
         return facts
 
 
-def _write_atomic(target: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``target``, then move it into place
-    (readable by all, as a plain write under the usual umask makes it)."""
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            if hasattr(os, "fchmod"):
-                os.fchmod(handle.fileno(), 0o644)
-            handle.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+def _cell(value: Any) -> Any:
+    """``value`` for a CSV cell: nothing for ``None``, text neutralised (numbers stay)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _run_of(number: int, facts: list[_RunFacts], offsets: Mapping[str, int]) -> _RunFacts | None:

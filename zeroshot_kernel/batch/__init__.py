@@ -1,6 +1,9 @@
 """Headless notebooks in batches: parameter sets, execution on a local pool or a dask
 cluster, every item recorded in the ledger, and the results notebooks record.
 
+Each batch writes its executed notebooks into a folder of its own,
+``<output_dir>/<batch id>/``.
+
 Example::
 
     from zeroshot_kernel.batch import parameter_sets, run_batch
@@ -8,13 +11,14 @@ Example::
                        parameter_sets(grid="grid.yaml"), output_dir="out", workers=2)
 """
 
+from zeroshot_kernel.batch.notebooks import NotANotebook
+from zeroshot_kernel.batch.outputs import OutputOutsideWorkspace, OutputUnusable, output_directory
 from zeroshot_kernel.batch.parameters import ParameterError, parameter_sets
 from zeroshot_kernel.batch.results import RESULT_MIME, read_results, record
 from zeroshot_kernel.batch.runner import (
-    OutputOutsideWorkspace,
     batch_status,
+    create_batch,
     open_store,
-    output_directory,
     resume_batch,
     run_batch,
 )
@@ -26,9 +30,12 @@ __all__ = [
     "BatchNotFound",
     "BatchStatus",
     "BatchStore",
+    "NotANotebook",
     "OutputOutsideWorkspace",
+    "OutputUnusable",
     "ParameterError",
     "batch_status",
+    "create_batch",
     "open_store",
     "output_directory",
     "parameter_sets",

@@ -71,7 +71,11 @@ def execute_item(
         )
 
     def kernel_did_not_start(problem: BaseException) -> bool:
-        return isinstance(problem, Exception) and not _any_cell_started(output)
+        return (
+            isinstance(problem, Exception)
+            and not _file_problem(problem)
+            and not _any_cell_started(output)
+        )
 
     # The budget only bounds the retries: each start has its own timeout, and the whole
     # notebook the caller's.
@@ -119,6 +123,12 @@ def _results(output: str) -> dict[str, Any] | None:
         return None
 
 
+def _file_problem(problem: BaseException) -> bool:
+    """A file that cannot be read or written (the notebook, its output): no retry helps,
+    and the kernel is not to blame."""
+    return isinstance(problem, OSError) and problem.filename is not None
+
+
 def _reason(problem: Exception, *, started: bool) -> str:
     from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -127,6 +137,8 @@ def _reason(problem: Exception, *, started: bool) -> str:
         return f"cell {problem.exec_count} raised {problem.ename}: {problem.evalue}"
     if isinstance(problem, DeadKernelError):
         return "the kernel died while a cell ran (killed, or out of memory)"
+    if isinstance(problem, OSError) and _file_problem(problem):
+        return f"cannot use the file {problem.filename}: {problem.strerror or problem}"
     if not started:
         return f"the kernel did not start: {type(problem).__name__}: {problem}"
     return f"{type(problem).__name__}: {problem}"

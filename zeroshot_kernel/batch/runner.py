@@ -22,38 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child
+from zeroshot_kernel.batch.notebooks import check_notebook
+from zeroshot_kernel.batch.outputs import (
+    check_batch_folder,
+    clear_link,
+    create_batch_folder,
+    output_directory,
+)
 from zeroshot_kernel.batch.parameters import check_sets
-from zeroshot_kernel.batch.storage import BatchItem, BatchOptions, BatchStatus, BatchStore
-from zeroshot_kernel.exceptions import InvalidInput
+from zeroshot_kernel.batch.storage import (
+    BatchItem,
+    BatchOptions,
+    BatchStatus,
+    BatchStore,
+    new_batch_id,
+)
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 
 STAGGER_S = 0.25
 """Between two kernel starts on a local pool: simultaneous starts race for ports and CPU."""
 
 Progress = Callable[[int], Any]
-
-
-class OutputOutsideWorkspace(InvalidInput):
-    """The output directory lies outside the workspace and that was not asked for."""
-
-    def __init__(self, output: Path, workspace: Path) -> None:
-        super().__init__(
-            f"output directory {output} is outside the workspace {workspace}; "
-            "allow it explicitly (--allow-outside-workspace, "
-            "allow_outside_workspace=True) or choose a folder inside it"
-        )
-
-
-def output_directory(
-    output_dir: str | os.PathLike[str], *, allow_outside_workspace: bool = False
-) -> Path:
-    """The resolved output directory, refused when it leaves the workspace unasked (a
-    batch writes one notebook per item there, overwriting what has the same name)."""
-    out = Path(output_dir).resolve()
-    workspace = find_workspace()
-    if not allow_outside_workspace and not out.is_relative_to(workspace):
-        raise OutputOutsideWorkspace(out, workspace)
-    return out
 
 
 def open_store(ledger: str | os.PathLike[str] | None = None) -> BatchStore:
@@ -77,27 +66,56 @@ def run_batch(
     progress: bool = True,
     allow_outside_workspace: bool = False,
 ) -> BatchStatus:
-    """Record a new batch, ``notebook`` once per parameter set, and execute it.
+    """Record a new batch (:func:`create_batch`) and execute every item of it."""
+    created = create_batch(
+        notebook,
+        parameter_sets,
+        output_dir=output_dir,
+        timeout_s=timeout_s,
+        kernel_name=kernel_name,
+        cwd=cwd,
+        ledger=ledger,
+        allow_outside_workspace=allow_outside_workspace,
+    )
+    with open_store(ledger) as store:
+        return _execute(
+            store, created.batch_id, None, workers=workers, dask=dask, progress=progress
+        )
 
-    Every parameter name and value is checked before anything runs (see
-    :mod:`zeroshot_kernel.batch.parameters`); ``output_dir`` must lie inside the workspace
-    unless ``allow_outside_workspace``."""
-    source = Path(notebook).resolve()
-    if not source.is_file():
-        raise FileNotFoundError(f"no notebook {source}")
+
+def create_batch(
+    notebook: str | os.PathLike[str],
+    parameter_sets: Sequence[dict[str, Any]],
+    *,
+    output_dir: str | os.PathLike[str] = "batch-output",
+    timeout_s: float | None = None,
+    kernel_name: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    allow_outside_workspace: bool = False,
+) -> BatchStatus:
+    """Record a new batch, ``notebook`` once per parameter set, without executing it
+    (:func:`resume_batch` does). Everything is checked first, and nothing is recorded or
+    created when a check fails: the notebook (a Jupyter notebook, see
+    :mod:`~zeroshot_kernel.batch.notebooks`), every parameter name and value (see
+    :mod:`zeroshot_kernel.batch.parameters`), and ``output_dir``, which must lie inside the
+    workspace unless ``allow_outside_workspace``. The batch writes its notebooks into a
+    new folder of its own, ``<output_dir>/<batch id>``."""
+    source = check_notebook(notebook)
     if not parameter_sets:
         raise ValueError("a batch needs at least one parameter set")
     check_sets(parameter_sets)
     out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
-    out.mkdir(parents=True, exist_ok=True)
     options = BatchOptions(
         timeout_s=timeout_s,
         kernel_name=kernel_name,
         cwd=str(Path(cwd).resolve()) if cwd is not None else None,
     )
+    batch_id = new_batch_id()
+    folder = create_batch_folder(out, batch_id)
     with open_store(ledger) as store:
-        batch_id = store.create(str(source), str(out), parameter_sets, options)
-        return _execute(store, batch_id, None, workers=workers, dask=dask, progress=progress)
+        store.create(str(source), str(folder), parameter_sets, options, batch_id=batch_id)
+        return store.status(batch_id)
 
 
 def resume_batch(
@@ -111,10 +129,13 @@ def resume_batch(
     """Execute again every item of ``batch_id`` that has not succeeded (failed, or left
     pending or running by a batch that was interrupted). Their parameters are checked again
     first: a batch recorded by an older version, or a ledger written by other hands, may
-    hold names that are code."""
+    hold names that are code. The batch's folder must still be a folder reached without a
+    link."""
     with open_store(ledger) as store:
-        todo = [item for item in store.status(batch_id).items if item.status != "succeeded"]
+        status = store.status(batch_id)
+        todo = [item for item in status.items if item.status != "succeeded"]
         check_sets([item.parameters for item in todo], f"batch {batch_id}")
+        check_batch_folder(status.output_dir)
         return _execute(
             store,
             batch_id,
@@ -155,6 +176,7 @@ def _execute(
         for position, item in enumerate(items):
             if position and stagger:
                 time.sleep(stagger)
+            clear_link(output_path(status, item))
             store.start(batch_id, item.index)
             future = executor.submit(
                 run,

@@ -113,8 +113,11 @@ class BatchStore(SideStore):
         output_dir: str,
         parameter_sets: Sequence[dict[str, Any]],
         options: BatchOptions,
+        *,
+        batch_id: str | None = None,
     ) -> str:
-        batch_id = new_batch_id()
+        """Record a batch of pending items under ``batch_id`` (default: a new id)."""
+        batch_id = batch_id or new_batch_id()
         with self._session(write=True) as session:
             session.add(
                 BatchRow(

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
-import tempfile
-import traceback
-from pathlib import Path
 
 import typer
 
@@ -21,6 +17,7 @@ from zeroshot_kernel.cli import (
     template_commands,
     validate_command,
 )
+from zeroshot_kernel.cli.crash_reports import write_report
 from zeroshot_kernel.features import contributions, resolve
 
 app = typer.Typer(
@@ -54,7 +51,6 @@ app.add_typer(graph_commands.schema_app, name="schema")
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-CRASH_REPORTS = Path(tempfile.gettempdir()) / "zeroshot-crash-reports"
 
 
 def main() -> None:
@@ -81,7 +77,7 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as bug:
-        report = _write_report()
+        report = write_report()
         where = f"; the full report is in {report}" if report else ""
         _fail(f"internal error: {type(bug).__name__}: {_first_line(bug)}{where}")
 
@@ -95,18 +91,3 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
 def _first_line(problem: BaseException) -> str:
     text = (str(problem).strip().splitlines() or [""])[0]
     return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _write_report() -> Path | None:
-    """The traceback of the exception being handled, in a file only this user can read."""
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    try:
-        CRASH_REPORTS.mkdir(mode=0o700, exist_ok=True)
-        path = CRASH_REPORTS / f"zeroshot-{stamp}-{os.getpid()}.txt"
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as out:
-            out.write(f"zeroshot {' '.join(sys.argv[1:2])}\n\n")
-            out.write(traceback.format_exc())
-    except OSError:
-        return None
-    return path

@@ -88,7 +88,11 @@ def run(
         Path | None, typer.Option(help="One notebook per CSV row (header: names).")
     ] = None,
     output_dir: Annotated[
-        Path, typer.Option(help="Where executed notebooks go (inside the workspace).")
+        Path,
+        typer.Option(
+            help="Where executed notebooks go (inside the workspace), each batch in a folder "
+            "of its own named after its id."
+        ),
     ] = Path("batch-output"),
     allow_outside_workspace: Annotated[
         bool,
@@ -117,13 +121,8 @@ def run(
     Parameter names must be plain Python variable names (they become code in the
     parameters cell); values are passed as literals. Anything else is refused before any
     notebook runs."""
-    from zeroshot_kernel.batch import (
-        OutputOutsideWorkspace,
-        ParameterError,
-        output_directory,
-        parameter_sets,
-        run_batch,
-    )
+    from zeroshot_kernel.batch import ParameterError, create_batch, parameter_sets, resume_batch
+    from zeroshot_kernel.exceptions import InvalidInput
 
     pairs = [tuple(text.split("=", 1)) for text in parameter or []]
     if any(len(pair) != 2 for pair in pairs):
@@ -132,25 +131,27 @@ def run(
         sets = parameter_sets(pairs, grid=grid, rows=csv)  # type: ignore[arg-type]
     except ParameterError as problem:
         fail_usage(str(problem))
-    if not notebook.is_file():
-        fail_usage(f"no notebook {notebook}")
-    try:
-        out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
-    except OutputOutsideWorkspace as problem:
+    ledger_chosen = chosen_ledger(ledger, target)
+    try:  # the notebook, the parameters and the output folder, before anything starts
+        created = create_batch(
+            notebook,
+            sets,
+            output_dir=output_dir,
+            timeout_s=timeout,
+            kernel_name=kernel,
+            ledger=ledger_chosen,
+            allow_outside_workspace=allow_outside_workspace,
+        )
+    except InvalidInput as problem:
         fail_usage(str(problem))
     if not as_json:
-        typer.echo(f"executed notebooks go to {out}", err=True)
-    status = run_batch(
-        notebook,
-        sets,
-        output_dir=out,
+        typer.echo(f"executed notebooks go to {created.output_dir}", err=True)
+    status = resume_batch(  # a new batch: every item is still to run
+        created.batch_id,
         workers=workers,
         dask=dask,
-        timeout_s=timeout,
-        kernel_name=kernel,
-        ledger=chosen_ledger(ledger, target),
+        ledger=ledger_chosen,
         progress=not quiet and not as_json,
-        allow_outside_workspace=allow_outside_workspace,
     )
     _report(status, as_json)
 
@@ -166,7 +167,7 @@ def resume(
     target: TargetOption = None,
 ) -> None:
     """Execute again only the items of a batch that did not succeed."""
-    from zeroshot_kernel.batch import BatchNotFound, ParameterError, resume_batch
+    from zeroshot_kernel.batch import BatchNotFound, OutputUnusable, ParameterError, resume_batch
 
     try:
         status = resume_batch(
@@ -176,7 +177,7 @@ def resume(
             ledger=chosen_ledger(ledger, target),
             progress=not quiet and not as_json,
         )
-    except (BatchNotFound, ParameterError) as problem:
+    except (BatchNotFound, ParameterError, OutputUnusable) as problem:
         fail_usage(str(problem))
     _report(status, as_json)
 
