@@ -13,54 +13,74 @@ from typing import Any
 import engine_graphs as g
 import pytest
 from engine_support import Workspace
-from support import read_pid_file
+from support import alive, read_pid_file
 
 STANDINS = Path(__file__).with_name("agent_standins")
 BIN_ENV = {"claude": "ZEROSHOT_CLAUDE_BIN", "codex": "ZEROSHOT_CODEX_BIN"}
 MODELS = {"claude": "claude-sonnet-5", "codex": "gpt-5.6", "openai": "gpt-test-mini"}
 
 
+CONFIG_ENV = ("CLAUDE_CONFIG_DIR", "CODEX_HOME")
+
+
 def install_standin(tmp_path: Path, cli: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An executable ``cli`` that runs the stand-in with this interpreter, named by the
-    harness's ``ZEROSHOT_<CLI>_BIN`` (the detached controller inherits it)."""
+    harness's ``ZEROSHOT_<CLI>_BIN`` (the detached controller inherits it). Its script and
+    state live in the CLIs' configuration folder (:func:`agent_home`), the one place
+    outside its workspace its box lets it write."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     path = bin_dir / cli
     path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDINS / f"{cli}_standin.py"}" "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     monkeypatch.setenv(BIN_ENV[cli], str(path))
+    home = tmp_path / "agent-home"
+    home.mkdir(exist_ok=True)
+    for name in CONFIG_ENV:
+        monkeypatch.setenv(name, str(home))
     return path
 
 
-def script(ws: Workspace, **nodes: list[dict[str, Any]]) -> None:
+def agent_home() -> Path:
+    """The stand-ins' configuration folder (set by :func:`install_standin`)."""
+    return Path(os.environ[CONFIG_ENV[0]])
+
+
+def script(ws: Workspace | None = None, **nodes: list[dict[str, Any]]) -> None:
     """What the stand-in answers, per node and turn (see ``agent_standins.scripted_agent``)."""
-    (ws.root / "standin.json").write_text(json.dumps(nodes))
+    (agent_home() / "standin.json").write_text(json.dumps(nodes))
 
 
-def calls(ws: Workspace) -> list[dict[str, Any]]:
-    path = ws.root / ".standin" / "calls.jsonl"
+def calls(ws: Workspace | None = None) -> list[dict[str, Any]]:
+    path = agent_home() / ".standin" / "calls.jsonl"
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def hung_pids(ws: Workspace) -> list[int]:
-    """The hanging stand-in's pid and its child's."""
-    pids: list[int] = json.loads(read_pid_file(ws.root / ".standin" / "pids.json"))["pids"]
-    return pids
+def hang_file() -> Path:
+    return agent_home() / ".standin" / "pids.json"
 
 
-def hung_group(ws: Workspace) -> int:
-    group: int = json.loads(read_pid_file(ws.root / ".standin" / "pids.json"))["group"]
-    return group
+def hung_name() -> str:
+    """The name the hanging stand-in, its child and its daemon gave themselves."""
+    name: str = json.loads(read_pid_file(hang_file()))["name"]
+    return name
 
 
-def group_gone(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return True
-    return False
+def named(name: str) -> list[int]:
+    """Host pids of the live processes named ``name`` (``/proc/PID/comm``), in whatever
+    PID namespace they run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                comm = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm == name and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found
 
 
 def instructed(node: dict[str, Any], text: str | None = None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def test_worker_lines_are_bounded_visible_and_free_of_connection_secrets(
     secrets = {
         "GH_TOKEN": f"ghp_{uuid.uuid4().hex}",  # the well-known ``github`` connection
         "ZS_CORP_KEY": f"corp-{uuid.uuid4().hex}",  # the plan's own ``corp`` connection
-        "OPENROUTER_API_KEY": f"or-{uuid.uuid4().hex}",  # known, used by no node
+        "OPENROUTER_API_KEY": f"or-{uuid.uuid4().hex}",  # known, used by no node: not passed
     }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
@@ -49,7 +49,7 @@ def test_worker_lines_are_bounded_visible_and_free_of_connection_secrets(
         ("output", "bell\\x07 esc\\x1b[1m cr\\x0d del\\x7f c1\\x85 tab\tend"),
         ("output", f"GH_TOKEN={REDACTED}"),
         ("output", f"ZS_CORP_KEY={REDACTED}"),
-        ("output", f"OPENROUTER_API_KEY={REDACTED}"),
+        ("output", "OPENROUTER_API_KEY="),  # undeclared: not in the worker's environment
     ]
     assert ws.client.ledger.admitted(run.id)["runtime"]["connections"] == {
         "corp": {"env": "ZS_CORP_KEY"}

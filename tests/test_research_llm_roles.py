@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from auto_research_support import Research, copy_task, new_workspace
 from chat_server import chat_server
-from harness_support import install_standin
+from harness_support import agent_home, install_standin
+from harness_support import calls as calls_made
 from zeroshot_widgets.report import report_html
 
 from zeroshot_kernel.auto_research import ResearchRecords
@@ -189,9 +190,14 @@ def test_a_researcher_with_tools_edits_a_checkout_and_the_engine_collects_the_ch
 
 
 @pytest.mark.parametrize("outside", ["task", "records"])
-def test_a_researcher_writing_outside_its_checkout_is_refused_and_recorded(
+def test_a_researcher_writing_outside_its_checkout_is_stopped_by_its_box(
     outside: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In its box the write never reaches the machine (the task folder is read-only or, below
+    the box's private ``/tmp``, not there at all; ``.zeroshot/`` is an empty stand-in): the
+    task and records stay as they were and the round goes on. Uncontained (``--sandbox
+    none``), trusted code finds the write afterwards and refuses the round, recorded in the
+    ledger."""
     install_standin(tmp_path, "claude", monkeypatch)
     workspace = new_workspace(tmp_path / "ws")
     task = code_task(workspace)
@@ -213,7 +219,18 @@ def test_a_researcher_writing_outside_its_checkout_is_refused_and_recorded(
             "reviewer": [{"json": REVIEW}],
         },
     )
+    task_bytes = (workspace / task / "candidate" / "params.json").read_bytes()
+
     research = start(workspace, task, "claude")
+    assert isinstance(research.wait(), SucceededResult)
+    assert (workspace / task / "candidate" / "params.json").read_bytes() == task_bytes
+    charter = workspace / ".zeroshot" / "research" / task / "charter.md"
+    assert NEW_PARAMS not in charter.read_text()
+    assert [c["node"] for c in calls_made() if c.get("refused_write")] in ([], ["researcher"])
+
+    uncontained = new_workspace(tmp_path / "uncontained")
+    task = code_task(uncontained)
+    research = start(uncontained, task, "claude", sandbox="none")
     terminal = research.wait()
     assert isinstance(terminal, FailedResult) and terminal.reason == "research_failed"
     refusals = [
@@ -223,15 +240,16 @@ def test_a_researcher_writing_outside_its_checkout_is_refused_and_recorded(
     ]
     assert refusals, "the refusal is recorded in the ledger"
     assert all(e.completion.outcome.status == "error" for e in refusals)
-    assert ResearchRecords(workspace, task).read_round(1) is None  # nothing was measured
+    assert ResearchRecords(uncontained, task).read_round(1) is None  # nothing was measured
     cause = explain_failure(e for _, e in research.run.events())
     assert cause is not None and cause.node == "researcher"
     assert "outside its scratch checkout" in cause.summary()
 
 
 def script(workspace: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
-    """What the stand-ins answer per node (see ``agent_standins.scripted_agent``)."""
-    (workspace / "standin.json").write_text(json.dumps(nodes))
+    """What the stand-ins answer per node (see ``agent_standins.scripted_agent``), in their
+    configuration folder (the workspace is read-only in their box)."""
+    (agent_home() / "standin.json").write_text(json.dumps(nodes))
 
 
 def test_an_llm_researcher_works_with_the_embedded_scouts_and_reviewer(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.sandbox import Containment
 
 RefusalReason = Literal["policy_denied", "interactive_input_required", "authentication_required"]
 
@@ -59,3 +60,6 @@ class WorkerContext:
     workspace: Path
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     log: Callable[[str], None] = field(default=print, repr=False)
+    containment: Containment = field(default_factory=Containment)
+    """How the run boxes processes that run model-written code (trusted nodes that run
+    checks or experiments open their boxes with it)."""

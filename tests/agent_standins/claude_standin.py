@@ -4,7 +4,7 @@ as a real subprocess.
 
 ``claude --version`` prints a version line. ``claude -p --output-format json [--model M]
 [--effort E] [--permission-mode P] [--allowedTools T] [--disallowedTools T]
-[--max-turns N] [--resume SESSION_ID]`` reads the
+[--settings JSON] [--max-turns N] [--resume SESSION_ID]`` reads the
 prompt on stdin and prints one JSON object: ``{"type": "result", "subtype": "success",
 "is_error": false, "result": TEXT, "session_id": ID, "usage": {...}, "total_cost_usd": X}``.
 Without credentials it prints an ``is_error`` result ("Invalid API key · Please run
@@ -59,6 +59,7 @@ def main() -> int:
     parser.add_argument("--permission-mode")
     parser.add_argument("--allowedTools")
     parser.add_argument("--disallowedTools")
+    parser.add_argument("--settings")
     parser.add_argument("--resume")
     parser.add_argument("--max-turns", type=int)
     parser.add_argument("prompt", nargs="?")

@@ -1,25 +1,29 @@
 """The scripted "model" behind the agent CLI stand-ins (not a real agent).
 
 A stand-in runs with the execution's workspace (or a checkout below it) as its working
-directory and reads the workspace's ``standin.json``: ``{node: [reply, ...]}``, one reply
-per turn of that node (the last one repeats). The node's name is read from the prompt's
-``# Task (... `name`)`` heading; a node without a script (or a workspace without
-``standin.json``) gets ``ok``. A reply is one of:
+directory and reads ``standin.json``: ``{node: [reply, ...]}``, one reply per turn of
+that node (the last one repeats), from the CLI's configuration folder (``CLAUDE_CONFIG_DIR``
+or ``CODEX_HOME``: the one place outside its workspace a boxed CLI may write, as the real
+CLIs keep their sessions there) when that is set, else from the nearest folder upwards.
+The node's name is read from the prompt's ``# Task (... `name`)`` heading; a node without
+a script (or a workspace without ``standin.json``) gets ``ok``. A reply is one of:
 
 - ``{"json": value}``: answer with that JSON value;
 - ``{"text": "..."}``: answer with this text (e.g. prose that is not JSON);
 - ``{"increment": "value"}``: answer ``{"value": input.value + 1}``;
 - ``{"gate": n}``: a verifier verdict, ``accepted`` once ``input.value >= n``;
 - ``{"refuse": "why"}``: decline through the prompt contract;
-- ``{"hang": true}``: start a ``sleep`` child, record both pids and the process group, and
-  never answer;
+- ``{"hang": true}``: name itself ``zshang-<marker>`` (``/proc/PID/comm``, which the host
+  sees whatever PID namespace it runs in), start a child and a ``setsid`` daemon named the
+  same, record the marker, and never answer;
 - ``{"crash": true}``: write to stderr and exit with status 3;
 - ``{"garbage": true}``: print a line that is not in the CLI's output format;
 - ``{"turn_failed": true}``: end the turn with the CLI's error report (an API error);
 - ``{"auth_error": true}``: fail as the CLI does without valid credentials.
 
 ``"write": {path: text}`` in a reply first writes those files, relative to the working
-directory (an agent editing with its tools; ``../`` paths write outside it).
+directory (an agent editing with its tools; ``../`` paths write outside it); a write the
+box refuses is recorded (``refused_write``) and the turn goes on.
 
 ``"require_env": NAME`` in a reply makes it an ``auth_error`` when ``NAME`` is not in the
 environment; ``"leak_env": NAME`` writes the variable's value to stderr (a redaction
@@ -41,11 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = next(
-    (p for p in (Path.cwd(), *Path.cwd().parents) if (p / "standin.json").exists()), Path.cwd()
+CONFIG = os.environ.get("CLAUDE_CONFIG_DIR") or os.environ.get("CODEX_HOME")
+ROOT = (
+    Path(CONFIG)
+    if CONFIG
+    else next(
+        (p for p in (Path.cwd(), *Path.cwd().parents) if (p / "standin.json").exists()),
+        Path.cwd(),
+    )
 )
-"""The workspace: the nearest folder holding the script (a researcher runs in a scratch
-checkout below the workspace)."""
+"""Where the script and the stand-in's state live: the CLI's configuration folder, else the
+nearest folder holding the script."""
 STATE = ROOT / ".standin"
 _TASK = re.compile(r"^# Task \((?:step|verifier) `([^`]+)`\)", re.MULTILINE)
 _INPUT = re.compile(r"# Input \(JSON\)\n\n(.*?)\n\n# ", re.DOTALL)
@@ -114,8 +124,11 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
         return Answer(failure="auth")
     value = input_of(latest) or {}
     for path, text in reply.get("write", {}).items():  # relative to the working directory
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text)
+        except OSError as refused:  # an agent's tool call failing: it carries on
+            _record({"node": node, "refused_write": path, "error": str(refused)})
     if "json" in reply:
         return Answer(text=json.dumps(reply["json"]))
     if "text" in reply:
@@ -154,11 +167,20 @@ def _record(call: dict[str, Any]) -> None:
         calls.write(json.dumps(call) + "\n")
 
 
+HANG_NAME = "zshang-"
+_SLEEPER = "import sys, time; open('/proc/self/comm', 'w').write(sys.argv[1]); time.sleep(300)"
+
+
 def hang() -> None:
-    """Start a child in this process group, record both pids, and wait forever."""
-    child = subprocess.Popen(["sleep", "300"])
+    """Name this process, a child and a ``setsid`` daemon after a new marker, record the
+    marker, and wait forever."""
+    name = HANG_NAME + uuid.uuid4().hex[:8]
+    Path("/proc/self/comm").write_text(name)
+    sleeper = [sys.executable, "-c", _SLEEPER, name]
+    subprocess.Popen(sleeper)
+    subprocess.Popen(sleeper, start_new_session=True)
     temporary = STATE / ".pids.json.tmp"
-    temporary.write_text(json.dumps({"pids": [os.getpid(), child.pid], "group": os.getpgrp()}))
+    temporary.write_text(json.dumps({"name": name, "pid": os.getpid()}))
     os.replace(temporary, STATE / "pids.json")  # a reader sees all of it or no file
     while True:
         time.sleep(1)

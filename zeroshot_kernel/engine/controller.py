@@ -25,7 +25,7 @@ from zeroshot_kernel.engine.decisions import Decisions, Dispatch
 from zeroshot_kernel.engine.history import HistoryBook
 from zeroshot_kernel.engine.outcomes import check_outcome
 from zeroshot_kernel.engine.owner import new_owner_id
-from zeroshot_kernel.engine.redaction import Redactor
+from zeroshot_kernel.engine.redaction import Redactor, environment_secrets
 from zeroshot_kernel.engine.reducer import reduce
 from zeroshot_kernel.exceptions import Unavailable
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
@@ -491,11 +491,16 @@ def _resolve_env(plan: RuntimePlan) -> tuple[dict[str, str], dict[str, set[str]]
 
 
 def _secret_values(plan: RuntimePlan, env: dict[str, str]) -> list[str]:
-    """What is redacted: the declared values, and the value behind every named connection
-    the plan knows (well-known or its own), used by a node or not: a worker inherits the
-    controller's environment, so it could print one it never declared."""
+    """What is redacted: the declared values, the value behind every named connection the
+    plan knows (well-known or its own), used by a node or not, and every value of the
+    controller's environment that looks like a secret (a worker could reach one another
+    way: a file, a child process that inherited it)."""
     names = set(KNOWN_CONNECTIONS.values()) | {c.env for c in plan.connections.values()}
-    return [*env.values(), *(os.environ[name] for name in names if name in os.environ)]
+    return [
+        *env.values(),
+        *(os.environ[name] for name in names if name in os.environ),
+        *environment_secrets(os.environ),
+    ]
 
 
 def _env_for(binding: NodeBinding, plan: RuntimePlan, env: dict[str, str]) -> dict[str, str]:

@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if ttl is None:
         print(f"{LEASE_TTL_ENV} must be a positive number of seconds", file=sys.stderr)
         return 2
-    os.chdir(args.workspace)
-    sys.path.insert(0, str(args.workspace))
+    os.chdir(args.workspace)  # never on sys.path: started with -P (see engine.launch)
     try:
         with Ledger(url) as ledger:
             controller = Controller(

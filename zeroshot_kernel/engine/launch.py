@@ -2,13 +2,17 @@
 
 A detached controller is its own session (``processes.spawn``), so closing the
 terminal, restarting the kernel or cancelling an ``await`` leaves the run going. Its
-output goes to ``.zeroshot/controllers/<run>.log`` in the workspace.
+output goes to ``.zeroshot/controllers/<run>.log`` in the user's workspace (never in a
+run's worktree, where a writer could have planted a link), opened without following a
+link. The controller never imports from its working directory (``python -P``) and its
+``PYTHONPATH`` is the user's own: a run's worktree is model-written territory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -17,6 +21,7 @@ from pathlib import Path
 from zeroshot_kernel.engine.controller import Controller
 from zeroshot_kernel.ledger import Ledger
 from zeroshot_kernel.processes import DEVNULL, STDOUT, spawn
+from zeroshot_kernel.sandbox import user_root
 from zeroshot_kernel.workspace import LEDGER_ENV
 
 RUN_WORKTREES = Path(".zeroshot") / "worktrees"
@@ -33,7 +38,19 @@ def run_workspace(workspace: Path, run_id: str) -> Path:
 
 
 def controller_log(workspace: Path, run_id: str) -> Path:
-    return run_workspace(workspace, run_id) / ".zeroshot" / "controllers" / f"{run_id}.log"
+    """The log of ``run_id``'s detached controllers, in the user's workspace (``workspace``
+    may be the run's worktree)."""
+    root = user_root(workspace) or workspace
+    return root / ".zeroshot" / "controllers" / f"{run_id}.log"
+
+
+def _open_log(path: Path) -> int:
+    """The log for appending, refusing a link at its place or at its folder's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.is_symlink():
+        raise OSError(f"{path.parent} is a symbolic link; the controller log is not written")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, 0o600)
 
 
 LOG_TAIL_BYTES = 8192
@@ -42,11 +59,14 @@ LOG_TAIL_BYTES = 8192
 def last_log_line(workspace: Path, run_id: str) -> str | None:
     """The last line a detached controller of ``run_id`` logged (its final word when it
     stopped without finishing the run), read from the log's tail only."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        with controller_log(workspace, run_id).open("rb") as log:
+        with os.fdopen(os.open(controller_log(workspace, run_id), flags), "rb") as log:
+            if not stat.S_ISREG(os.fstat(log.fileno()).st_mode):
+                return None
             log.seek(0, os.SEEK_END)
             log.seek(max(0, log.tell() - LOG_TAIL_BYTES))
-            tail = log.read().decode("utf-8", "replace")
+            tail = log.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
     except OSError:
         return None
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
@@ -58,15 +78,12 @@ def start_detached(
 ) -> subprocess.Popen[bytes]:
     """Start a controller process that outlives this one; ``replacing`` names the dead
     controller whose lease it takes over."""
-    log_path = controller_log(workspace, run_id)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, LEDGER_ENV: url}
-    python_path = [str(workspace), *filter(None, [env.get("PYTHONPATH")])]
-    env["PYTHONPATH"] = os.pathsep.join(python_path)
-    with log_path.open("ab") as output:
+    with os.fdopen(_open_log(controller_log(workspace, run_id)), "ab") as output:
         return spawn(
             [
                 sys.executable,
+                "-P",
                 "-m",
                 "zeroshot_kernel.engine.controller_main",
                 run_id,

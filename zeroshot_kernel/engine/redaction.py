@@ -4,7 +4,8 @@ lines bounded. Every ``safe_log`` line passes through here before the ledger."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
 
 from zeroshot_kernel.ledger.events import MAX_LOG_LINE_BYTES
 
@@ -12,6 +13,31 @@ REDACTED = "<redacted>"
 OVERSIZED = "<redacted: message exceeded bounds>"
 _MIN_SECRET_LENGTH = 4
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
+"""Environment variable names whose values are taken for secrets, declared or not."""
+_MIN_GUESSED_LENGTH = 8
+"""A guessed secret (by its variable's name) shorter than this is more likely a flag."""
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@]*@")
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """Values of ``environ`` that look like secrets: those of variables named like one
+    (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``, ...) and the password of any
+    URL that carries one (a ledger's ``postgresql://user:password@host``)."""
+    found = [
+        value
+        for name, value in environ.items()
+        if SECRET_NAME.search(name) and len(value) >= _MIN_GUESSED_LENGTH
+    ]
+    for value in environ.values():
+        for match in _URL_PASSWORD.finditer(value):
+            try:
+                password = urlsplit(value[match.start() : match.end() + 1]).password
+            except ValueError:
+                continue
+            if password:
+                found.append(password)
+    return found
 
 
 class Redactor:

@@ -10,6 +10,12 @@ The prompt goes in on stdin (never on the command line, where ``ps`` would show 
 The child's environment is a small allow-list of this process's variables (locale, home,
 path, the CLI's own configuration directory) plus the values of the names the node
 declares; other secrets of the controller's environment never reach the agent.
+
+The CLI and every tool it runs are boxed (:mod:`zeroshot_kernel.sandbox`): the network is
+allowed (the model API), the execution's folder is writable for a step and read-only for a
+verifier, the CLI's own configuration folder (its login and sessions) is writable, and
+nothing else of the machine can be changed: not ``.git``, not ``.zeroshot/``, not the
+ledger, not the home directory, whose other credentials are not even visible.
 """
 
 from __future__ import annotations
@@ -24,12 +30,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.exceptions import ZeroshotError
 from zeroshot_kernel.harness.agent_guard import CANNOT_START, CANNOT_START_MARK
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.processes import PIPE, STDOUT, allowed_env, read_lines, spawn_async
+from zeroshot_kernel.sandbox import Box, Containment, Limits, SandboxUnavailable, folder_policy
+from zeroshot_kernel.sandbox.policy import GiB
 
 GUARD = Path(__file__).with_name("agent_guard.py")
 _STDERR_TAIL = 20
@@ -79,6 +88,13 @@ class CliMissing(ZeroshotError, FileNotFoundError):
     """The agent CLI binary is not installed where it was looked for."""
 
 
+AGENT_LIMITS = Limits(
+    memory_bytes=16 * GiB, processes=2048, file_size_bytes=4 * GiB, address_space_fallback=False
+)
+"""An agent CLI (Node.js) reserves far more address space than it uses: memory is limited by
+cgroup only."""
+
+
 @dataclass(frozen=True)
 class AgentCli:
     """Where one agent CLI is found: ``$<env_var>`` if set, else ``name`` on PATH."""
@@ -87,6 +103,20 @@ class AgentCli:
     env_var: str
     config_env_names: tuple[str, ...] = ()
     """The CLI's own configuration/login variables, passed through when set."""
+    config_dir_env: str | None = None
+    """The variable naming the CLI's configuration folder (its login, its sessions)."""
+    config_paths: tuple[str, ...] = ()
+    """Its configuration folder and files below the home directory, when the variable is
+    not set (``.claude``, ``.claude.json``)."""
+
+    def config(self, env: Mapping[str, str]) -> list[Path]:
+        """The CLI's own configuration paths that exist: the only place outside its
+        folder its box lets it write."""
+        configured = env.get(self.config_dir_env or "")
+        if configured:
+            return [Path(configured)] if os.path.isdir(configured) else []
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        return [home / name for name in self.config_paths if os.path.exists(home / name)]
 
     def binary(self) -> str | None:
         """The executable to run, or None when there is none."""
@@ -155,21 +185,61 @@ def child_env(cli: AgentCli, values: Mapping[str, str]) -> dict[str, str]:
     return allowed_env((*BASE_ENV_NAMES, *cli.config_env_names), values)
 
 
+def agent_box(request: ExecutionRequest, cli: AgentCli, env: Mapping[str, str]) -> Box:
+    """The box of one invocation of ``cli`` for ``request`` (see the module doc); raises
+    :class:`SandboxUnavailable` when the run wants a box and none can be made."""
+    writable = not isinstance(request.node, VerifierNode)
+    return cli_box(cli, request.workspace, request.containment, env, writable=writable)
+
+
+def cli_box(
+    cli: AgentCli,
+    folder: Path,
+    containment: Containment,
+    env: Mapping[str, str],
+    *,
+    writable: bool,
+) -> Box:
+    """The box of ``cli`` working in ``folder``: the network, its configuration folder and
+    (when ``writable``) ``folder`` are all it may use besides reading the machine."""
+    binary = cli.binary()
+    policy = folder_policy(
+        folder,
+        containment,
+        env={**env, "TMPDIR": "/tmp"},
+        network=True,
+        writable=writable,
+        limits=AGENT_LIMITS,
+        show=[Path(binary)] if binary else [],
+        also_writable=cli.config(env),
+    )
+    return Box.open(policy, containment)
+
+
+def box_refusal(unavailable: SandboxUnavailable) -> HarnessResult:
+    """No box for a run that wants one: refused, never run uncontained."""
+    return HarnessResult(error("refusal"), str(unavailable))
+
+
 async def run_cli(
     argv: Sequence[str],
     *,
     stdin: str,
-    cwd: Path,
-    env: Mapping[str, str],
+    box: Box,
     log: LogSink,
 ) -> CliRun:
-    """Run one invocation to its end; cancelled, it kills the whole process group.
+    """Run one invocation in ``box`` to its end; cancelled, it kills the whole process group.
 
-    The CLI runs under :mod:`agent_guard` (the group's leader), which kills the group if
-    this process dies. Raises :class:`CliMissing` when the binary cannot be started."""
+    The CLI runs under :mod:`agent_guard` (the group's leader, outside the box), which kills
+    the group if this process dies. Raises :class:`CliMissing` when the binary cannot be
+    started; a limit of the box that stopped it is said on its last stderr line."""
     try:
         child = await spawn_async(
-            [sys.executable, "-I", str(GUARD), *argv], stdin=PIPE, cwd=cwd, env=env
+            [sys.executable, "-I", str(GUARD), *box.argv(argv)],
+            stdin=PIPE,
+            cwd=box.cwd,
+            env=box.env,
+            preexec=box.preexec,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
         raise CliMissing(str(missing)) from missing
@@ -200,7 +270,13 @@ async def run_cli(
         line.startswith(CANNOT_START_MARK) for line in result.stderr_tail
     ):
         raise CliMissing(result.stderr_text())
+    limit = box.exceeded(result.returncode, "\n".join(result.stderr_tail))
+    if limit is not None:
+        result.stderr_tail.append(f"{RESOURCE_LIMIT}: the agent's box hit its {limit} limit")
     return result
+
+
+RESOURCE_LIMIT = "resource_limit"
 
 
 async def _feed(process: asyncio.subprocess.Process, text: str) -> None:

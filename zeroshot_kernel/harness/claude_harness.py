@@ -27,8 +27,10 @@ from zeroshot_kernel.harness.agent_cli import (
     AgentCli,
     CliMissing,
     CliRun,
+    agent_box,
     agent_env,
     auth_refusal,
+    box_refusal,
     crash,
     effort_of,
     looks_like_auth_problem,
@@ -41,12 +43,17 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.conversation import Turn, converse
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
+from zeroshot_kernel.sandbox import SandboxUnavailable
 
 CLAUDE = AgentCli(
     name="claude",
     env_var="ZEROSHOT_CLAUDE_BIN",
     config_env_names=("CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL"),
+    config_dir_env="CLAUDE_CONFIG_DIR",
+    config_paths=(".claude", ".claude.json"),
 )
+SANDBOX_SETTINGS = json.dumps({"sandbox": {"enabled": True}}, separators=(",", ":"))
+"""Claude Code's own sandbox for the commands it runs, inside the workbench's box."""
 READ_ONLY_TOOLS = "Read,Grep,Glob"
 GIT_READ_TOOLS = ("Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)", "Bash(git status:*)")
 """What a claude verifier may run besides reading files: git commands that change nothing."""
@@ -93,11 +100,12 @@ class ClaudeHarness:
         async def send(prompt: str, session: str | None) -> Turn[str]:
             argv = [binary, *claude_arguments(request, session)]
             try:
-                finished = await run_cli(
-                    argv, stdin=prompt, cwd=request.workspace, env=env, log=request.log
-                )
+                with agent_box(request, CLAUDE, env) as box:
+                    finished = await run_cli(argv, stdin=prompt, box=box, log=request.log)
             except CliMissing:
                 return Turn(failure=missing_cli(CLAUDE))
+            except SandboxUnavailable as unavailable:
+                return Turn(failure=box_refusal(unavailable))
             return read_result(finished)
 
         conversation = await converse(request, send, self._sessions.take(request))
@@ -110,7 +118,7 @@ class ClaudeHarness:
 
 def claude_arguments(request: ExecutionRequest, session: str | None) -> list[str]:
     """The command line after the binary (the prompt goes on stdin)."""
-    arguments = ["-p", "--output-format", "json"]
+    arguments = ["-p", "--output-format", "json", "--settings", SANDBOX_SETTINGS]
     model = model_of(request)
     if model:
         arguments += ["--model", model]

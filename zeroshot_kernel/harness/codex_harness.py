@@ -24,8 +24,10 @@ from zeroshot_kernel.harness.agent_cli import (
     AgentCli,
     CliMissing,
     CliRun,
+    agent_box,
     agent_env,
     auth_refusal,
+    box_refusal,
     crash,
     effort_of,
     looks_like_auth_problem,
@@ -38,8 +40,15 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.conversation import Turn, add_usage, converse
 from zeroshot_kernel.harness.sessions import SessionPool
 from zeroshot_kernel.ledger.events import Usage
+from zeroshot_kernel.sandbox import SandboxUnavailable
 
-CODEX = AgentCli(name="codex", env_var="ZEROSHOT_CODEX_BIN", config_env_names=("CODEX_HOME",))
+CODEX = AgentCli(
+    name="codex",
+    env_var="ZEROSHOT_CODEX_BIN",
+    config_env_names=("CODEX_HOME",),
+    config_dir_env="CODEX_HOME",
+    config_paths=(".codex",),
+)
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 CONTINUE = "Continue"
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
@@ -68,11 +77,12 @@ class CodexHarness:
         async def invoke(prompt: str, session: str | None) -> tuple[Turn[str], bool]:
             argv = [binary, *codex_arguments(request, session, provider)]
             try:
-                finished = await run_cli(
-                    argv, stdin=prompt, cwd=request.workspace, env=env, log=request.log
-                )
+                with agent_box(request, CODEX, env) as box:
+                    finished = await run_cli(argv, stdin=prompt, box=box, log=request.log)
             except CliMissing:
                 return Turn(failure=missing_cli(CODEX)), False
+            except SandboxUnavailable as unavailable:
+                return Turn(failure=box_refusal(unavailable)), False
             return read_stream(finished)
 
         async def send(prompt: str, session: str | None) -> Turn[str]:

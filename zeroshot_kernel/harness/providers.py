@@ -15,11 +15,13 @@ from pathlib import Path
 
 import httpx
 
+from zeroshot_kernel import sandbox
 from zeroshot_kernel.harness.agent_cli import (
     AgentCli,
     CliMissing,
     CliRun,
     child_env,
+    cli_box,
     looks_like_auth_problem,
     run_cli,
 )
@@ -30,6 +32,7 @@ from zeroshot_kernel.harness.codex_harness import read_events as read_codex
 from zeroshot_kernel.harness.conversation import Turn
 from zeroshot_kernel.harness.openai_harness import base_url_of
 from zeroshot_kernel.harness.plan import KNOWN_CONNECTIONS, Connection, RuntimePlan
+from zeroshot_kernel.sandbox import Containment
 
 CLIS: dict[str, AgentCli] = {"claude": CLAUDE, "codex": CODEX}
 CLI_CREDENTIAL = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
@@ -116,19 +119,21 @@ async def check_cli(status: CliStatus) -> CheckResult:
         arguments = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only"]
     credential = CLI_CREDENTIAL[status.name]
     values = {credential: os.environ[credential]} if os.environ.get(credential) else {}
+    # Boxed where a box can be made; the prompt is ours, so no box is no reason to refuse.
+    containment = Containment("bwrap" if sandbox.problem() is None else "none")
     with tempfile.TemporaryDirectory(prefix="zeroshot-check-") as folder:
         env = child_env(CLIS[status.name], values)
         try:
-            finished = await asyncio.wait_for(
-                run_cli(
-                    [status.binary, *arguments],
-                    stdin=CHECK_PROMPT,
-                    cwd=Path(folder),
-                    env=env,
-                    log=lambda stream, line: None,
-                ),
-                CLI_CHECK_TIMEOUT_S,
-            )
+            with cli_box(CLIS[status.name], Path(folder), containment, env, writable=True) as box:
+                finished = await asyncio.wait_for(
+                    run_cli(
+                        [status.binary, *arguments],
+                        stdin=CHECK_PROMPT,
+                        box=box,
+                        log=lambda stream, line: None,
+                    ),
+                    CLI_CHECK_TIMEOUT_S,
+                )
         except CliMissing:
             return CheckResult(status.name, False, CLIS[status.name].missing_detail())
         except TimeoutError:

@@ -14,11 +14,13 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
 from zeroshot_kernel.processes import die_with_parent
+from zeroshot_kernel.sandbox import Containment
 from zeroshot_kernel.workers import WorkerContext
 
 END_OF_CALL = "\x00zeroshot:end-of-call"
@@ -95,8 +97,26 @@ def _answer(call: dict[str, Any], protocol: _Protocol) -> Reply:
         workspace=Path(facts["workspace"]),
         env=facts["env"],
         log=lambda line: protocol.send({"log": str(line)}),
+        containment=Containment.from_wire(facts.get("containment")),
     )
-    return asyncio.run(call_worker(function, call["input"], context, verifier=call["verifier"]))
+    with _declared(facts["env"]):
+        return asyncio.run(call_worker(function, call["input"], context, verifier=call["verifier"]))
+
+
+@contextlib.contextmanager
+def _declared(values: dict[str, str]) -> Iterator[None]:
+    """The values of the names the node declares, in the environment for this call only
+    (the pooled process serves other nodes, which declared other names, next)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 if __name__ == "__main__":

@@ -4,13 +4,23 @@ By default each call runs in a pooled worker process, so a timeout or a stop rea
 kills the worker (the process is replaced). Runs controlled in-process (notebook-defined
 workers, ``__main__:function``) call the function in the controller's own process: async
 workers are cancelled, but a sync worker thread cannot be killed, only abandoned.
+
+A worker process gets an allow-list of the controller's environment (no credential it did
+not declare: the values of the names a node declares are set for that call only) and
+never imports from a folder a box can write: the interpreter starts with ``-P`` (its
+working directory is not on ``sys.path``) and its ``PYTHONPATH`` holds no run worktree. The
+engine's own code (``zeroshot_kernel.*``: trusted nodes, embedded agents) runs in workers
+of its own whose path holds nothing of the workspace; only the user's workers find the
+user's workspace on theirs, as the user's code expects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,10 +36,66 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
 from zeroshot_kernel.harness.python_child import END_OF_CALL
-from zeroshot_kernel.processes import PIPE, AsyncChild, spawn_async
+from zeroshot_kernel.processes import PIPE, AsyncChild, allowed_env, spawn_async
+from zeroshot_kernel.sandbox import user_root
 from zeroshot_kernel.workers import WorkerContext
 
 _STDERR_GRACE_S = 2.0
+ENGINE_PACKAGE = "zeroshot_kernel."
+WORKER_ENV_NAMES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TERM",
+    "TMPDIR",
+    "VIRTUAL_ENV",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+)
+"""Variables of the controller's environment every worker process gets (none a secret)."""
+ENGINE_ENV_PREFIX = "ZEROSHOT_"
+"""The engine's own settings (the ledger's URL among them) reach its own workers only."""
+
+
+def worker_env(workspace: Path, *, engine: bool) -> dict[str, str]:
+    """A worker process's environment: the allow-list, a ``PYTHONPATH`` without anything
+    below the workspace (plus the workspace itself for the user's workers, unless it is a
+    run's worktree), and, for the engine's own workers, the engine's settings."""
+    env = allowed_env(WORKER_ENV_NAMES)
+    real = Path(os.path.realpath(workspace))
+    untrusted = user_root(real) is not None
+    entries = [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry and not _below(Path(os.path.realpath(entry)), real)
+    ]
+    if not engine and not untrusted:
+        entries.insert(0, str(real))
+    if entries:
+        env["PYTHONPATH"] = os.pathsep.join(entries)
+    if engine:
+        env.update({k: v for k, v in os.environ.items() if k.startswith(ENGINE_ENV_PREFIX)})
+    return env
+
+
+def _below(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def is_engine_code(path: str) -> bool:
+    """Whether ``module:function`` is the engine's own code (never a workspace's)."""
+    return path.startswith(ENGINE_PACKAGE)
 
 
 class WorkerProcess:
@@ -40,13 +106,14 @@ class WorkerProcess:
         self.process = child.process
 
     @classmethod
-    async def start(cls, workspace: str) -> WorkerProcess:
+    async def start(cls, workspace: Path, *, engine: bool) -> WorkerProcess:
         # Pipe lines may be long: one reply line carries a whole output.
         return cls(
             await spawn_async(
-                [sys.executable, "-m", "zeroshot_kernel.harness.python_child"],
+                [sys.executable, "-P", "-m", "zeroshot_kernel.harness.python_child"],
                 stdin=PIPE,
                 cwd=workspace,
+                env=worker_env(workspace, engine=engine),
             )
         )
 
@@ -96,7 +163,8 @@ class PythonHarness:
 
     def __init__(self, *, in_process: bool = False) -> None:
         self._in_process = in_process
-        self._idle: list[WorkerProcess] = []
+        self._idle: dict[bool, list[WorkerProcess]] = {True: [], False: []}
+        """Idle workers of the engine's own code (``True``) and of the user's."""
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
         if not isinstance(request.binding, AgentBinding) or request.binding.callable is None:
@@ -121,13 +189,14 @@ class PythonHarness:
             workspace=request.workspace,
             env=dict(request.env),
             log=lambda line: request.log("output", str(line)),
+            containment=request.containment,
         )
         return await call_worker(function, request.input, context, verifier=verifier)
 
     async def _call_pooled(self, request: ExecutionRequest, path: str, verifier: bool) -> Reply:
-        worker = (
-            self._idle.pop() if self._idle else await WorkerProcess.start(str(request.workspace))
-        )
+        engine = is_engine_code(path)
+        idle = self._idle[engine]
+        worker = idle.pop() if idle else await WorkerProcess.start(request.workspace, engine=engine)
         facts = {
             "run_id": request.run_id,
             "node": request.node.name,
@@ -135,6 +204,7 @@ class PythonHarness:
             "attempt": request.attempt,
             "workspace": str(request.workspace),
             "env": dict(request.env),
+            "containment": request.containment.to_wire(),
         }
         try:
             reply = await worker.call(
@@ -147,14 +217,15 @@ class PythonHarness:
             await asyncio.shield(worker.kill())
             raise
         if worker.alive and reply[0] != "crash":
-            self._idle.append(worker)
+            idle.append(worker)
         else:
             await worker.kill()
         return reply
 
     async def close(self) -> None:
-        while self._idle:
-            await self._idle.pop().kill()
+        for idle in self._idle.values():
+            while idle:
+                await idle.pop().kill()
 
 
 def _result(reply: Reply) -> HarnessResult:

@@ -91,6 +91,7 @@ def folder_policy(
     writable: bool = True,
     limits: Limits | None = None,
     show: Iterable[Path] = (),
+    also_writable: Iterable[Path] = (),
     devices: Iterable[Path] = (),
     cwd: Path | None = None,
 ) -> BoxPolicy:
@@ -99,7 +100,8 @@ def folder_policy(
     its ``.git`` and ``.zeroshot/`` read-only, the user's ``.zeroshot/`` and ledger hidden,
     the user's checkout hidden when ``folder`` is a worktree of it (its ``.git`` shown
     read-only for git), the home directory's credentials hidden. ``show``: paths shown
-    again read-only (a CLI's binary below the private ``/tmp``)."""
+    again read-only (a CLI's binary below the private ``/tmp``); ``also_writable``: paths
+    writable besides ``folder`` (an agent CLI's own configuration folder)."""
     real = Path(os.path.realpath(folder))
     hidden: list[Path] = list(home_credentials())
     read_only: list[Path] = [real / ".git", real / RUN_DIR, *show]
@@ -119,7 +121,7 @@ def folder_policy(
     if not writable:
         read_only.append(real)
     return BoxPolicy(
-        writable=(real,),
+        writable=(real, *(Path(os.path.realpath(p)) for p in also_writable)),
         cwd=cwd or real,
         env=dict(env),
         read_only=tuple(read_only),
