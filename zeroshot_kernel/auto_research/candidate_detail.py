@@ -231,7 +231,7 @@ def candidate_detail(
     """Everything the records say about ``candidate``; with ``client``, the reviewer's
     verdict and reason from the ledger too."""
     records = records_for(workspace, study)
-    manifest = records.read_manifest(candidate) if _safe_id(candidate) else None
+    manifest = records.read_manifest(candidate)
     if manifest is None:
         raise CandidateNotFound(f"study {study!r} has no candidate {candidate!r}")
     recorded = read_candidate(records, candidate)
@@ -353,8 +353,8 @@ def _diff(records: ResearchRecords, recorded: RecordedSource, record: RoundRecor
                 and evidence.diff
             ):
                 return evidence.diff
-    parent = read_candidate(records, manifest.parent_id) if _safe_id(manifest.parent_id) else None
-    if parent is None or parent.manifest is None or not (parent.ok and recorded.ok):
+    parent = read_candidate(records, manifest.parent_id)
+    if parent.manifest is None or not (parent.ok and recorded.ok):
         return ""
     changed = sorted(
         path
@@ -386,7 +386,3 @@ def _files(recorded: RecordedSource) -> tuple[SourceFile, ...]:
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
-
-
-def _safe_id(candidate: str) -> bool:
-    return 0 < len(candidate) <= 64 and all(c.isalnum() or c in "_-" for c in candidate)

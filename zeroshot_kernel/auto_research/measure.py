@@ -18,7 +18,6 @@ the first incumbent.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -59,7 +58,6 @@ from zeroshot_kernel.auto_research.task import ResearchTask, resolve_task
 from zeroshot_kernel.exceptions import OperationFailed
 
 BASELINE_ID = "c000"
-CANDIDATE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,7 @@ class _Pass:
         incumbent = self.records.read_incumbent()
         assert incumbent is not None  # the baseline is measured first
         parent = change.parent_id
-        if not CANDIDATE_ID.match(parent) or self.records.read_manifest(parent) is None:
+        if self.records.read_manifest(parent) is None:
             return self.finish(
                 "change_rejected", change, [f"the study has no candidate {parent!r} to change"]
             )

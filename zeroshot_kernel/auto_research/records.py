@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 from collections import OrderedDict
@@ -40,6 +41,8 @@ from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.safe_files import opened_below, read_open
 
 RECORDS_DIR = Path(".zeroshot") / "research"
+CANDIDATE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What a candidate id may be: a folder name that cannot leave ``candidates/``."""
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 """The largest record file read (a round of many passes with their diffs stays far below)."""
 
@@ -232,6 +235,10 @@ class ResearchRecords:
         return _read(self.workspace, self.round_path(round_number), RoundRecord)
 
     def read_manifest(self, candidate_id: str) -> CandidateManifest | None:
+        """The candidate's manifest; ``None`` for an unknown candidate, and for an id that
+        cannot name one (``../c000``, proposed by an agent or typed by a user)."""
+        if not CANDIDATE_ID.match(candidate_id):
+            return None
         return _read(self.workspace, self.manifest_path(candidate_id), CandidateManifest)
 
     def read_incumbent(self) -> IncumbentRecord | None:

@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import stat
@@ -25,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zeroshot_kernel.auto_research.candidates import RecordedSource, read_candidate, write_files
+from zeroshot_kernel.auto_research.records import CANDIDATE_ID
 from zeroshot_kernel.auto_research.studies import StudyError, records_for
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.safe_files import FileRefused, opened_below
-
-_CANDIDATE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class RestoreError(InvalidInput):
@@ -63,7 +61,7 @@ def restore_candidate_source(
         raise RestoreError(str(bad)) from None
     if not records.root.is_dir():
         raise RestoreError(f"no study {study!r} in {Path(workspace).resolve()}")
-    if not _CANDIDATE.match(candidate):
+    if not CANDIDATE_ID.match(candidate):
         raise RestoreError(f"study {study!r} has no candidate {candidate[:80]!r}")
     try:
         recorded = read_candidate(records, candidate)
