@@ -9,9 +9,10 @@ replaces a link instead of writing through it. Each refusal is a :class:`FileRef
 
 Example::
 
-    from zeroshot_kernel.safe_files import read_below, write_atomic
-    data = read_below(workspace, ".zeroshot/research/s/study.json", limit=1 << 20)
-    write_atomic(Path("rounds.csv"), b"round,metric\\n")
+    from zeroshot_kernel.safe_files import opened_below, read_open, write_atomic
+    with opened_below(workspace, ".zeroshot/research/s/study.json") as handle:
+        data = read_open(handle, limit=1 << 20, shown="study.json")
+    write_atomic("rounds.csv", b"round,metric\\r\\n")
 """
 
 from __future__ import annotations
@@ -124,16 +125,6 @@ def _open_file_at(folder: int, name: str, shown: str) -> int:
     return handle
 
 
-def read_at(folder: int, name: str, *, limit: int, shown: str) -> bytes:
-    """The bytes of the regular file ``name`` in ``folder`` (never a link), at most
-    ``limit`` of them."""
-    handle = _open_file_at(folder, name, shown)
-    try:
-        return read_open(handle, limit=limit, shown=shown)
-    finally:
-        os.close(handle)
-
-
 def read_open(handle: int, *, limit: int, shown: str) -> bytes:
     """At most ``limit`` bytes of an open regular file; a larger one is refused (one
     byte past the limit is read, so a file that grows meanwhile is still bounded)."""
@@ -148,14 +139,6 @@ def read_open(handle: int, *, limit: int, shown: str) -> bytes:
     if size > limit:
         raise FileRefused(f"{shown} is larger than the {limit:,}-byte limit")
     return b"".join(chunks)
-
-
-def read_below(
-    root: str | os.PathLike[str], relative: str | PurePosixPath | tuple[str, ...], *, limit: int
-) -> bytes:
-    """The bytes of the regular file ``root/relative`` (see :func:`opened_below`)."""
-    with opened_below(root, relative) as handle:
-        return read_open(handle, limit=limit, shown=str(Path(root, *_parts(relative))))
 
 
 def list_tree(folder: int, *, limit: int) -> tuple[list[str], list[str]]:
