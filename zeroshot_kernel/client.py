@@ -45,10 +45,12 @@ from zeroshot_kernel.engine.owner import owner_gone
 from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.exceptions import InvalidInput, Refused
 from zeroshot_kernel.features import resolve, submit_guards
+from zeroshot_kernel.harness.boxing import require_box
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
 from zeroshot_kernel.ledger import Ledger, RunSnapshot, RunSummary
 from zeroshot_kernel.ledger.events import RunEvent, SafeLog, TerminalResult
 from zeroshot_kernel.profiles import Profile, ProfileStore, TemplateSource
+from zeroshot_kernel.sandbox import DEFAULT_MODE, SandboxMode
 from zeroshot_kernel.targets import resolve_ledger
 from zeroshot_kernel.workspace import display_url, find_workspace
 
@@ -155,6 +157,13 @@ class Run:
         """The run's admitted graph document."""
         graph: dict[str, Any] = self.admitted()["graph"]
         return graph
+
+    @property
+    def sandbox(self) -> SandboxMode:
+        """How the run contains model-written code: ``bwrap`` (boxed) or ``none``
+        (UNCONTAINED, the user's choice)."""
+        runtime = self.admitted().get("runtime") or {}
+        return "none" if runtime.get("sandbox") == "none" else DEFAULT_MODE
 
     def status(self) -> RunStatus:
         """The run, the cursor it was read at, its phase, active executions and result
@@ -397,14 +406,17 @@ class Client:
         title: str | None = None,
         in_process: bool | None = None,
         registry: WorkerRegistry | None = None,
+        sandbox: SandboxMode | None = None,
     ) -> Run:
         """Fetch a saved profile and submit its stored graph and runtime (``input``
-        replaces the profile's default input). Raises :class:`AdmissionRejected`."""
+        replaces the profile's default input, ``sandbox`` its runtime's sandbox mode).
+        Raises :class:`AdmissionRejected`."""
         profile = self.profiles.get(name)
+        runtime = profile.runtime if sandbox is None else {**profile.runtime, "sandbox": sandbox}
         return self.submit(
             profile.graph,
             input=profile.chosen_input(input),
-            runtime=profile.runtime,
+            runtime=runtime,
             title=title or profile.title,
             in_process=in_process,
             registry=registry,
@@ -457,6 +469,7 @@ class Client:
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         admitted = admission.admitted
+        require_box(admitted.runtime)
         # Features guard every way of submitting (CLI, magics, widgets, profiles, notebooks,
         # this API): auto-research refuses a second unfinished run of one study.
         with contextlib.ExitStack() as guards:
@@ -489,6 +502,7 @@ class Client:
         if admission.admitted is None:
             raise AdmissionRejected(admission)
         admitted = admission.admitted
+        require_box(admitted.runtime)
         return Run(self, self.ledger.create_run(admitted.to_wire(), title=admitted.title))
 
     def run(self, run_id: str) -> Run:

@@ -29,6 +29,7 @@ from zeroshot_kernel.console.options import (
     BaseUrlOption,
     LedgerOption,
     MaxTokensOption,
+    SandboxOption,
     TargetOption,
     open_client,
 )
@@ -36,6 +37,7 @@ from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     fail_usage,
 )
+from zeroshot_kernel.sandbox import sandbox_mode
 
 LINE_PROG = "%zeroshot"
 CELL_PROG = "%%zeroshot_graph"
@@ -82,6 +84,7 @@ def research(
         str | None,
         typer.Option(help="Study to continue or start (default: the task folder's name)."),
     ] = None,
+    sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -110,6 +113,7 @@ def research(
         study=study,
         base_url=base_url,
         max_tokens=max_tokens,
+        sandbox=sandbox_mode(sandbox),
     )
     run = start_research(client, options, title=f"auto-research {task}")
     typer.echo(f"started {run.id}; stop it with: %zeroshot stop {run.id}")

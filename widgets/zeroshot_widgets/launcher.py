@@ -40,6 +40,7 @@ from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 from zeroshot_kernel.harness.plan import CORE_AGENT_HARNESSES, DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS
 from zeroshot_kernel.profiles import Profile, ProfileExists, ProfileNotFound, TemplateSource
+from zeroshot_kernel.sandbox import DEFAULT_MODE, SandboxMode, SandboxUnavailable
 from zeroshot_kernel.targets import TargetError, Targets
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
 from zeroshot_widgets.monitor import RunMonitor
@@ -49,6 +50,9 @@ OPENAI = "openai"
 BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
 NO_PROFILE = ""
 GraphSource = Mapping[str, Any] | str | os.PathLike[str]
+
+
+SANDBOX_CHOICES = [("bwrap (boxed)", "bwrap"), ("none (UNCONTAINED)", "none")]
 
 
 class Launcher(widgets.VBox):  # type: ignore[misc]
@@ -76,6 +80,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         graph: GraphSource | None = None,
         target: str | None = None,
         profile: str = NO_PROFILE,
+        sandbox: SandboxMode = DEFAULT_MODE,
     ) -> None:
         self.client = client or Client(target=target)
         self._given = client  # the caller's client is the caller's to close
@@ -130,6 +135,14 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             description="max tokens",
             style=style,
         )
+        self.sandbox = widgets.Dropdown(
+            options=SANDBOX_CHOICES,
+            value=sandbox,
+            description="sandbox",
+            style=style,
+            tooltip="How model-written code is contained: a bubblewrap box, or none "
+            "(UNCONTAINED: it runs with your full powers)",
+        )
         self.openai_box = widgets.HBox([self.base_url, self.max_tokens])
         self._show_openai_fields()
         self.harness.observe(lambda _: self._show_openai_fields(), names="value")
@@ -158,7 +171,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
                 widgets.HBox([self.target, self.profile]),
                 self.profile_note,
                 widgets.HBox([self.template, self.task, self.iterations, self.study]),
-                widgets.HBox([self.harness, self.provider, self.model]),
+                widgets.HBox([self.harness, self.provider, self.model, self.sandbox]),
                 self.openai_box,
                 widgets.HBox(
                     [
@@ -188,6 +201,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             study=self.study.value.strip() or None,
             base_url=(self.base_url.value.strip() or None) if openai else None,
             max_tokens=self.max_tokens.value if openai else None,
+            sandbox=None if self.sandbox.value == DEFAULT_MODE else self.sandbox.value,
         )
 
     def validate(self) -> bool:
@@ -229,8 +243,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         except AdmissionRejected as rejected:
             self._show([], rejected.diagnostics)
             return None
-        except ValueError as unreadable:
-            self._show([str(unreadable)], [])
+        except (ValueError, SandboxUnavailable) as refused:
+            self._show([str(refused)], [])
             return None
         if self.monitor is not None:
             self.monitor.close()
@@ -252,6 +266,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             self.model,
             self.base_url,
             self.max_tokens,
+            self.sandbox,
         )
 
     def save_profile(self, name: str | None = None, *, replace: bool | None = None) -> bool:
@@ -364,6 +379,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             self.base_url.value = str(chosen["base_url"])
         if chosen.get("max_tokens"):
             self.max_tokens.value = int(chosen["max_tokens"])
+        self.sandbox.value = chosen.get("sandbox") or DEFAULT_MODE
 
     def _show_openai_fields(self) -> None:
         """The server and token budget matter only to the openai harness."""
@@ -450,6 +466,7 @@ def _template_options(options: TemplateOptions) -> dict[str, Any]:
         "model": options.model,
         "base_url": options.base_url,
         "max_tokens": options.max_tokens,
+        "sandbox": options.sandbox,
     }
     return {key: value for key, value in chosen.items() if value is not None}
 

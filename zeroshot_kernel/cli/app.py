@@ -61,6 +61,7 @@ def main() -> None:
     the full report (with its traceback) was written, exit 2.
     """
     from zeroshot_kernel.ledger.errors import LedgerError
+    from zeroshot_kernel.sandbox import SandboxUnavailable
 
     for position, argument in enumerate(sys.argv[1:], start=1):
         try:
@@ -69,7 +70,7 @@ def main() -> None:
             _fail(f"argument {position} is not valid UTF-8 text")
     try:
         app()
-    except LedgerError as problem:
+    except (LedgerError, SandboxUnavailable) as problem:
         _fail(str(problem))
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from zeroshot_kernel.console.options import LedgerOption, TargetOption, open_client
+from zeroshot_kernel.console.options import LedgerOption, SandboxOption, TargetOption, open_client
 from zeroshot_kernel.console.output import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -23,6 +23,7 @@ from zeroshot_kernel.console.output import (
     read_input,
     read_runtime,
 )
+from zeroshot_kernel.sandbox import sandbox_mode
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client, Run
@@ -65,6 +66,7 @@ def run(
         bool, typer.Option("--validate-only", help="Run every admission check; create nothing.")
     ] = False,
     as_json: JsonOption = False,
+    sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -90,6 +92,11 @@ def run(
     document: Any = read_document(graph) if graph is not None else None
     initial = read_input(input, document) if input is not None else None
     plan = read_runtime(runtime) if runtime is not None else None
+    mode = sandbox_mode(sandbox)
+    if mode is not None and plan is not None:
+        plan = {**plan, "sandbox": mode}
+    elif mode is not None and profile is None:
+        plan = {"sandbox": mode}
     client = open_client(ledger, target)
     try:
         if validate_only:
@@ -100,7 +107,7 @@ def run(
             )
             _report_admission(admission.ok, admission.diagnostics, as_json)
         if profile is not None:
-            started = client.submit_profile(profile, input=initial, title=title)
+            started = client.submit_profile(profile, input=initial, title=title, sandbox=mode)
         else:
             started = client.submit(
                 document,
@@ -121,7 +128,16 @@ def run(
             typer.echo(f"started {started.id}; follow it with: zeroshot watch {started.id}")
         raise typer.Exit(EXIT_OK)
     typer.echo(f"started {started.id} (Ctrl-C detaches; the run goes on)")
+    _say_containment(started)
     _follow(started, None)
+
+
+def _say_containment(run_handle: Run) -> None:
+    from zeroshot_kernel.console.event_lines import containment_note
+
+    note = containment_note(run_handle.sandbox)
+    if note is not None:
+        typer.echo(note, err=True)
 
 
 def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoReturn:
@@ -158,7 +174,7 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
 def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[tuple[str, str | None]]:
     """The run's event lines with their cursors, then its failure cause; ends by raising
     ``typer.Exit`` with the run's exit status."""
-    from zeroshot_kernel.console.event_lines import EventRenderer
+    from zeroshot_kernel.console.event_lines import EventRenderer, containment_note
     from zeroshot_kernel.console.follow import ControllerWatch, failure_lines
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
 
@@ -173,6 +189,9 @@ def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[tuple[str, str
                 succeeded = isinstance(event.result, SucceededResult)
                 if not succeeded:
                     yield from ((line, None) for line in failure_lines(run_handle))
+                note = containment_note(run_handle.sandbox)
+                if note is not None:
+                    yield note, None
                 raise typer.Exit(EXIT_OK if succeeded else EXIT_REJECTED)
         watch.check()
         time.sleep(FOLLOW_POLL_S)
@@ -214,9 +233,9 @@ def status(
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Show a run's phase, active executions, result, the tokens and cost each execution
-    reported, and a software change's review state."""
-    from zeroshot_kernel.console.event_lines import describe_result
+    """Show a run's phase, sandbox, active executions, result, the tokens and cost each
+    execution reported, and a software change's review state."""
+    from zeroshot_kernel.console.event_lines import containment_note, describe_result
     from zeroshot_kernel.engine.launch import last_log_line
     from zeroshot_kernel.harness.usage import describe_usage, execution_usage, run_usage
     from zeroshot_kernel.ledger.events import NodeCompleted
@@ -237,6 +256,7 @@ def status(
     review = latest_decision(graph, events)
     if as_json:
         document = current.to_wire()
+        document["sandbox"] = handle.sandbox
         document["controller"] = {
             "phase": controller.phase,
             "owner": controller.owner,
@@ -259,6 +279,11 @@ def status(
         return
     typer.echo(printable(f"{current.run_id}  {current.title}"))
     typer.echo(f"  phase:  {current.status.phase}   (at {current.at_cursor})")
+    typer.echo(
+        "  sandbox: bwrap (model-written code is boxed)"
+        if handle.sandbox != "none"
+        else f"  sandbox: none. {containment_note('none')}"
+    )
     for active in current.status.active_executions or []:
         typer.echo(f"  active: {active.node}  {active.execution}")
     if controller.phase == "gone":

@@ -20,6 +20,16 @@ from zeroshot_kernel.ledger.events import (
     TerminalResult,
 )
 
+UNCONTAINED_NOTE = (
+    "UNCONTAINED (--sandbox none): the model-written code of this run (agent tools, "
+    "checks, experiments) runs with your full powers"
+)
+
+
+def containment_note(sandbox: str) -> str | None:
+    """The warning a run's views print when its sandbox mode is ``none``."""
+    return UNCONTAINED_NOTE if sandbox == "none" else None
+
 
 class EventRenderer:
     """Remembers which node each execution belongs to, so log lines can say it."""

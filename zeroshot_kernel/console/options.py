@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -32,10 +33,11 @@ def chosen_ledger(ledger: str | None, target: str | None) -> str:
     """The ledger URL for ``--ledger``/``--target`` (and their environment variables)."""
     from zeroshot_kernel.console.output import fail_usage
     from zeroshot_kernel.targets import TargetError, resolve_ledger
+    from zeroshot_kernel.workspace import LedgerPathError
 
     try:
         return resolve_ledger(ledger, target)
-    except TargetError as problem:
+    except (TargetError, LedgerPathError) as problem:
         fail_usage(str(problem))
 
 
@@ -77,6 +79,29 @@ def unreachable(url: str, problem: Exception) -> str:
     if password:
         reason = reason.replace(str(password), "***")
     return f"cannot open ledger {redacted(url)}: {reason}"
+
+
+SANDBOX_ENV = "ZEROSHOT_SANDBOX"
+
+
+class SandboxChoice(enum.StrEnum):
+    """``--sandbox`` values (see :data:`zeroshot_kernel.sandbox.SandboxMode`)."""
+
+    bwrap = "bwrap"
+    none = "none"
+
+
+SandboxOption = Annotated[
+    SandboxChoice | None,
+    typer.Option(
+        "--sandbox",
+        envvar=SANDBOX_ENV,
+        show_default=False,
+        help="How model-written code (agent CLIs and their tools, checks, experiments) is "
+        "contained: bwrap (default: a bubblewrap box; refused where none can be made) or "
+        f"none (it runs with your full powers, shown as UNCONTAINED). Default: ${SANDBOX_ENV}.",
+    ),
+]
 
 
 # Template options, shared by `zeroshot template show`, the features' commands and the magics.

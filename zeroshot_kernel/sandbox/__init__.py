@@ -17,6 +17,7 @@ from zeroshot_kernel.sandbox.policy import (
     Limits,
     SandboxMode,
     box_env,
+    sandbox_mode,
 )
 
 __all__ = [
@@ -34,5 +35,6 @@ __all__ = [
     "folder_policy",
     "problem",
     "require",
+    "sandbox_mode",
     "user_root",
 ]

@@ -21,6 +21,19 @@ SandboxMode = Literal["bwrap", "none"]
 can be made). ``none``: it runs with the user's full powers, shown as UNCONTAINED."""
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("bwrap", "none")
 DEFAULT_MODE: SandboxMode = "bwrap"
+
+
+def sandbox_mode(text: str | None) -> SandboxMode | None:
+    """``text`` as a sandbox mode (``None`` stays ``None``: the default); ``ValueError``
+    names the choices."""
+    if text is None:
+        return None
+    for mode in SANDBOX_MODES:
+        if text == mode:
+            return mode
+    raise ValueError(f"sandbox {text!r} is not one of {', '.join(SANDBOX_MODES)}")
+
+
 UNCONTAINED = "UNCONTAINED"
 """How receipts, ``status``, ``research show`` and final lines mark a run without a box."""
 
