@@ -100,6 +100,22 @@ def _real(path: Path) -> str:
     return os.path.realpath(path)
 
 
+def _needed(policy: BoxPolicy) -> list[Path]:
+    """The hidden paths that need a mount of their own: not those already below a hidden
+    folder, unless a folder shown again in between would show them."""
+    hidden = [Path(_real(path)) for path in policy.hidden]
+    shown = [Path(_real(path)) for path in (*policy.writable, *policy.read_only)]
+    needed = []
+    for path in hidden:
+        covers = [h for h in hidden if h in path.parents]
+        if not covers or any(
+            any(h == s or h in s.parents for h in covers) and (s == path or s in path.parents)
+            for s in shown
+        ):
+            needed.append(path)
+    return needed
+
+
 def command(policy: BoxPolicy, argv: Sequence[str | os.PathLike[str]], bwrap: str) -> list[str]:
     """``bwrap <options> -- argv``: ``argv`` run as ``policy`` says."""
     mounts: list[tuple[int, int, list[str]]] = [(1, _HIDE, ["--tmpfs", "/tmp"])]
@@ -107,7 +123,7 @@ def command(policy: BoxPolicy, argv: Sequence[str | os.PathLike[str]], bwrap: st
     def add(kind: int, path: Path, options: list[str]) -> None:
         mounts.append((_real(path).count("/"), kind, options))
 
-    for path in policy.hidden:
+    for path in _needed(policy):
         if os.path.isdir(path):
             add(_HIDE, path, ["--tmpfs", _real(path)])
         elif os.path.lexists(path):
