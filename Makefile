@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lab lint bench clean system-packages
+.PHONY: demo test lab lint bench clean system-packages sandbox-package
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,26 +21,35 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab,tasks,test]'
 	touch $@
 
-demo: $(VENV)/.installed-lab
+demo: $(VENV)/.installed-lab sandbox-package
 	$(BIN)/python -m zeroshot_kernel.demo
 
 lab: $(VENV)/.installed-lab
 	$(BIN)/jupyter lab --notebook-dir=notebooks
 
-# System packages the tests use for real: Debian's chromium (the browser test drives it through
+# System packages used for real: bubblewrap (the box model-written code runs in; the demo
+# runs its experiments in it too), Debian's chromium (the browser test drives it through
 # playwright, never a downloaded browser) and the PostgreSQL server (the ledger tests start one).
-SYSTEM_PACKAGES_MISSING = $(strip \
+SANDBOX_PACKAGE_MISSING = $(if $(wildcard /usr/bin/bwrap),,bubblewrap)
+SYSTEM_PACKAGES_MISSING = $(strip $(SANDBOX_PACKAGE_MISSING) \
   $(if $(wildcard /usr/bin/chromium),,chromium) \
   $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
 
-system-packages:
-	@if [ -n "$(SYSTEM_PACKAGES_MISSING)" ]; then \
+define install_packages
+	@if [ -n "$(1)" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES_MISSING); \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); \
 	  else \
-	    echo "make test: missing $(SYSTEM_PACKAGES_MISSING) (sudo apt-get install $(SYSTEM_PACKAGES_MISSING)); their tests will say so"; \
+	    echo "make: missing $(1) (sudo apt-get install $(1)); what needs it will say so"; \
 	  fi; \
 	fi
+endef
+
+system-packages:
+	$(call install_packages,$(SYSTEM_PACKAGES_MISSING))
+
+sandbox-package:
+	$(call install_packages,$(SANDBOX_PACKAGE_MISSING))
 
 test: $(VENV)/.installed-test system-packages
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
