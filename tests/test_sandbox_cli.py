@@ -1,0 +1,100 @@
+"""``--sandbox`` from the command line: a run whose agent CLIs would run model-written code
+is refused in one line where no box can be made (nothing created), and ``--sandbox none``
+runs it UNCONTAINED, said when it starts, when it ends and in ``status``. The agents are
+the claude stand-in (``tests/agent_standins``), which records the environment it saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import require
+from engine_support import make_workspace
+from harness_support import install_standin, one_step, script
+
+from zeroshot_kernel.sandbox import problem
+from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
+
+TIMEOUT_S = 120
+
+
+def zeroshot(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env={**os.environ, **env},
+    )
+
+
+@pytest.fixture
+def claude_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace with a one-step claude graph and its plan, the stand-in scripted."""
+    install_standin(tmp_path, "claude", monkeypatch)
+    ws = make_workspace(tmp_path / "ws")
+    script(ws, work=[{"increment": "value"}])
+    graph, plan = one_step("claude")
+    (ws.root / "graph.json").write_text(json.dumps(graph))
+    (ws.root / "plan.json").write_text(json.dumps(plan))
+    return ws.root
+
+
+def test_no_box_refuses_a_claude_run_in_one_line_and_creates_nothing(claude_run: Path) -> None:
+    ran = zeroshot(
+        claude_run,
+        "run",
+        "graph.json",
+        "--input",
+        '{"value": 1}',
+        "--runtime",
+        "@plan.json",
+        **{BWRAP_ENV: str(claude_run / "no-bwrap")},
+    )
+    assert ran.returncode == 2, ran.stderr
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith("error: no sandbox:") and "--sandbox none" in line
+    assert "Traceback" not in ran.stderr
+    listed = zeroshot(claude_run, "list", "--json")
+    assert json.loads(listed.stdout) == []
+
+
+def test_sandbox_none_runs_uncontained_and_says_so(claude_run: Path) -> None:
+    ran = zeroshot(
+        claude_run,
+        "run",
+        "graph.json",
+        "--input",
+        '{"value": 1}',
+        "--runtime",
+        "@plan.json",
+        "--sandbox",
+        "none",
+        **{BWRAP_ENV: str(claude_run / "no-bwrap")},
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "UNCONTAINED" in ran.stderr  # when it starts
+    assert ran.stdout.strip().splitlines()[-1].startswith("UNCONTAINED")  # and when it ends
+    [run] = json.loads(zeroshot(claude_run, "list", "--json").stdout)
+    status = zeroshot(claude_run, "status", run["runId"])
+    assert "sandbox: none" in status.stdout and "UNCONTAINED" in status.stdout
+    as_json = json.loads(zeroshot(claude_run, "status", run["runId"], "--json").stdout)
+    assert as_json["sandbox"] == "none"
+
+
+def test_a_boxed_run_says_nothing_of_containment_but_status_names_its_box(
+    claude_run: Path,
+) -> None:
+    require(problem() is None, f"no box can be made here: {problem()} (make test installs it)")
+    ran = zeroshot(
+        claude_run, "run", "graph.json", "--input", '{"value": 1}', "--runtime", "@plan.json"
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "UNCONTAINED" not in ran.stdout + ran.stderr
+    [run] = json.loads(zeroshot(claude_run, "list", "--json").stdout)
+    assert "sandbox: bwrap" in zeroshot(claude_run, "status", run["runId"]).stdout
