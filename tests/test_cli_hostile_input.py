@@ -29,7 +29,9 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def zeroshot(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     started = time.monotonic()
     ran = subprocess.run(
         [sys.executable, "-m", "zeroshot_kernel", *args],
@@ -39,6 +41,7 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=DEADLINE_S,
         preexec_fn=_limited,
         errors="backslashreplace",
+        env={**os.environ, **(env or {})},
     )
     assert time.monotonic() - started < DEADLINE_S
     assert "Traceback" not in ran.stdout + ran.stderr, ran.stderr[-3000:]

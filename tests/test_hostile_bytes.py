@@ -11,14 +11,19 @@ record (each step's ``node_started`` event records its input).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from test_cli_hostile_input import refused, rejected, zeroshot
 
+from zeroshot_kernel.batch import create_batch
 from zeroshot_kernel.batch.parameters import MAX_SETS
+from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
 from zeroshot_kernel.ledger.events import MAX_EVENT_BYTES, MAX_INPUT_BYTES
 
@@ -28,10 +33,12 @@ QUICK_S = 20
 bombs took 33-53 s and 6 GB before they were counted in bytes)."""
 
 
-def quickly(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def quickly(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``zeroshot ARGS`` in ``folder`` (1 GiB of address space, no traceback), timed."""
     started = time.monotonic()
-    ran = zeroshot(folder, *args)
+    ran = zeroshot(folder, *args, env=env)
     assert time.monotonic() - started < QUICK_S, args[:2]
     return ran
 
@@ -162,3 +169,128 @@ def test_the_largest_admitted_input_runs_to_the_end(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr[-1000:]
     assert ran.stdout.splitlines()[-1].startswith("    v2:"), ran.stdout[-300:]
     assert "finished  succeeded" in ran.stdout
+
+
+def test_a_ledger_that_is_not_text_or_too_long_is_named_in_one_line(tmp_path: Path) -> None:
+    not_text = quickly(tmp_path, "list", env={"ZEROSHOT_LEDGER": "/tmp/\udcff\udcfe.db"})
+    refused(not_text, "ZEROSHOT_LEDGER /tmp/\\udcff\\udcfe.db is not valid UTF-8 text")
+    long_name = "a" * 5000
+    for ledger in (long_name, f"sqlite:///{tmp_path}/{long_name}"):
+        too_long = quickly(tmp_path, "list", "--ledger", ledger)
+        refused(too_long, "the database file cannot be used (File name too long)")
+    assert list(tmp_path.iterdir()) == []
+
+
+RESEARCH = ("research", "run", "rosenbrock", "--iterations", "1", "--detach")
+STUDY_LOCKS = Path(".zeroshot") / "locks"
+
+
+def research_workspace(folder: Path) -> Path:
+    (folder / ".zeroshot").mkdir(parents=True)
+    return folder
+
+
+def test_a_locks_folder_that_is_a_file_is_named_in_one_line(tmp_path: Path) -> None:
+    folder = research_workspace(tmp_path)
+    (folder / STUDY_LOCKS).write_text("")
+    line = refused(quickly(folder, *RESEARCH), f"{folder / STUDY_LOCKS} is not a folder")
+    assert "Nothing was started" in line
+    assert sorted(p.name for p in (folder / ".zeroshot").iterdir()) == ["locks"]
+
+
+def test_a_study_lock_linked_outside_creates_nothing_there(tmp_path: Path) -> None:
+    folder = research_workspace(tmp_path / "ws")
+    (folder / STUDY_LOCKS).mkdir(parents=True)
+    outside = tmp_path / "outside.lock"
+    (folder / STUDY_LOCKS / "study-rosenbrock.run.lock").symlink_to(outside)
+    refused(quickly(folder, *RESEARCH), "study-rosenbrock.run.lock is a symbolic link")
+    assert not outside.exists() and not (folder / ".zeroshot" / "research").exists()
+
+
+def test_a_forged_study_holder_neither_fakes_a_line_nor_blocks_the_study(
+    tmp_path: Path,
+) -> None:
+    """A holder file is believed only while another process holds the study's lock, and
+    the refusal names it; a forged one (a live process that is no controller, a run id
+    holding a newline) with the lock free blocks nothing and is never printed."""
+    folder = research_workspace(tmp_path)
+    locks = folder / STUDY_LOCKS
+    locks.mkdir()
+    holder = locks / "study-rosenbrock.holder.json"
+    holder.write_text(json.dumps({"runId": "run-elsewhere", "owner": "h:1:2:abcd1234"}))
+    locker = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(locks / "study-rosenbrock.run.lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert locker.stdout and locker.stdout.readline() == "held\n"
+        busy = quickly(folder, *RESEARCH)
+    finally:
+        locker.kill()
+        locker.wait(30)
+    line = refused(busy, "is being researched by run run-elsewhere")
+    assert str(holder) in line and "Nothing was started" in line
+
+    ticks = Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    owner = f"{socket.gethostname()}:{os.getpid()}:{ticks}:abcd1234"
+    holder.write_text(json.dumps({"runId": "run-x\nerror: forged", "owner": owner}))
+    started = quickly(folder, *RESEARCH)
+    assert started.returncode == 0, started.stderr
+    assert "forged" not in started.stdout + started.stderr
+    run_id = started.stdout.split(":", 1)[0].removeprefix("started ")
+    assert quickly(folder, "stop", run_id).returncode == 0
+    assert Client(workspace=str(folder)).run(run_id).wait(60) is not None
+
+
+HOLD_LOCK = (
+    "import fcntl, sys\n"
+    "lock = open(sys.argv[1], 'a')\n"
+    "fcntl.flock(lock, fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+"""Another process holding a lock file until its stdin closes (or it is killed)."""
+
+
+def notebook(folder: Path) -> Path:
+    path = folder / "n.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}))
+    return path
+
+
+def test_a_malformed_scheduler_address_is_refused_before_the_batch_is_recorded(
+    tmp_path: Path,
+) -> None:
+    folder = research_workspace(tmp_path)
+    for address, words in (
+        ("not a url", "missing port number"),
+        ("foo://host:1", "unknown address scheme 'foo'"),
+        ("tcp://127.0.0.1:99999", "port 99999 is not 1-65535"),
+    ):
+        ran = quickly(
+            folder, "batch", "run", str(notebook(folder)), "-p", "x", "1", "--dask", address
+        )
+        assert refused(ran, words).startswith(f"error: --dask {address}: ")
+    nothing_recorded(folder)
+
+
+def test_a_megabyte_parameter_value_is_shown_cut(tmp_path: Path) -> None:
+    """``batch status`` shows each item's parameters on one line of bounded length (the
+    value is data: ``--json`` has it whole)."""
+    folder = research_workspace(tmp_path)
+    ledger = str(folder / "batches.db")
+    created = create_batch(
+        notebook(folder),
+        [{"text": "v" * 3_000_000}],
+        output_dir=folder / "out",
+        ledger=ledger,
+        allow_outside_workspace=True,  # this process works in the repository
+    )
+    shown = quickly(folder, "batch", "status", created.batch_id, "--ledger", ledger)
+    assert shown.returncode == 0, shown.stderr
+    assert len(shown.stdout) < 2000 and '{"text": "vvvv' in shown.stdout and "…" in shown.stdout
+    whole = quickly(folder, "batch", "status", created.batch_id, "--ledger", ledger, "--json")
+    [item] = json.loads(whole.stdout)["items"]
+    assert item["parameters"] == {"text": "v" * 3_000_000}

@@ -166,6 +166,26 @@ def test_a_controller_that_cannot_write_is_explained_by_status(ws: Workspace) ->
     assert "its log ends:" in text and "the ledger failed" in text
 
 
+def test_a_foreground_run_names_the_ledger_its_controller_could_not_write(
+    ws: Workspace,
+) -> None:
+    """Attached, the user sees why the controller stopped (the ledger that failed under it)
+    in the one line that says how to resume, not only that it is gone."""
+    graph, plan = g.guarded_graph("talk")
+    (ws.root / "graph.json").write_text(json.dumps(graph))
+    (ws.root / "plan.json").write_text(json.dumps(plan))
+    ws.behave(work={"lines": ["x" * 300] * 400})
+
+    def limited() -> None:  # room to create the run, not for what its controller writes
+        resource.setrlimit(resource.RLIMIT_FSIZE, (96 * 1024, 96 * 1024))
+
+    ran = zeroshot(ws, *COMMANDS["run"], "--ledger", str(ws.ledger_path), preexec=limited)
+    assert ran.returncode == 3, (ran.stdout[-500:], ran.stderr[-2000:])
+    [line] = ran.stderr.splitlines()
+    assert f"{STOPPED} " in line and "the ledger failed" in line, line
+    assert "file-size limit" in line and "zeroshot resume run-" in line, line
+
+
 @pytest.fixture
 def read_only(ws: Workspace) -> Iterator[None]:
     """The ledger file and its folder immutable: tests run as root, for whom permission

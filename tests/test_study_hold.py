@@ -20,8 +20,8 @@ from support import wait_until
 from test_widgets_monitor import FAST_TASK, fast_task
 
 from zeroshot_kernel.auto_research import study_hold
+from zeroshot_kernel.auto_research.lock_files import LOCKS_DIR
 from zeroshot_kernel.auto_research.study_hold import (
-    LOCKS_DIR,
     StudyBusy,
     await_release,
     hold_study,

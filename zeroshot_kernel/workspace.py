@@ -13,7 +13,15 @@ from pathlib import Path
 
 from sqlalchemy import URL
 
+from zeroshot_kernel.exceptions import InvalidInput
+
 LEDGER_ENV = "ZEROSHOT_LEDGER"
+MAX_SHOWN_CHARS = 200
+
+
+class LedgerPathError(InvalidInput):
+    """A ledger location that is not text: a path or URL holding bytes that are not UTF-8
+    (an environment variable or a folder name can), which no database URL can carry."""
 
 
 def find_workspace(start: str | os.PathLike[str] | None = None) -> Path:
@@ -28,15 +36,32 @@ def find_workspace(start: str | os.PathLike[str] | None = None) -> Path:
 def ledger_url(
     explicit: str | None = None, workspace: Path | None = None, *, use_env: bool = True
 ) -> str:
-    """The ledger URL to use; a plain path is taken as a SQLite file."""
-    value = explicit or (os.environ.get(LEDGER_ENV) if use_env else None)
+    """The ledger URL to use; a plain path is taken as a SQLite file. Raises
+    :class:`LedgerPathError` for a location that is not UTF-8 text."""
+    from_env = os.environ.get(LEDGER_ENV) if use_env and not explicit else None
+    value = explicit or from_env
     if value is None:
         root = workspace or find_workspace()
         path = root / ".zeroshot" / "ledger.db"  # its folder is made by the first write
-        return URL.create("sqlite", database=str(path)).render_as_string()
+        return _sqlite_url(_text(str(path), "the workspace's ledger"))
+    _text(value, LEDGER_ENV if from_env else "the ledger")
     if "://" not in value:
-        path = Path(value).expanduser().resolve()
-        return URL.create("sqlite", database=str(path)).render_as_string()
+        return _sqlite_url(str(Path(value).expanduser().resolve()))
+    return value
+
+
+def _sqlite_url(path: str) -> str:
+    return URL.create("sqlite", database=path).render_as_string()
+
+
+def _text(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_SHOWN_CHARS]
+        raise LedgerPathError(
+            f"{what} {shown} is not valid UTF-8 text; name a ledger with --ledger"
+        ) from None
     return value
 
 

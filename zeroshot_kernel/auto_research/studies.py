@@ -25,8 +25,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zeroshot_kernel.auto_research.lock_files import LockUnusable, locks_folder, open_lock
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords
-from zeroshot_kernel.auto_research.study_hold import await_release, study_holder
+from zeroshot_kernel.auto_research.study_hold import await_release, holder_file, study_holder
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.errors import RunNotFound
@@ -118,9 +119,7 @@ def _legacy_entries(root: Path) -> list[str]:
 def _locked(workspace: Path, name: str) -> Iterator[None]:
     """Hold ``.zeroshot/locks/<name>.lock`` (an ``fcntl`` lock: the kernel releases it
     when its holder dies, so a crashed holder never blocks anyone)."""
-    locks = workspace / ".zeroshot" / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with (locks / f"{name}.lock").open("a") as lock:
+    with open_lock(locks_folder(workspace) / f"{name}.lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
@@ -204,9 +203,12 @@ def claimed(client: Client, run_input: Any) -> Iterator[None]:
         yield
         return
     study = check_study_name(study_of(run_input))
-    with _locked(client.workspace, f"study-{study}"):
-        claim_study(client, client.workspace, study, str(run_input["task"]))
-        yield
+    try:
+        with _locked(client.workspace, f"study-{study}"):
+            claim_study(client, client.workspace, study, str(run_input["task"]))
+            yield
+    except LockUnusable as problem:
+        raise StudyError(f"{problem}. Nothing was started.") from None
 
 
 def study_of_run(client: Client, run_id: str) -> str:
@@ -268,6 +270,6 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
     if holder is not None:
         raise StudyError(
             f"study {study!r} is being researched by run {holder}, whose controller holds "
-            "it (the run may be recorded in another ledger); wait for it or name another "
-            "study with --study. Nothing was started."
+            f"it (the run may be recorded in another ledger; see {holder_file(workspace, study)}"
+            "); wait for it or name another study with --study. Nothing was started."
         )

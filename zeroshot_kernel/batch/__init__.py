@@ -22,6 +22,7 @@ from zeroshot_kernel.batch.runner import (
     resume_batch,
     run_batch,
 )
+from zeroshot_kernel.batch.scheduler import SchedulerUnusable
 from zeroshot_kernel.batch.storage import BatchItem, BatchNotFound, BatchStatus, BatchStore
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "OutputOutsideWorkspace",
     "OutputUnusable",
     "ParameterError",
+    "SchedulerUnusable",
     "batch_status",
     "create_batch",
     "open_store",

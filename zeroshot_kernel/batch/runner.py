@@ -30,6 +30,7 @@ from zeroshot_kernel.batch.outputs import (
     output_directory,
 )
 from zeroshot_kernel.batch.parameters import check_sets
+from zeroshot_kernel.batch.scheduler import check_address, connected
 from zeroshot_kernel.batch.storage import (
     BatchItem,
     BatchOptions,
@@ -67,6 +68,8 @@ def run_batch(
     allow_outside_workspace: bool = False,
 ) -> BatchStatus:
     """Record a new batch (:func:`create_batch`) and execute every item of it."""
+    if dask is not None:
+        check_address(dask)
     created = create_batch(
         notebook,
         parameter_sets,
@@ -228,10 +231,8 @@ def _executor(workers: int, dask: str | None) -> Iterator[tuple[Executor, Runner
     notebook's timeout kills it): a child process that a local thread, or a dask worker,
     waits on."""
     if dask is not None:
-        from distributed import Client
-
-        with Client(dask) as client:  # type: ignore[no-untyped-call]
-            yield client.get_executor(pure=False), execute_in_child, 0.0
+        with connected(dask) as client:
+            yield client.get_executor(pure=False), execute_in_child, 0.0  # type: ignore[no-untyped-call]
         return
     if workers < 1:
         raise ValueError("workers must be at least 1")

@@ -11,6 +11,7 @@ from typer.core import TyperGroup
 
 from zeroshot_kernel.console.options import LedgerOption, TargetOption, chosen_ledger
 from zeroshot_kernel.console.output import fail_usage, print_json
+from zeroshot_kernel.contract.reading import shorten
 
 if TYPE_CHECKING:
     from zeroshot_kernel.batch import BatchStatus
@@ -121,7 +122,14 @@ def run(
     Parameter names must be plain Python variable names (they become code in the
     parameters cell); values are passed as literals. Anything else is refused before any
     notebook runs."""
-    from zeroshot_kernel.batch import ParameterError, create_batch, parameter_sets, resume_batch
+    from zeroshot_kernel.batch import (
+        ParameterError,
+        SchedulerUnusable,
+        create_batch,
+        parameter_sets,
+        resume_batch,
+    )
+    from zeroshot_kernel.batch.scheduler import check_address
     from zeroshot_kernel.exceptions import InvalidInput
 
     pairs = [tuple(text.split("=", 1)) for text in parameter or []]
@@ -132,7 +140,9 @@ def run(
     except ParameterError as problem:
         fail_usage(str(problem))
     ledger_chosen = chosen_ledger(ledger, target)
-    try:  # the notebook, the parameters and the output folder, before anything starts
+    try:  # the notebook, the parameters, the output folder and the scheduler's address
+        if dask is not None:
+            check_address(dask)
         created = create_batch(
             notebook,
             sets,
@@ -146,13 +156,19 @@ def run(
         fail_usage(str(problem))
     if not as_json:
         typer.echo(f"executed notebooks go to {created.output_dir}", err=True)
-    status = resume_batch(  # a new batch: every item is still to run
-        created.batch_id,
-        workers=workers,
-        dask=dask,
-        ledger=ledger_chosen,
-        progress=not quiet and not as_json,
-    )
+    try:
+        status = resume_batch(  # a new batch: every item is still to run
+            created.batch_id,
+            workers=workers,
+            dask=dask,
+            ledger=ledger_chosen,
+            progress=not quiet and not as_json,
+        )
+    except SchedulerUnusable as problem:
+        fail_usage(
+            f"{problem}; batch {created.batch_id} is recorded: run it with "
+            f"zeroshot batch resume {created.batch_id}"
+        )
     _report(status, as_json)
 
 
@@ -167,7 +183,13 @@ def resume(
     target: TargetOption = None,
 ) -> None:
     """Execute again only the items of a batch that did not succeed."""
-    from zeroshot_kernel.batch import BatchNotFound, OutputUnusable, ParameterError, resume_batch
+    from zeroshot_kernel.batch import (
+        BatchNotFound,
+        OutputUnusable,
+        ParameterError,
+        SchedulerUnusable,
+        resume_batch,
+    )
 
     try:
         status = resume_batch(
@@ -177,7 +199,7 @@ def resume(
             ledger=chosen_ledger(ledger, target),
             progress=not quiet and not as_json,
         )
-    except (BatchNotFound, ParameterError, OutputUnusable) as problem:
+    except (BatchNotFound, ParameterError, OutputUnusable, SchedulerUnusable) as problem:
         fail_usage(str(problem))
     _report(status, as_json)
 
@@ -216,12 +238,12 @@ def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) 
         typer.echo(f"{found.batch_id}: {_counts(found)}; notebook {found.notebook}")
         for item in found.items:
             duration = f"{item.duration_s:6.1f} s" if item.duration_s is not None else "      -"
-            typer.echo(
+            typer.echo(  # values are cut (a parameter can be megabytes; --json has all)
                 f"  {item.index:3d}  {item.status:<9} {duration}  "
-                f"{json.dumps(item.parameters, sort_keys=True)}"
+                f"{shorten(json.dumps(item.parameters, sort_keys=True))}"
             )
             if item.results:
-                typer.echo(f"       recorded {json.dumps(item.results, sort_keys=True)}")
+                typer.echo(f"       recorded {shorten(json.dumps(item.results, sort_keys=True))}")
             if item.error:
                 typer.echo(f"       error: {item.error}")
             if item.output:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from zeroshot_kernel.console.output import printable
+
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Run
 
@@ -56,16 +58,27 @@ class ControllerWatch:
         self._gone_since = self._gone_since or now
         if now - self._gone_since >= GONE_GRACE_S:
             typer.echo(
-                f"error: the controller of {self._run.id} stopped ({state.why}); the run "
-                f"is unfinished: resume it with `zeroshot resume {self._run.id}`",
+                printable(
+                    f"error: the controller of {self._run.id} stopped ({state.why})"
+                    f"{self._final_word()}; the run is unfinished: resume it with "
+                    f"`zeroshot resume {self._run.id}`"
+                ),
                 err=True,
             )
             raise typer.Exit(EXIT_CONTROLLER_GONE)
 
+    def _final_word(self) -> str:
+        """What the controller logged as it stopped (the ledger that failed under it, say),
+        when its log ends with that."""
+        from zeroshot_kernel.engine.controller_main import STOPPED
+        from zeroshot_kernel.engine.launch import last_log_line
+
+        last = last_log_line(self._run.client.workspace, self._run.id)
+        return f": {last}" if last is not None and STOPPED in last else ""
+
 
 def failure_lines(run: Run) -> list[str]:
     """A failed run's cause (failing node, error, detail, the worker's last error lines)."""
-    from zeroshot_kernel.console.output import printable
     from zeroshot_kernel.ledger.failure import explain_failure
 
     cause = explain_failure(event for _, event in run.events())

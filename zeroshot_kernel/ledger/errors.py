@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from zeroshot_kernel.contract.reading import shorten
 from zeroshot_kernel.exceptions import ZeroshotError
 
 
@@ -136,7 +137,7 @@ class LedgerUnavailable(LedgerError):
     unreachable. ``problem`` says which; the message is one line naming the ledger."""
 
     def __init__(self, ledger: str, problem: LedgerProblem, reason: str) -> None:
-        super().__init__(f"ledger {ledger}: {reason}")
+        super().__init__(f"ledger {shorten(ledger)}: {reason}")
         self.ledger = ledger
         self.problem = problem
         self.reason = reason

@@ -38,6 +38,7 @@ from zeroshot_kernel.ledger.errors import (
     IdempotencyConflict,
     InvalidArgument,
     LeaseNotHeld,
+    LedgerUnavailable,
     PayloadRejected,
     RunNotFound,
 )
@@ -363,13 +364,26 @@ class Ledger:
 
     # -- plumbing -----------------------------------------------------------------------
 
+    @staticmethod
+    def _file_exists(file: Path) -> bool:
+        """Whether the SQLite file exists; a name the system refuses (too long, a loop of
+        links) leaves the ledger unusable, said in one line."""
+        try:
+            return file.exists()
+        except OSError as problem:
+            raise LedgerUnavailable(
+                str(file),
+                "unreachable",
+                f"the database file cannot be used ({problem.strerror or problem})",
+            ) from None
+
     def _exists(self) -> bool:
         """Whether the database holds a ledger, checked without writing (a SQLite file
         that does not exist is not even opened); one of an older schema is migrated
         first, as every read of it needs the current tables."""
         if self._ready:
             return True
-        if self._file is not None and not self._file.exists():
+        if self._file is not None and not self._file_exists(self._file):
             return False
         with self._reading() as session:
             state = schema_state(session)
