@@ -98,3 +98,28 @@ def test_a_boxed_run_says_nothing_of_containment_but_status_names_its_box(
     assert "UNCONTAINED" not in ran.stdout + ran.stderr
     [run] = json.loads(zeroshot(claude_run, "list", "--json").stdout)
     assert "sandbox: bwrap" in zeroshot(claude_run, "status", run["runId"]).stdout
+
+
+def test_a_profile_keeps_its_sandbox_and_a_run_may_override_it(claude_run: Path) -> None:
+    no_box = {BWRAP_ENV: str(claude_run / "no-bwrap")}
+    saved = zeroshot(
+        claude_run,
+        "profile",
+        "save",
+        "loose",
+        "--graph",
+        "graph.json",
+        "--runtime",
+        "@plan.json",
+        "--input",
+        '{"value": 1}',
+        "--sandbox",
+        "none",
+    )
+    assert saved.returncode == 0, saved.stderr
+    ran = zeroshot(claude_run, "run", "--profile", "loose", **no_box)
+    assert ran.returncode == 0, ran.stderr
+    assert "UNCONTAINED" in ran.stderr
+    boxed = zeroshot(claude_run, "run", "--profile", "loose", "--sandbox", "bwrap", **no_box)
+    assert boxed.returncode == 2 and "no sandbox" in boxed.stderr
+    assert len(json.loads(zeroshot(claude_run, "list", "--json").stdout)) == 1

@@ -15,6 +15,7 @@ from zeroshot_kernel.console.options import (
     LedgerOption,
     MaxTokensOption,
     PushOption,
+    SandboxOption,
     TargetOption,
     TaskOption,
     open_client,
@@ -29,6 +30,7 @@ from zeroshot_kernel.console.output import (
     read_input,
     read_runtime,
 )
+from zeroshot_kernel.sandbox import sandbox_mode
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
@@ -85,6 +87,7 @@ def save(
     model: Annotated[str | None, typer.Option(help="Template: the agents' model.")] = None,
     base_url: BaseUrlOption = None,
     max_tokens: MaxTokensOption = None,
+    sandbox: SandboxOption = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a saved profile of this name.")
     ] = False,
@@ -116,6 +119,7 @@ def save(
             "max_tokens": max_tokens,
             # only the openai harness reads it (the variable may be set for others)
             "base_url": base_url if harness == "openai" else None,
+            "sandbox": sandbox_mode(sandbox),
         }
         expansion = _expand(template, options)
         document: Any = expansion.graph
@@ -127,6 +131,8 @@ def save(
     else:
         assert graph is not None
         document = read_document(graph)
+        if sandbox is not None:
+            plan = {**(plan or {}), "sandbox": sandbox_mode(sandbox)}
     client = open_client(ledger, target)
     try:
         saved = client.save_profile(
