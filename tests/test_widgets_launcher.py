@@ -10,6 +10,7 @@ from zeroshot_widgets import Launcher
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult
+from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
 from zeroshot_kernel.targets import Targets
 
 
@@ -172,3 +173,25 @@ def test_an_existing_profile_is_replaced_only_when_replace_is_ticked(client: Cli
     assert [p.name for p in client.profiles.list()] == ["nightly"]
     assert launcher.replace.value is False  # one replacement per tick
     assert launcher.profile.value == "nightly" and launcher.iterations.value == 4
+
+
+def test_the_sandbox_field_reaches_the_plan_and_a_missing_box_is_shown(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    launcher = Launcher(client, task=TASK, iterations=1, harness="claude", model="m")
+    assert launcher.sandbox.value == "bwrap"
+    assert launcher.launch() is None
+    assert (
+        "no sandbox" in launcher.diagnostics.value
+        and "--sandbox none" in launcher.diagnostics.value
+    )
+    assert client.runs() == []
+    launcher.harness.value = "local"
+    launcher.sandbox.value = "none"
+    monitor = launcher.launch()
+    assert monitor is not None
+    (summary,) = client.runs()
+    assert client.run(summary.run_id).sandbox == "none"
+    monitor.stop_run()
+    monitor.join(timeout=60)
