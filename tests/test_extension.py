@@ -22,8 +22,10 @@ from workbench_support import TASK, finished_run, research_workspace
 import zeroshot_kernel
 from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.cli import app
+from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult
 from zeroshot_kernel.magics import ZeroshotMagics
+from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
 from zeroshot_kernel.templates import expand_template
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -250,3 +252,19 @@ def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell
     assert shell.user_ns["authored"] == graph
     refused = cell(shell, "--as 1st", yaml.safe_dump(graph))
     assert "error: --as '1st': not a Python variable name" in refused.stderr
+
+
+def test_research_takes_the_sandbox_option_as_the_cli_does(
+    shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(research_workspace(tmp_path))
+    monkeypatch.setenv(BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    refused = line(shell, f"research {TASK} --harness claude --model m")
+    assert error_lines(refused.stderr) and "no sandbox" in refused.stderr
+    assert ours(shell).shown == []
+    launched = line(shell, f"research {TASK} --iterations 1 --sandbox none")
+    assert launched.stdout.startswith("started run-")
+    (monitor,) = ours(shell).shown
+    assert Client(workspace=str(Path.cwd())).run(monitor.run_id).sandbox == "none"
+    monitor.stop_run()
+    monitor.join(timeout=60)

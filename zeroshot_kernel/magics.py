@@ -37,7 +37,7 @@ from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     fail_usage,
 )
-from zeroshot_kernel.sandbox import sandbox_mode
+from zeroshot_kernel.sandbox import SandboxUnavailable, sandbox_mode
 
 LINE_PROG = "%zeroshot"
 CELL_PROG = "%%zeroshot_graph"
@@ -315,4 +315,9 @@ def _invoke(app: typer.Typer, prog: str, line: str, invocation: Invocation) -> N
         typer.echo(f"error: {problem}", err=True)
         return
     with contextlib.suppress(SystemExit):
-        typer.main.get_command(app).main(args, prog_name=prog, standalone_mode=True, obj=invocation)
+        try:
+            typer.main.get_command(app).main(
+                args, prog_name=prog, standalone_mode=True, obj=invocation
+            )
+        except SandboxUnavailable as refused:  # one line, as the CLI's main prints it
+            typer.echo(f"error: {refused}", err=True)
