@@ -11,6 +11,7 @@ link. The controller never imports from its working directory (``python -P``) an
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import stat
 import subprocess
@@ -45,12 +46,19 @@ def controller_log(workspace: Path, run_id: str) -> Path:
 
 
 def _open_log(path: Path) -> int:
-    """The log for appending, refusing a link at its place or at its folder's."""
+    """The log for appending, never through a link: a link planted at its place is replaced
+    by a fresh file (its target untouched); a link at its folder's is refused."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.parent.is_symlink():
         raise OSError(f"{path.parent} is a symbolic link; the controller log is not written")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    return os.open(path, flags, 0o600)
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError as problem:
+        if problem.errno != errno.ELOOP:
+            raise
+    path.unlink()
+    return os.open(path, flags | os.O_EXCL, 0o600)
 
 
 LOG_TAIL_BYTES = 8192

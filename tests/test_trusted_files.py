@@ -1,0 +1,40 @@
+"""Files trusted code writes are never written through a link another hand planted: a
+resumed controller that finds a symbolic link where its log goes (into the user's
+``~/.bashrc``) leaves the link's target as it was and logs to a fresh file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import engine_graphs as g
+import pytest
+from engine_support import controller_pid, finish, kill, make_workspace, resume_when_free, wire
+from support import wait_until
+
+from zeroshot_kernel.engine.launch import controller_log
+
+
+@pytest.fixture(autouse=True)
+def short_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "1")
+
+
+def test_a_link_planted_at_the_controller_log_is_replaced_not_followed(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    ws.behave(work={"wait_for_file": "go"})
+    run = ws.submit(g.single_step_graph("talk"), {"value": 1})
+    wait_until(lambda: (ws.root / "pids").is_dir() and any((ws.root / "pids").iterdir()), 30)
+    kill(controller_pid(ws.client, run.id))
+
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_text("# the user's own\n")
+    log = controller_log(ws.root, run.id)
+    log.unlink()
+    log.symlink_to(victim)
+
+    resumed = resume_when_free(ws.client, run.id)
+    (ws.root / "go").write_text("")
+    assert wire(finish(resumed, timeout=60))["status"] == "succeeded"
+    assert victim.read_text() == "# the user's own\n"
+    assert not log.is_symlink() and log.is_file() and log.read_text()
