@@ -87,6 +87,12 @@ def test_an_aliased_string_bomb_is_refused_as_an_input(tmp_path: Path) -> None:
     nothing_recorded(folder)
 
 
+def test_an_alias_inside_its_own_anchor_is_a_cycle_not_a_number(tmp_path: Path) -> None:
+    cyclic = tmp_path / "cycle.yaml"
+    cyclic.write_text("root: &r {children: [*r]}\n")
+    rejected(quickly(tmp_path, "validate", str(cyclic)), "refers to a node that contains it")
+
+
 def test_a_few_aliases_of_a_large_string_are_still_read(tmp_path: Path) -> None:
     """The byte count refuses what expands past the limit, not aliases as such."""
     folder = workspace(tmp_path)

@@ -204,6 +204,8 @@ def _check_yaml_events(events: Iterable[yaml.Event]) -> None:
             expanded_bytes += size
             settle(1, size, event.anchor)
         elif isinstance(event, yaml.AliasEvent):
+            if event.anchor in open_anchors:  # JSON has no cycles: no reader could walk it
+                raise DocumentError("a YAML alias refers to a node that contains it (a cycle)")
             values, size = anchored.get(event.anchor or "", (1, 1))
             added_values += values
             expanded_bytes += size
