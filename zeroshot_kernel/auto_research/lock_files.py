@@ -31,6 +31,7 @@ class LockUnusable(Refused):
 
 
 def locks_folder(workspace: str | os.PathLike[str]) -> Path:
+    """Where ``workspace`` keeps its lock files."""
     return Path(workspace).resolve() / LOCKS_DIR
 
 
@@ -55,6 +56,8 @@ def replace_file(path: Path, data: bytes) -> None:
     temporary = f".{path.name}.{os.getpid()}.{threading.get_ident()}"
     with _folder(path.parent) as folder:
         try:
+            with contextlib.suppress(FileNotFoundError):  # left by a process of this pid
+                os.unlink(temporary, dir_fd=folder)
             handle = os.open(
                 temporary,
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,

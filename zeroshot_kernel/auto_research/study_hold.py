@@ -88,10 +88,13 @@ def _try_hold(lock_path: Path, holder_path: Path, run_id: str) -> bool:
         handle = open_lock(lock_path)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _write_holder(holder_path, run_id)
         except BlockingIOError:
             handle.close()
             return False
-        _write_holder(holder_path, run_id)
+        except BaseException:  # no holder file written: let go of the lock at once
+            handle.close()
+            raise
         _held[lock_path] = _Hold(run_id, handle, holder_path)
         return True
 
