@@ -23,10 +23,13 @@ from zeroshot_kernel.auto_research import (
 
 @pytest.fixture
 def lab(tmp_path: Path) -> tuple[Path, Path]:
-    """The line task with its ``*.py`` files editable, and a workspace."""
+    """The line task with its ``*.py`` files editable (its objective too, so it declares
+    itself self-scored), and a workspace."""
     task = line_task(tmp_path / "task")
     spec = json.loads((task / "task.yaml").read_text())
-    (task / "task.yaml").write_text(json.dumps({**spec, "editable": ["*.py"]}))
+    (task / "task.yaml").write_text(
+        json.dumps({**spec, "editable": ["*.py"], "selfScored": True})
+    )
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return task, workspace

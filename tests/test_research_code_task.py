@@ -2,7 +2,7 @@
 
 Its target is out of reach of the starting left Riemann sum and of any parameter; a better
 rule written into ``quadrature.py`` reaches it through the trusted measure step (real
-subprocess experiments). Parameters, edits of the non-editable objective and the embedded
+subprocess experiments). Parameters, edits of the non-editable runner and the embedded
 agents (which search parameters only) are refused with a clear, recorded reason.
 """
 
@@ -86,7 +86,7 @@ def test_the_code_task_loads_and_its_baseline_is_far_from_the_target() -> None:
     spec = task.spec
     assert spec.search_space == [] and task.start_params == {}
     assert spec.editable == ["quadrature.py"] and spec.is_editable("quadrature.py")
-    assert not spec.is_editable("objective.py")
+    assert not spec.is_editable("run.py")
     assert spec.direction == "minimize" and spec.target == -5.0
     assert not (task.candidate_dir / spec.params_file).exists(), "a code task has no params"
     assert spec.embedded_agents_problem() == MESSAGE
@@ -115,7 +115,7 @@ def test_a_whole_contents_edit_reaches_the_target_and_is_recorded_with_its_diff(
     assert evidence.gain > 3.0 and evidence.supports_adoption
     assert "--- a/quadrature.py" in evidence.diff and "+++ b/quadrature.py" in evidence.diff
     assert "+        total += (4 if i % 2 else 2) * f(a + i * h)" in evidence.diff
-    assert "objective.py" not in evidence.diff
+    assert "run.py" not in evidence.diff
 
     records = ResearchRecords(workspace, STUDY)
     manifest = records.read_manifest("c001")
@@ -184,14 +184,14 @@ def _rejected(workspace: Path, proposed: Any, reason: str) -> None:
     assert result.disposition == "reject" and reason.split(":")[0] in result.justification
 
 
-def test_an_edit_of_the_objective_is_a_recorded_rejection(workspace: Path) -> None:
+def test_an_edit_of_the_runner_is_a_recorded_rejection(workspace: Path) -> None:
     cheat = 'print(\'ZEROSHOT_METRIC {"name": "log10_error", "value": -15}\')\n'
     _rejected(
         workspace,
-        change({}, edits=[edit("objective.py", "contents", cheat)]),
-        "'objective.py' is outside the task's editable files (quadrature.py)",
+        change({}, edits=[edit("run.py", "contents", cheat)]),
+        "'run.py' is outside the task's editable files (quadrature.py)",
     )
-    assert (TASK / "candidate" / "objective.py").read_text() != cheat
+    assert (TASK / "candidate" / "run.py").read_text() != cheat
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from support import alive, read_pid_file, wait_until
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment, run_repeats
 from zeroshot_kernel.auto_research.agents import researcher, reviewer
 from zeroshot_kernel.auto_research.protocol import ResearcherInput, ReviewerInput
+from zeroshot_kernel.sandbox import Containment
 
 
 def _set_x(task_root: Path, x: float) -> Path:
@@ -62,11 +63,14 @@ def test_missing_command_is_a_crashed_result(tmp_path: Path) -> None:
 def test_hanging_experiment_is_killed_with_its_whole_process_group(
     tmp_path: Path, warm: bool
 ) -> None:
+    """Uncontained (``--sandbox none``), where the pids are this machine's: the process
+    group goes at the budget. (In a box its PID namespace goes with it: see
+    test_research_containment.)"""
     pid_file = tmp_path / "pids"
     root = line_task(tmp_path / "t", budget=1.0, env={"PID_FILE": str(pid_file)}, warm=warm)
     task = load_task(root)
     started = time.monotonic()
-    result = run_experiment(task, _set_x(root, 1.9), seed=3)
+    result = run_experiment(task, _set_x(root, 1.9), seed=3, containment=Containment("none"))
     assert time.monotonic() - started < 10
     assert result.status == "timed_out" and result.metric is None
     assert 1.0 <= result.duration_seconds < 10

@@ -189,7 +189,7 @@ def incumbents_html(rows: Sequence[StudyRow]) -> str:
     params = sorted({name for r in rows if r.incumbent for name in r.incumbent.params})
     lines: list[tuple[str, list[str]]] = [
         ("harness/model", [r.harness_model for r in rows]),
-        ("task", [r.task.rsplit("/", 1)[-1] or "-" for r in rows]),
+        ("task", [r.task_label for r in rows]),
         ("incumbent", [r.incumbent.candidate_id if r.incumbent else "-" for r in rows]),
         ("metric", [f"{format_metric(r.best)} {r.metric} ({r.direction_label})" for r in rows]),
         ("adopted in round", [str(r.incumbent.round) if r.incumbent else "-" for r in rows]),

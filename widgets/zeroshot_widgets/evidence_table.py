@@ -233,6 +233,8 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
             f"plateau {view.plateau} round{'s' if view.plateau != 1 else ''}"
             f" · reconsiderations {len(view.reconsiderations)}"
         )
+    for note in view.notes():
+        body += f"<br><b>{_e(note)}</b>"
     if was_stopped(view.terminal):
         body += "<br>run stopped"
     elif view.terminal is not None:

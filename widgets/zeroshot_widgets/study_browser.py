@@ -303,7 +303,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         values = [
             f"<b>{html.escape(row.name)}</b>"
             + (f" <span title='{html.escape(row.problem)}'>⚠</span>" if row.problem else ""),
-            html.escape(row.task.rsplit("/", 1)[-1] or "-"),
+            html.escape(row.task_label),
             html.escape(row.harness_model),
             _status(row.status),
             best,
@@ -336,7 +336,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             f"&nbsp;&nbsp;↳ <code>{html.escape(run.run_id)}</code>",
             "",
             html.escape(f"{run.harness}/{run.model}"),
-            _status(run.status),
+            _status(run.status_label),
             format_metric(run.best),
             str(run.rounds),
             str(run.adoptions),
@@ -385,5 +385,5 @@ def _cell(value: str, *, muted: bool = False) -> widgets.HTML:
 
 
 def _status(status: str) -> str:
-    color = _STATUS_COLORS.get(status.split(":", 1)[0], "#555")
+    color = _STATUS_COLORS.get(status.split(":", 1)[0].split(" · ", 1)[0], "#555")
     return f"<span style='color:{color}' title='{html.escape(status)}'>{html.escape(status)}</span>"

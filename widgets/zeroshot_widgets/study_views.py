@@ -47,6 +47,7 @@ from zeroshot_kernel.auto_research.importance import (
 )
 from zeroshot_kernel.auto_research.task import SearchParameter
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.sandbox import UNCONTAINED
 
 BAR = "#1f77b4"
 INCUMBENT = "#d62728"
@@ -535,9 +536,14 @@ def header_html(detail: CandidateDetail) -> str:
         )
     )
     incumbent = " · <b>incumbent</b>" if detail.incumbent else ""
+    marks = "".join(
+        f" · <b>{html.escape(mark)}</b>"
+        for mark, shown in (("self-scored", detail.self_scored), (UNCONTAINED, detail.uncontained))
+        if shown
+    )
     return (
         f"<b>{html.escape(detail.candidate_id)}</b> · round {detail.round} · parent "
-        f"{html.escape(parent)}{incumbent}<br>{html.escape(params)}<br>"
+        f"{html.escape(parent)}{incumbent}{marks}<br>{html.escape(params)}<br>"
         f"<small>content sha256 {detail.content_sha256[:12]}… · {state}</small>"
     )
 
@@ -586,7 +592,8 @@ def diff_html(diff: str) -> str:
 def measurements_html(detail: CandidateDetail) -> str:
     rows = "".join(
         f"<tr><td>{m.seed}</td><td>{_number(m.value)}</td><td>{html.escape(m.status)}</td>"
-        f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td></tr>"
+        f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td>"
+        f"<td>{'box' if m.contained else UNCONTAINED}</td></tr>"
         for m in detail.measurements
     )
     summary = f"mean {_number(detail.mean)} · std {_number(detail.std)} · n {detail.n}"
@@ -595,7 +602,7 @@ def measurements_html(detail: CandidateDetail) -> str:
         decision = f"<div>{html.escape(detail.review.noise_decision)}</div>"
     return (
         f"<div>{summary}</div>{decision}<table><tr><th>seed</th><th>value</th>"
-        f"<th>status</th><th>round</th><th>time</th></tr>{rows}</table>"
+        f"<th>status</th><th>round</th><th>time</th><th>ran</th></tr>{rows}</table>"
     )
 
 

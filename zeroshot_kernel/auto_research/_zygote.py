@@ -1,11 +1,14 @@
-"""A warm interpreter that forks Python experiments (run as a script; standard library only).
+"""A warm interpreter that runs Python experiments (run as a script; standard library only).
 
-Usage: ``python _zygote.py module ...``. It imports the modules once, then reads one JSON
-request per line on stdin (``script``, ``args``, ``cwd``, ``env``, ``log``, ``status``),
-forks a child for each and answers ``{"pid": ...}`` on stdout. The child becomes its own
-process group, runs the script as ``__main__`` with its output appended to ``log``, and
-writes its exit code to ``status``. Children are reaped automatically; the zygote exits
-when stdin closes, so it never outlives the process that started it.
+Usage: ``python _zygote.py module ...``. It imports the modules once and says
+``{"ready": true}`` on stdout, then reads one JSON request per line on stdin (``id``,
+``script``, ``args``, ``cwd``, ``env``, ``log``, ``budget``) and forks a child for each. The
+child becomes its own process group and runs the script as ``__main__`` with its output
+appended to ``log``. The zygote enforces each child's budget itself (its whole group is
+killed when the budget is over) and answers ``{"id", "exit", "timedOut", "seconds"}`` when
+the child has ended, so it works the same inside a box, whose process ids its caller
+cannot see. When stdin closes it kills whatever still runs and exits, so it never outlives
+the process that started it.
 
 A preload module that does not import is skipped (the experiment reports its own import
 error). A script that fails because a package an extra of this distribution installs is
@@ -21,8 +24,10 @@ import json
 import os
 import random
 import runpy
+import select
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -30,18 +35,93 @@ INSTALL_HINTS = {"sklearn": ("scikit-learn", "pip install 'zeroshot-workbench[ta
 """Packages the bundled tasks import that an extra of this distribution installs."""
 
 
+class _Running:
+    """One forked experiment: its request id, when it started and must end, and whether
+    the budget ended it."""
+
+    def __init__(self, ident: int, budget: float) -> None:
+        self.ident = ident
+        self.started = time.monotonic()
+        self.deadline = self.started + budget
+        self.timed_out = False
+
+
 def main(preload: list[str]) -> None:
     for module in preload:
         with contextlib.suppress(Exception):  # the experiment reports its own import error
             importlib.import_module(module)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    for line in sys.stdin:
-        request = json.loads(line)
-        pid = os.fork()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)  # a child's end wakes the select below
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    _say({"ready": True})
+    running: dict[int, _Running] = {}
+    pending = b""
+    reading = True
+    while reading or running:
+        waits = [wake_read, *([0] if reading else [])]
+        deadlines = [r.deadline for r in running.values() if not r.timed_out]
+        timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+        ready, _, _ = select.select(waits, [], [], timeout)
+        if wake_read in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_read, 4096)
+        if 0 in ready:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                reading = False
+                _kill_all(running)
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in filter(None, lines):
+                request = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(request)
+                running[pid] = _Running(int(request["id"]), float(request["budget"]))
+        _reap(running)
+        now = time.monotonic()
+        for pid, run in running.items():
+            if not run.timed_out and now >= run.deadline:
+                run.timed_out = True
+                _kill_group(pid)
+
+
+def _reap(running: dict[int, _Running]) -> None:
+    """Answer for every child that has ended; what it left in its group goes with it."""
+    while running:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
         if pid == 0:
-            _child(request)
-        sys.stdout.write(json.dumps({"pid": pid}) + "\n")
-        sys.stdout.flush()
+            return
+        run = running.pop(pid, None)
+        _kill_group(pid)
+        if run is not None:
+            _say(
+                {
+                    "id": run.ident,
+                    "exit": os.waitstatus_to_exitcode(status),
+                    "timedOut": run.timed_out,
+                    "seconds": round(time.monotonic() - run.started, 4),
+                }
+            )
+
+
+def _kill_all(running: dict[int, _Running]) -> None:
+    for pid in running:
+        _kill_group(pid)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _say(answer: dict[str, Any]) -> None:
+    os.write(1, (json.dumps(answer) + "\n").encode())
 
 
 def _child(request: dict[str, Any]) -> None:
@@ -49,6 +129,7 @@ def _child(request: dict[str, Any]) -> None:
     code = 1
     try:
         os.setsid()
+        signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND)
@@ -84,8 +165,6 @@ def _child(request: dict[str, Any]) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-            with open(request["status"], "w", encoding="utf-8") as status:
-                status.write(str(code))
         finally:
             os._exit(code)
 

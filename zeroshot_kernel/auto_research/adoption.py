@@ -5,8 +5,10 @@ evidence and the reviewer's verdict: the candidate becomes the incumbent only wh
 reviewer accepted (or approved a stop) *and* asked to adopt it *and* the trusted evidence
 supports it (measured on paired seeds, every run ok, the task's repeats, a gain beyond the
 noise floor in the task's direction) *and* its stored bytes still match their content
-hash. A reviewer can refuse a real gain; it cannot adopt noise. The evidence it reads is
-checked against the measure step's record, so a state edited on the way is refused.
+hash *and* every run the evidence rests on measured those bytes. A reviewer can refuse a
+real gain; it cannot adopt noise. The evidence it reads is checked against the measure
+step's record, so a state edited on the way is refused; the result records the content
+hash that was measured.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from zeroshot_kernel.auto_research.protocol import (
     ResearchResult,
     VerdictLabel,
 )
-from zeroshot_kernel.auto_research.records import IncumbentRecord, ResearchRecords, RoundRecord
+from zeroshot_kernel.auto_research.records import (
+    CandidateManifest,
+    IncumbentRecord,
+    ResearchRecords,
+    RoundRecord,
+)
 from zeroshot_kernel.auto_research.studies import records_for
 from zeroshot_kernel.auto_research.task import resolve_task
 from zeroshot_kernel.exceptions import Refused
@@ -85,6 +92,8 @@ def adopt(request: AdoptionRequest) -> ResearchResult:
         candidate_sha256=evidence.candidate_sha256,
         reconsidered=evidence.reconsidered,
         reconsideration_due=evidence.reconsideration_due,
+        contained=evidence.contained,
+        self_scored=evidence.self_scored,
     )
     records.decide(result)  # first: a retry finds the decision and settles the incumbent
     _settle_incumbent(records, result)
@@ -126,17 +135,9 @@ def _decide(
     )
     if evidence.supports_adoption and request.adopt:
         check = verify_candidate(records, candidate)
-        manifest = records.read_manifest(candidate)
-        if manifest is not None and manifest.content_sha256 != evidence.candidate_sha256:
-            check = check.model_copy(
-                update={
-                    "ok": False,
-                    "problems": [
-                        *check.problems,
-                        "the manifest names other bytes than were measured",
-                    ],
-                }
-            )
+        problems = _measured_other_bytes(records.read_manifest(candidate), evidence)
+        if problems:
+            check = check.model_copy(update={"ok": False, "problems": [*check.problems, *problems]})
         if check.ok:
             return "adopt", (f"{kept}adopted {candidate}: {numbers}; the reviewer accepted")
         return (
@@ -165,6 +166,24 @@ def _decide(
         )
     asked = "the reviewer asked to adopt, but " if request.adopt else ""
     return "reject", f"not adopted: {asked}the evidence does not support it: {numbers}"
+
+
+def _measured_other_bytes(manifest: CandidateManifest | None, evidence: Evidence) -> list[str]:
+    """What binds the evidence to other bytes than the candidate's stored ones: a manifest
+    naming other bytes, or a run on the evidence's seeds recorded with another hash."""
+    if manifest is None:
+        return ["no manifest"]
+    problems = []
+    if manifest.content_sha256 != evidence.candidate_sha256:
+        problems.append("the manifest names other bytes than were measured")
+    seeds = set(evidence.seeds)
+    if any(
+        m.content_sha256 and m.content_sha256 != evidence.candidate_sha256
+        for m in manifest.measurements
+        if m.experiment.seed in seeds
+    ):
+        problems.append("a run of the evidence measured other bytes")
+    return problems
 
 
 def _settle_incumbent(records: ResearchRecords, result: ResearchResult) -> None:

@@ -70,6 +70,8 @@ class SeedRun:
     status: str
     round: int
     duration_s: float
+    contained: bool = False
+    """Whether it ran in a box."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,13 @@ class CandidateDetail:
     """``None`` for the starting candidate, measured as the baseline."""
     incumbent: bool
     """Whether it is the study's incumbent now."""
+    self_scored: bool = False
+    """Its metric came from its own code (a code task without a scorer)."""
+
+    @property
+    def uncontained(self) -> bool:
+        """One of its measurements ran without a box."""
+        return any(not m.contained for m in self.measurements)
 
     @property
     def values(self) -> list[float]:
@@ -260,11 +269,14 @@ def candidate_detail(
                 status=m.experiment.status,
                 round=m.round,
                 duration_s=m.experiment.duration_seconds,
+                contained=m.experiment.contained,
             )
             for m in manifest.measurements
         ),
         review=review,
         incumbent=incumbent is not None and incumbent.candidate_id == candidate,
+        self_scored=record is not None
+        and any(p.evidence.self_scored for p in record.passes if p.evidence is not None),
     )
 
 

@@ -14,6 +14,7 @@ from zeroshot_kernel.console.options import (
     BaseUrlOption,
     LedgerOption,
     MaxTokensOption,
+    SandboxOption,
     TargetOption,
     open_client,
 )
@@ -26,6 +27,7 @@ from zeroshot_kernel.console.output import (
     print_json,
     printable,
 )
+from zeroshot_kernel.sandbox import sandbox_mode
 
 if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.task import TaskSpec
@@ -55,8 +57,18 @@ def tasks() -> None:
         )
         typer.echo(
             f"{name:<12}  {spec.metric} ({spec.direction}), "
-            f"{spec.budget_seconds:g} s budget, {changes}"
+            f"{spec.budget_seconds:g} s budget, {changes}{scoring_label(spec)}"
         )
+
+
+def scoring_label(spec: TaskSpec) -> str:
+    """How a task's metric is produced, when it is not the task author's own experiment:
+    ``, scored by scorer/`` or ``, self-scored``."""
+    from zeroshot_kernel.auto_research.task import SCORER_DIR
+
+    if spec.score is not None:
+        return f", scored by {SCORER_DIR}/"
+    return ", self-scored" if spec.scored_by_candidate else ""
 
 
 @research_app.command("run")
@@ -85,6 +97,7 @@ def run(
         ),
     ] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -101,6 +114,7 @@ def run(
     """
     from zeroshot_kernel.auto_research.studies import study_of
     from zeroshot_kernel.auto_research.task import TaskError, resolve_task
+    from zeroshot_kernel.auto_research.views import SELF_SCORED_NOTE
     from zeroshot_kernel.templates import TemplateOptions
 
     try:
@@ -108,6 +122,8 @@ def run(
     except TaskError as problem:
         fail_usage(str(problem))
     _check_embedded_agents(loaded.spec, harness)
+    if loaded.spec.scored_by_candidate:
+        typer.echo(f"task {loaded.spec.name}: {SELF_SCORED_NOTE}", err=True)
     client = open_client(ledger, target)
     _check_harness(harness)
     if push:
@@ -123,6 +139,7 @@ def run(
             study=study,
             base_url=base_url,
             max_tokens=max_tokens,
+            sandbox=sandbox_mode(sandbox),
         ),
         title=f"auto-research: {loaded.spec.name}",
     )
@@ -145,12 +162,15 @@ binds node by node in a runtime plan of their own)."""
 def start_research(client: Client, options: TemplateOptions, *, title: str) -> Run:
     """Expand the auto-research template and submit it (``zeroshot research run`` and
     ``%zeroshot research``): a rejected submission prints its diagnostics and exits 1, a
-    refused one (a busy study, an option out of range) says why and exits 2."""
+    refused one (a busy study, an option out of range, a code task where no box can be
+    made) says why and exits 2."""
     from zeroshot_kernel.auto_research.studies import StudyError
     from zeroshot_kernel.client import AdmissionRejected
+    from zeroshot_kernel.sandbox import SandboxUnavailable
     from zeroshot_kernel.templates import expand_template
 
     try:
+        _require_box(client, options)
         expansion = expand_template("auto-research", options)
         return client.submit(
             expansion.graph, input=expansion.input, runtime=expansion.runtime, title=title
@@ -158,8 +178,25 @@ def start_research(client: Client, options: TemplateOptions, *, title: str) -> R
     except AdmissionRejected as rejected:  # a ValueError too: before the next clause
         print_diagnostics(rejected.diagnostics)
         raise typer.Exit(EXIT_REJECTED) from None
-    except (StudyError, ValueError) as refused:
+    except (StudyError, ValueError, SandboxUnavailable) as refused:
         fail_usage(str(refused))
+
+
+def _require_box(client: Client, options: TemplateOptions) -> None:
+    """Raise ``SandboxUnavailable`` before anything starts for a code task whose
+    experiments (model-written code) want a box where none can be made; a task that
+    cannot be loaded is left to the run, which says what is wrong with it."""
+    from zeroshot_kernel import sandbox
+    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
+
+    if options.sandbox == "none":
+        return
+    try:
+        task = resolve_task(options.task, client.workspace)
+    except TaskError:
+        return
+    if task.spec.editable:
+        sandbox.require()
 
 
 def _check_harness(harness: str) -> None:
@@ -292,6 +329,8 @@ def diff_lines(diff: str) -> list[str]:
 
 
 def _summary(view: ResearchView) -> None:
+    for note in view.notes():
+        typer.echo(note)
     if view.incumbent is not None:
         metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
         origin = (

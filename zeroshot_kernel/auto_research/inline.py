@@ -31,6 +31,7 @@ from zeroshot_kernel.auto_research.protocol import (
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.sandbox import Containment
 
 REVIEW_PASSES = 64
 
@@ -54,9 +55,11 @@ def run_rounds(
     seed: int = 0,
     measure_seed: int | None = None,
     run_id: str = "inline",
+    containment: Containment | None = None,
 ) -> list[InlineRound]:
     """Run ``rounds`` rounds (fewer after a stop) and return them. ``seed`` drives the
-    agents' choices; ``measure_seed`` the experiment seeds (default: the study's)."""
+    agents' choices; ``measure_seed`` the experiment seeds (default: the study's);
+    ``containment`` how the experiments are boxed (default: as a run's are)."""
     from zeroshot_kernel.auto_research.agents import researcher, reviewer, scout
 
     folder, place = str(task), str(workspace)
@@ -102,6 +105,7 @@ def run_rounds(
                     proposals=proposals,
                     corrections=corrections,
                     reconsideration_due=due,
+                    containment=containment or Containment(),
                 )
             )
             verdict = reviewer(

@@ -9,15 +9,18 @@ content hashes (a change whose bytes equal a stored candidate measures that cand
 then measures the candidate and the incumbent on the same experiment seeds under the
 task's hard time budget and computes the paired evidence (:mod:`evidence`).
 
-Every experiment run is recorded in its candidate's manifest as soon as it ends, keyed by
-its seed, and a run already recorded for a candidate and seed is never run again: a
-retried execution (its controller died) carries the pass on from what was recorded.
+Every experiment runs in a box (``experiment_box``) on a fresh copy of the candidate's
+stored bytes, checked against its content hash first, and is recorded in its candidate's
+manifest with that hash as soon as it ends, keyed by its seed; a run already recorded for
+a candidate and seed is never run again: a retried execution (its controller died)
+carries the pass on from what was recorded.
 The study's first call measures the task's starting candidate as the baseline (round 0),
 the first incumbent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -35,6 +38,7 @@ from zeroshot_kernel.auto_research.candidates import (
 )
 from zeroshot_kernel.auto_research.change import apply_change, describe_diff, parse_change
 from zeroshot_kernel.auto_research.experiment import ExperimentResult, run_repeats
+from zeroshot_kernel.auto_research.experiment_box import experiment_containment
 from zeroshot_kernel.auto_research.markdown_records import charter, render_records
 from zeroshot_kernel.auto_research.noise_floor import Paired, differences, paired, pooled_sigma
 from zeroshot_kernel.auto_research.protocol import (
@@ -56,6 +60,7 @@ from zeroshot_kernel.auto_research.seeds import experiment_seed
 from zeroshot_kernel.auto_research.studies import records_for
 from zeroshot_kernel.auto_research.task import ResearchTask, resolve_task
 from zeroshot_kernel.exceptions import OperationFailed
+from zeroshot_kernel.sandbox import Containment
 
 BASELINE_ID = "c000"
 
@@ -81,6 +86,13 @@ class MeasureRequest:
     reconsideration_due: bool = False
     parallel: int | None = None
     """Experiment runs at a time (default: one per CPU)."""
+    containment: Containment = field(default_factory=Containment)
+    """How the run contains model-written code (its experiments run boxed by default)."""
+
+
+class CandidateChanged(OperationFailed):
+    """A candidate's stored bytes no longer match its content hash when its experiments
+    are about to run (they were verified earlier in the pass): nothing is measured."""
 
 
 class BaselineFailed(OperationFailed):
@@ -105,10 +117,16 @@ def measure(request: MeasureRequest) -> Evidence:
     """Measure one pass's change (see the module's docstring); its evidence is also the
     pass's row in ``rounds/<round>.json``."""
     task = resolve_task(request.task, request.workspace)
+    containment, unboxed = _containment(task, request)  # refuses a code task before records
     records = records_for(request.workspace, request.study)
     if not records.initialised():
         measure_baseline(
-            task, records, request.seed, f"{request.run_id}/baseline", request.parallel
+            task,
+            records,
+            request.seed,
+            f"{request.run_id}/baseline",
+            request.parallel,
+            containment=containment,
         )
     record = records.read_round(request.round)
     row = next((p for p in record.passes if p.pass_id == request.pass_id), None) if record else None
@@ -133,10 +151,21 @@ def measure(request: MeasureRequest) -> Evidence:
                 ]
             }
         )
-    pass_ = _Pass(task, records, request, row)
+    pass_ = _Pass(task, records, request, row, containment)
+    if unboxed:
+        pass_.notes.append(unboxed)
     if isinstance(parsed, list):
         return pass_.finish("change_rejected", None, parsed)
     return pass_.run(parsed)
+
+
+def _containment(task: ResearchTask, request: MeasureRequest) -> tuple[Containment, str]:
+    """The containment of this pass's experiments (the workspace's ``.zeroshot/`` hidden
+    from them), and a note when they run without the box the run asked for."""
+    containment = request.containment
+    if containment.workspace_root is None:
+        containment = dataclasses.replace(containment, workspace_root=Path(request.workspace))
+    return experiment_containment(task, containment)
 
 
 @dataclass
@@ -145,6 +174,7 @@ class _Pass:
     records: ResearchRecords
     request: MeasureRequest
     row: RoundPass
+    containment: Containment
     notes: list[str] = field(default_factory=list)
     diff: str = ""
 
@@ -243,6 +273,7 @@ class _Pass:
             round_number=self.request.round,
             pass_id=self.request.pass_id,
             parallel=self.request.parallel,
+            containment=self.containment,
         )
 
     def early_stop(self, candidate_id: str, incumbent_id: str, seeds: list[int]) -> str:
@@ -284,6 +315,8 @@ class _Pass:
         incumbent_id = incumbent.candidate_id
         runs = by_seed(self.records, candidate_id) if candidate_id else {}
         ran = [runs[s] for s in seeds if s in runs]
+        against = by_seed(self.records, incumbent_id) if candidate_id else {}
+        rested = [*ran, *(against[s] for s in seeds if s in against)]
         comparison = (
             self.compare(candidate_id, incumbent_id, seeds)
             if candidate_id
@@ -340,6 +373,8 @@ class _Pass:
             summary="\n".join([*lines, *self.notes]),
             reconsidered=bool(change and change.reconsidered),
             reconsideration_due=self.request.reconsideration_due,
+            contained=all(r.contained for r in rested) if rested else None,
+            self_scored=spec.scored_by_candidate,
         )
         measurements = [
             m
@@ -394,17 +429,33 @@ def record_runs(
     round_number: int,
     pass_id: str,
     parallel: int | None = None,
+    containment: Containment | None = None,
 ) -> None:
     """Run the experiment of ``candidate_id`` on each of ``seeds`` it has no recorded run
-    for, and record the runs in its manifest."""
+    for, on copies of its stored bytes checked against its content hash, and record the
+    runs in its manifest with that hash."""
     missing = [s for s in dict.fromkeys(seeds) if s not in by_seed(records, candidate_id)]
     if not missing:
         return
-    runs = run_repeats(task, records.source_dir(candidate_id), missing, parallel=parallel)
+    with tempfile.TemporaryDirectory(prefix="zeroshot-measured-") as scratch:
+        source = Path(scratch) / "source"
+        check = restore_candidate(records, candidate_id, source)
+        if not check.ok:
+            raise CandidateChanged(
+                f"the stored bytes of {candidate_id} no longer match its content hash "
+                f"({', '.join(check.problems[:5])}); nothing was measured"
+            )
+        runs = run_repeats(task, source, missing, parallel=parallel, containment=containment)
     manifest = records.read_manifest(candidate_id)
     assert manifest is not None
     new = [
-        Measurement(candidate_id=candidate_id, round=round_number, experiment=r, pass_id=pass_id)
+        Measurement(
+            candidate_id=candidate_id,
+            round=round_number,
+            experiment=r,
+            pass_id=pass_id,
+            content_sha256=manifest.content_sha256,
+        )
         for r in runs
     ]
     records.write_manifest(
@@ -457,6 +508,8 @@ def measure_baseline(
     seed: int,
     pass_id: str,
     parallel: int | None = None,
+    *,
+    containment: Containment | None = None,
 ) -> None:
     """Round 0: store the task's starting candidate and measure it as the first incumbent.
 
@@ -484,7 +537,14 @@ def measure_baseline(
         )
     seeds = [experiment_seed(seed, i) for i in range(task.spec.repeats)]
     record_runs(
-        task, records, BASELINE_ID, seeds, round_number=0, pass_id=pass_id, parallel=parallel
+        task,
+        records,
+        BASELINE_ID,
+        seeds,
+        round_number=0,
+        pass_id=pass_id,
+        parallel=parallel,
+        containment=containment,
     )
     manifest = records.read_manifest(BASELINE_ID)
     assert manifest is not None
@@ -524,6 +584,8 @@ def measure_baseline(
         summary="\n".join(notes),
         reconsidered=False,
         reconsideration_due=False,
+        contained=all(runs[s].contained for s in seeds),
+        self_scored=task.spec.scored_by_candidate,
     )
     records.finish_pass(
         0,
@@ -557,6 +619,8 @@ def measure_baseline(
             candidate_sha256=manifest.content_sha256,
             reconsidered=False,
             reconsideration_due=False,
+            contained=evidence.contained,
+            self_scored=evidence.self_scored,
         )
     )
     records.write_incumbent(

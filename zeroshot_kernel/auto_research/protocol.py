@@ -117,7 +117,7 @@ class Change(ResearchModel):
     """Whether this change reconsiders (a new mechanism, an archived parent, more repeats)."""
 
 
-ResultStatus = Literal["ok", "crashed", "timed_out", "no_metric", "not_run"]
+ResultStatus = Literal["ok", "crashed", "timed_out", "no_metric", "resource_limit", "not_run"]
 """How a round's candidate fared: an experiment status, or ``not_run``."""
 
 
@@ -156,6 +156,11 @@ class Evidence(ResearchModel):
     summary: str
     reconsidered: bool
     reconsideration_due: bool
+    contained: bool | None = None
+    """Whether every experiment this evidence rests on ran in a box (absent when none ran,
+    and in records made before experiments were boxed)."""
+    self_scored: bool = False
+    """The task is a code task whose candidate prints its own metric (no scorer)."""
 
 
 class ReviewerInput(ResearchModel):
@@ -209,3 +214,7 @@ class ResearchResult(ResearchModel):
     """Whether this round reconsidered (new mechanism, archived parent, more repeats)."""
     reconsideration_due: bool
     """Whether the engine said reconsideration was due."""
+    contained: bool | None = None
+    """Whether the experiments of the decided evidence ran in a box (see ``Evidence``)."""
+    self_scored: bool = False
+    """The metric came from the candidate's own code (a code task without a scorer)."""

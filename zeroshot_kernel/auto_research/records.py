@@ -57,6 +57,9 @@ class Measurement(ContractModel):
     experiment: ExperimentResult
     pass_id: str | None = None
     """The measure step's pass that ran it (see ``RoundPass.pass_id``)."""
+    content_sha256: str = ""
+    """The bytes it measured: the candidate's content hash, checked on the copy it ran
+    (``""`` in records made before runs were bound to their bytes)."""
 
 
 class CandidateManifest(ContractModel):

@@ -32,6 +32,7 @@ from zeroshot_kernel.auto_research.views import ResearchViewBuilder
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.harness.conversation import add_usage
 from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, RunEvent, Usage, was_stopped
+from zeroshot_kernel.sandbox import UNCONTAINED
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client
@@ -98,10 +99,17 @@ class RunRow:
     """Per decided round, with usage counted from the run's start."""
     start_metric: float | None
     """The incumbent's metric the run started from."""
+    uncontained: bool = False
+    """Its experiments ran without a box (``--sandbox none``, or a round recorded so)."""
 
     @property
     def tokens(self) -> int | None:
         return _add(self.input_tokens, self.output_tokens)
+
+    @property
+    def status_label(self) -> str:
+        """Its status, marked ``UNCONTAINED`` when its experiments ran without a box."""
+        return f"{self.status} · {UNCONTAINED}" if self.uncontained else self.status
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,14 @@ class StudyRow:
     rounds: int
     """Decided rounds of its runs in this ledger (else the rounds its records hold)."""
     problem: str | None = None
+    self_scored: bool = False
+    """Its task is a code task whose candidate prints its own metric (no scorer)."""
+
+    @property
+    def task_label(self) -> str:
+        """The task's folder name, marked ``self-scored`` when the candidate scores itself."""
+        name = self.task.rsplit("/", 1)[-1] or "-"
+        return f"{name} (self-scored)" if self.self_scored else name
 
     @property
     def harnesses(self) -> tuple[str, ...]:
@@ -317,6 +333,7 @@ def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None)
         duration_s=max(0.0, (_aware(end) - _aware(summary.created_at)).total_seconds()),
         curve=tuple(curve),
         start_metric=view.rounds[0].incumbent_metric if view.rounds else None,
+        uncontained=runtime.get("sandbox") == "none" or view.uncontained,
     )
 
 
@@ -396,7 +413,7 @@ def _study_row(workspace: Path, name: str, recorded: Any, runs: list[RunRow]) ->
     task = (
         recorded.task if recorded is not None and recorded.task else runs[-1].task if runs else ""
     )
-    metric, direction = _task_metric(task, workspace)
+    metric, direction, self_scored = _task_metric(task, workspace)
     incumbent = None
     problem = recorded.problem if recorded is not None else None
     if recorded is not None and recorded.incumbent_id is not None:
@@ -432,6 +449,7 @@ def _study_row(workspace: Path, name: str, recorded: Any, runs: list[RunRow]) ->
         candidates=candidates,
         rounds=rounds,
         problem=problem,
+        self_scored=self_scored,
     )
 
 
@@ -443,14 +461,17 @@ def _recorded_rounds(workspace: Path, name: str) -> int:
     return sum(1 for p in rounds.glob("*.json") if p.stem.isdigit() and int(p.stem) >= 1)
 
 
-def _task_metric(task: str, workspace: Path) -> tuple[str, Literal["minimize", "maximize"] | None]:
+def _task_metric(
+    task: str, workspace: Path
+) -> tuple[str, Literal["minimize", "maximize"] | None, bool]:
+    """The task's metric, its direction and whether its candidate scores itself."""
     if not task:
-        return "metric", None
+        return "metric", None, False
     try:
         spec = resolve_task(task, workspace).spec
     except (TaskError, OSError, ValueError):
-        return "metric", None
-    return spec.metric, spec.direction
+        return "metric", None, False
+    return spec.metric, spec.direction, spec.scored_by_candidate
 
 
 def _status(summary: RunSummary) -> str:
@@ -491,10 +512,10 @@ def _haystack(row: StudyRow) -> str:
     return " ".join(
         (
             row.name,
-            row.task,
+            row.task_label,
             row.harness_model,
             row.status,
-            *(r.status for r in row.runs),
+            *(r.status_label for r in row.runs),
             *(r.run_id for r in row.runs),
         )
     ).lower()

@@ -23,6 +23,9 @@ from zeroshot_kernel.exceptions import InvalidInput
 
 TASK_FILE = "task.yaml"
 CANDIDATE_DIR = "candidate"
+SCORER_DIR = "scorer"
+"""The folder next to ``candidate/`` a task's ``score`` command runs in: the candidate's
+box never sees it (held-out labels, exact answers)."""
 PYTHON_PLACEHOLDER = "{python}"
 
 Direction = Literal["minimize", "maximize"]
@@ -97,6 +100,19 @@ def _choice_kind(value: Any) -> str:
     return "number" if isinstance(value, int | float) else "text"
 
 
+Command = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class TaskLimits(ContractModel):
+    """What one experiment's box may use (``limits`` in ``task.yaml``); over a limit, the
+    experiment ends as ``resource_limit`` and the run goes on. CPU time follows from the
+    budget."""
+
+    memory_mb: Annotated[int, Field(ge=16, le=16 * 1024 * 1024)] = 8192
+    processes: Annotated[int, Field(ge=4, le=1_000_000)] = 512
+    file_size_mb: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 2048
+
+
 class TaskSpec(ContractModel):
     """The contents of ``task.yaml`` (camelCase keys, unknown keys rejected)."""
 
@@ -104,7 +120,14 @@ class TaskSpec(ContractModel):
     charter: Annotated[str, Field(min_length=1)]
     metric: Annotated[str, Field(min_length=1)]
     direction: Direction
-    command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    command: Command
+    score: Command | None = None
+    """The scorer: run after ``command`` in ``scorer/`` (a box of its own), it reads the
+    outputs ``command`` left in ``$ZEROSHOT_OUTPUT_DIR`` and prints the metric; when set,
+    only its output is read for the metric."""
+    self_scored: bool = False
+    """A code task whose experiment prints its own metric, declared so on purpose (every
+    view says "self-scored"); a code task needs this or ``score``."""
     budget_seconds: Annotated[float, Field(gt=0, le=3600)]
     repeats: Annotated[int, Field(ge=2, le=20)]
     search_space: list[SearchParameter] = Field(default_factory=list)
@@ -119,6 +142,11 @@ class TaskSpec(ContractModel):
     )
     """Globs of the files inside ``candidate/`` a change may edit, matched against the whole
     relative path (``fnmatch``: ``*`` also matches ``/``); empty: parameters only."""
+    limits: TaskLimits = Field(default_factory=TaskLimits)
+    gpu: bool = False
+    """The experiment uses the machine's NVIDIA GPUs: their device nodes are bound into
+    its box, and its memory is limited by cgroup only (an address-space limit breaks
+    CUDA's start)."""
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:
@@ -147,6 +175,23 @@ class TaskSpec(ContractModel):
                     f"editable glob {glob!r} must be a relative path inside candidate/"
                 )
         return self
+
+    @property
+    def scored_by_candidate(self) -> bool:
+        """A code task without a scorer: the candidate's own code prints its metric."""
+        return bool(self.editable) and self.score is None
+
+    def scoring_problem(self) -> str | None:
+        """Why this task cannot be measured honestly, or ``None``: a code task's candidate
+        could print any metric it likes, so it needs a scorer (or says it is self-scored)."""
+        if self.scored_by_candidate and not self.self_scored:
+            return (
+                "a code task (editable files) must be scored by a scorer the candidate "
+                f"never sees: add `score` (a command run in {SCORER_DIR}/ that reads the "
+                "outputs in $ZEROSHOT_OUTPUT_DIR and prints the metric), or declare "
+                "`selfScored: true`"
+            )
+        return None
 
     def is_editable(self, path: str) -> bool:
         """Whether a change may edit ``path`` (relative to ``candidate/``)."""
@@ -194,6 +239,10 @@ class ResearchTask:
     def candidate_dir(self) -> Path:
         return self.root / CANDIDATE_DIR
 
+    @property
+    def scorer_dir(self) -> Path:
+        return self.root / SCORER_DIR
+
     def require_search_space(self) -> None:
         """Raise :class:`NoSearchSpace` (its message is one line) when the embedded agents
         cannot research this task."""
@@ -213,9 +262,14 @@ def load_task(path: str | Path) -> ResearchTask:
     except FileNotFoundError:
         raise TaskError(f"research task {root}: {TASK_FILE} is missing") from None
     spec = _read_spec(task_file, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
+    problem = spec.scoring_problem()
+    if problem is not None:
+        raise TaskError(f"research task {root}: {problem}")
     candidate = root / CANDIDATE_DIR
     if not candidate.is_dir() or not any(candidate.iterdir()):
         raise TaskError(f"research task {root}: {CANDIDATE_DIR}/ is missing or empty")
+    if spec.score is not None and not (root / SCORER_DIR).is_dir():
+        raise TaskError(f"research task {root}: `score` runs in {SCORER_DIR}/, which is missing")
     params_path = candidate / spec.params_file
     if not spec.search_space and not params_path.exists():
         return ResearchTask(root=root, spec=spec, start_params={})  # a code task

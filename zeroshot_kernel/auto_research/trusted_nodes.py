@@ -18,7 +18,8 @@ from zeroshot_kernel.auto_research.measure import MeasureRequest
 from zeroshot_kernel.auto_research.measure import measure as run_measure
 from zeroshot_kernel.auto_research.protocol import STRATEGIES, ScoutProposal
 from zeroshot_kernel.harness.base import ExecutionRequest
-from zeroshot_kernel.workers import Verdict, WorkerContext
+from zeroshot_kernel.sandbox import SandboxUnavailable
+from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 
 def engine_context(request: ExecutionRequest) -> dict[str, Any]:
@@ -26,24 +27,29 @@ def engine_context(request: ExecutionRequest) -> dict[str, Any]:
 
 
 def measure(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
+    """Measure the round's change in the run's boxes; a code task that wants a box where
+    none can be made is refused in one line (never retried, never run unboxed)."""
     graph_input, engine = call["input"], call["engine"]
     number = engine["measured"] + 1
-    evidence = run_measure(
-        MeasureRequest(
-            task=graph_input["task"],
-            study=graph_input["study"],
-            workspace=str(Path(context.workspace).resolve()),
-            run_id=context.run_id,
-            round=engine["round"],
-            pass_number=number,
-            pass_id=f"{context.run_id}/round-{engine['round']}/pass-{number}",
-            seed=engine["studySeed"],
-            change=graph_input["change"],
-            proposals=_proposals(graph_input),
-            corrections=graph_input["corrections"],
-            reconsideration_due=engine["reconsiderationDue"],
-        )
+    request = MeasureRequest(
+        task=graph_input["task"],
+        study=graph_input["study"],
+        workspace=str(Path(context.workspace).resolve()),
+        run_id=context.run_id,
+        round=engine["round"],
+        pass_number=number,
+        pass_id=f"{context.run_id}/round-{engine['round']}/pass-{number}",
+        seed=engine["studySeed"],
+        change=graph_input["change"],
+        proposals=_proposals(graph_input),
+        corrections=graph_input["corrections"],
+        reconsideration_due=engine["reconsiderationDue"],
+        containment=context.containment,
     )
+    try:
+        evidence = run_measure(request)
+    except SandboxUnavailable as unavailable:
+        raise Refusal(str(unavailable)) from None
     return {"evidence": evidence.to_wire()}
 
 

@@ -27,6 +27,15 @@ from zeroshot_kernel.ledger.events import (
 )
 from zeroshot_kernel.ledger.reader import RunReader
 
+SELF_SCORED_NOTE = (
+    "self-scored: the candidate's own code prints its metric (the task declares "
+    "selfScored; no scorer it cannot see checks it)"
+)
+UNCONTAINED_NOTE = (
+    "UNCONTAINED: experiments ran without a box (--sandbox none, or a parameter-only task "
+    "where no box could be made)"
+)
+
 SCOUTS = {
     "scout_exploration": "exploration",
     "scout_synthesis": "synthesis",
@@ -74,6 +83,10 @@ class RoundView:
     diff: str = ""
     """The decided change against its parent, as the trusted measure step applied it (a
     unified diff; empty for a change it refused)."""
+    contained: bool | None = None
+    """Whether the round's experiments ran in a box (``None``: none ran, or not recorded)."""
+    self_scored: bool = False
+    """The metric came from the candidate's own code (a code task without a scorer)."""
 
     @property
     def adopted(self) -> bool:
@@ -116,6 +129,23 @@ class ResearchView:
     @property
     def rejections(self) -> tuple[int, ...]:
         return tuple(r.round for r in self.rounds if not r.adopted)
+
+    @property
+    def self_scored(self) -> bool:
+        """A round's metric came from the candidate's own code."""
+        return any(r.self_scored for r in self.rounds)
+
+    @property
+    def uncontained(self) -> bool:
+        """A round's experiments ran without a box."""
+        return any(r.contained is False for r in self.rounds)
+
+    def notes(self) -> list[str]:
+        """What every view of the run says about how it was measured, when it must."""
+        return [
+            *([SELF_SCORED_NOTE] if self.self_scored else []),
+            *([UNCONTAINED_NOTE] if self.uncontained else []),
+        ]
 
 
 @dataclass
@@ -226,6 +256,8 @@ class ResearchViewBuilder:
             reconsidered=bool(result.get("reconsidered", False)),
             reconsideration_due=bool(result.get("reconsiderationDue", False)),
             diff=self._diff,
+            contained=_flag(result.get("contained")),
+            self_scored=result.get("selfScored") is True,
         )
 
 
@@ -237,6 +269,10 @@ def research_view(events: Iterable[RunEvent]) -> ResearchView:
 def load_research_view(ledger: RunReader, run_id: str) -> ResearchView:
     _, tail = ledger.snapshot_and_tail(run_id, kinds={"node_started", "node_completed", "terminal"})
     return research_view(event for _, event in tail)
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _params(text: Any) -> dict[str, Any]:

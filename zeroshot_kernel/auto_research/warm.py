@@ -3,102 +3,193 @@
 Importing scikit-learn takes seconds; fitting a small model takes a fraction of one. A task
 that declares ``preload`` modules runs its ``{python} script.py`` experiments as forks of a
 warm interpreter (``_zygote.py``) that imported those modules once. Each experiment is still
-a fresh process in its own process group, so the hard budget kills it like any command.
+a fresh process in its own process group, and the interpreter kills it at its budget.
+
+In a box, a warm interpreter serves one candidate's measurement (one ``run_repeats`` call)
+and ends with it: an interpreter shared across candidates would let one candidate's code
+tamper with another's runs (trace it, write into its folder, leave a process behind).
+Uncontained (``--sandbox none``), one interpreter serves each distinct (preload,
+environment) pair for the life of this process, as before boxes.
 
 Differences from a cold start, by design: the preloaded modules are already imported (with
 the environment of the task that started the interpreter), and ``atexit`` handlers do not
-run. One warm interpreter serves each distinct (preload, env) pair for the life of this
-process and exits with it.
+run.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import itertools
 import json
-import os
-import select
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
-from zeroshot_kernel.processes import DEVNULL, PIPE, spawn
+from zeroshot_kernel.processes import PIPE, Child, spawn
+from zeroshot_kernel.sandbox import Box
 
 _ZYGOTE = Path(__file__).with_name("_zygote.py")
 _CLOSE_SECONDS = 2.0
-_ANSWER_SECONDS = 300.0
-"""How long the first fork may wait for the preloaded imports (later forks take ms)."""
+_READY_SECONDS = 300.0
+"""How long the preloaded imports may take."""
+_ANSWER_GRACE_SECONDS = 10.0
+"""How long past a run's budget the interpreter may take to answer before it is ended."""
 
 
-class _Zygote:
-    """One warm interpreter and the lock that keeps its request/answer pairs together."""
+@dataclass(frozen=True)
+class WarmEnd:
+    """How one warm run ended (``exit_code`` ``None``: the interpreter ended first)."""
 
-    def __init__(self, preload: Sequence[str], env: Mapping[str, str]) -> None:
-        self.lock = threading.Lock()
-        self.child = spawn(
-            [sys.executable, _ZYGOTE, *preload],
-            env=env,
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=DEVNULL,
-            text=True,
-        )
-        self.process = self.child.popen
+    timed_out: bool
+    exit_code: int | None
+    seconds: float
+    problem: str = ""
 
-    def fork(self, request: dict[str, object]) -> int:
-        with self.lock:
-            assert self.process.stdin is not None and self.process.stdout is not None
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            ready, _, _ = select.select([self.process.stdout], [], [], _ANSWER_SECONDS)
-            answer = self.process.stdout.readline() if ready else ""
-            if not answer:
+
+class WarmInterpreter:
+    """One warm interpreter started through ``box`` (which it owns), serving requests from
+    any number of threads; its answers come back on a reader thread, in any order."""
+
+    def __init__(self, preload: Sequence[str], box: Box, stderr: Path) -> None:
+        self.box = box
+        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._answers: dict[int, dict[str, Any]] = {}
+        self._ready = self._ended = False
+        self._ids = itertools.count(1)
+        self._stderr = stderr
+        with stderr.open("ab") as errors:
+            self.child: Child = spawn(
+                box.argv([sys.executable, _ZYGOTE, *preload]),
+                cwd=box.cwd,
+                env=box.env,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=errors,
+                text=True,
+                preexec=box.preexec,
+            )
+        threading.Thread(target=self._read, name="warm-answers", daemon=True).start()
+        with self._changed:
+            self._changed.wait_for(lambda: self._ready or self._ended, _READY_SECONDS)
+        if not self._ready:
+            self.close()
+            raise OSError(f"the warm interpreter did not start{self._last_error()}")
+
+    @property
+    def alive(self) -> bool:
+        return not self._ended
+
+    def run(
+        self,
+        script: str,
+        args: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        log: Path,
+        budget: float,
+    ) -> WarmEnd:
+        """Run ``script`` in a fork and wait for its end (or the interpreter's)."""
+        request: dict[str, object] = {
+            "script": script,
+            "args": list(args),
+            "cwd": str(cwd),
+            "env": dict(env),
+            "log": str(log),
+            "budget": budget,
+        }
+        started = time.monotonic()
+        with self._lock:
+            ident = request["id"] = next(self._ids)
+            stdin = self._stdin()
+            try:
+                stdin.write(json.dumps(request) + "\n")
+                stdin.flush()
+            except (OSError, ValueError):
+                return WarmEnd(
+                    False, None, 0.0, f"the warm interpreter is gone{self._last_error()}"
+                )
+        with self._changed:
+            answered = self._changed.wait_for(
+                lambda: ident in self._answers or self._ended, budget + _ANSWER_GRACE_SECONDS
+            )
+        answer = self._answers.pop(ident, None)
+        if answer is None:
+            seconds = round(time.monotonic() - started, 4)
+            if not answered:  # it stopped answering: nothing it runs can be trusted to end
                 self.child.terminate()
-                raise OSError("the warm interpreter did not answer (preloading failed or hung)")
-        return int(json.loads(answer)["pid"])
+                return WarmEnd(True, None, seconds, "the warm interpreter stopped answering")
+            return WarmEnd(False, None, seconds, f"the warm interpreter ended{self._last_error()}")
+        exit_code = answer.get("exit")
+        return WarmEnd(
+            bool(answer.get("timedOut")),
+            exit_code if isinstance(exit_code, int) else None,
+            float(answer.get("seconds") or 0.0),
+        )
+
+    def close(self) -> None:
+        """Closing its stdin ends the interpreter and what it runs; the box goes after."""
+        with contextlib.suppress(OSError, ValueError):
+            self._stdin().close()
+        if self.child.wait(_CLOSE_SECONDS) is None:
+            self.child.terminate()
+        self.box.close()
+
+    def _stdin(self) -> IO[str]:
+        stdin = self.child.popen.stdin
+        assert stdin is not None
+        return stdin
+
+    def _read(self) -> None:
+        stdout = self.child.popen.stdout
+        assert stdout is not None
+        for line in stdout:
+            try:
+                answer = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            with self._changed:
+                if answer.get("ready") is True:
+                    self._ready = True
+                elif isinstance(answer.get("id"), int):
+                    self._answers[answer["id"]] = answer
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def _last_error(self) -> str:
+        try:
+            lines = self._stderr.read_bytes()[-2000:].decode(errors="replace").strip()
+        except OSError:
+            return ""
+        last = lines.splitlines()[-1:] if lines else []
+        return f": {last[0][:300]}" if last else ""
 
 
-_zygotes: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], _Zygote] = {}
-_zygotes_lock = threading.Lock()
+_shared: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], WarmInterpreter] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_interpreter(preload: Sequence[str], box: Box, stderr: Path) -> WarmInterpreter:
+    """The uncontained warm interpreter for ``preload`` and ``box``'s environment, started
+    once per process (``box`` must be uncontained: a boxed one serves one candidate)."""
+    assert not box.contained
+    key = (tuple(preload), tuple(sorted(box.env.items())))
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is None or not found.alive:
+            found = _shared[key] = WarmInterpreter(preload, box, stderr)
+    return found
 
 
 @atexit.register
-def _close_zygotes() -> None:
-    """Closing its stdin ends a warm interpreter; wait briefly so none is left behind."""
-    for zygote in _zygotes.values():
-        if zygote.process.stdin is not None:
-            zygote.process.stdin.close()
-        if zygote.child.wait(_CLOSE_SECONDS) is None:
-            zygote.child.terminate()
-
-
-def start_warm(
-    script: str,
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    task_env: Mapping[str, str],
-    preload: Sequence[str],
-    log: Path,
-    status: Path,
-) -> int:
-    """Fork ``script`` from the warm interpreter for ``preload``; returns the child's pid.
-
-    The warm interpreter imports with this process's environment plus ``task_env`` (so
-    thread limits apply to the preloaded libraries); ``env`` is the experiment's own.
-    """
-    key = (tuple(preload), tuple(sorted(task_env.items())))
-    request: dict[str, object] = {
-        "script": script,
-        "args": list(args),
-        "cwd": str(cwd),
-        "env": dict(env),
-        "log": str(log),
-        "status": str(status),
-    }
-    with _zygotes_lock:
-        zygote = _zygotes.get(key)
-        if zygote is None or zygote.process.poll() is not None:
-            zygote = _zygotes[key] = _Zygote(preload, {**os.environ, **task_env})
-    return zygote.fork(request)
+def _close_shared() -> None:
+    for interpreter in _shared.values():
+        interpreter.close()
