@@ -1,12 +1,16 @@
 """Test support for software-change runs: real git repositories with bare remotes on disk,
 the template expanded and started through the same preparation as ``zeroshot change run``,
-with the test workers of ``change_workers.py`` standing in for the agents."""
+with the test workers of ``change_workers.py`` standing in for the agents.
+
+The run's python workers import ``change_workers`` from this folder, put on ``PYTHONPATH``
+here (the detached controller inherits it): nothing of a run's worktree is ever on a
+worker's path."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +25,9 @@ from zeroshot_kernel.software_change.prepare import prepare, submit_change
 from zeroshot_kernel.software_change.review.classify import classify
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
-WORKERS = Path(__file__).with_name("change_workers.py")
+TESTS = str(Path(__file__).resolve().parent)
+if TESTS not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))
 WRITERS = ("worker", "review_repair", "delivery_repair", "early_correction", "final_correction")
 REVIEWERS = ("acceptance", "code", "seam_review", "integration_review")
 RUN_TIMEOUT_S = 120
@@ -33,7 +39,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def repository(root: Path) -> tuple[Path, Path]:
-    """``root/repo`` on main with one commit (holding the test workers), tracking the bare
+    """``root/repo`` on main with one commit, tracking the bare
     ``root/octo/project.git`` as origin (a path that names the repository octo/project,
     as a GitHub URL would)."""
     remote, repo = root / "octo" / "project.git", root / "repo"
@@ -45,7 +51,6 @@ def repository(root: Path) -> tuple[Path, Path]:
     git(repo, "config", "user.email", "author@example.invalid")
     (repo / "README.md").write_text("project\n")
     (repo / ".gitignore").write_text(".zeroshot/\n__pycache__/\n")
-    shutil.copy(WORKERS, repo / WORKERS.name)
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "start")
     git(repo, "remote", "add", "origin", str(remote))

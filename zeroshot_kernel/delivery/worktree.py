@@ -8,11 +8,20 @@ a resumed controller).
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from zeroshot_kernel.delivery.git import NETWORK_TIMEOUT_S, Git, GitError
+from zeroshot_kernel.delivery.git import (
+    NETWORK_TIMEOUT_S,
+    Credentials,
+    Git,
+    GitError,
+    push_credentials,
+    user_settings,
+)
 from zeroshot_kernel.engine.launch import RUN_WORKTREES
 from zeroshot_kernel.exceptions import Refused
 
@@ -22,13 +31,16 @@ PUBLISH_WORKTREES = Path(".zeroshot") / "publish"
 """Worktrees of runs that only deliver from them (auto-research ``--push``): not under
 :data:`WORKTREES`, whose run folders a resumed controller works in."""
 DEFAULT_REMOTE = "origin"
+TOKEN_ENV = "GH_TOKEN"
+"""The controller's variable whose token authenticates HTTPS pushes and reads."""
 FALLBACK_IDENTITY = {
     "GIT_AUTHOR_NAME": "zeroshot delivery",
     "GIT_AUTHOR_EMAIL": "zeroshot@localhost",
     "GIT_COMMITTER_NAME": "zeroshot delivery",
     "GIT_COMMITTER_EMAIL": "zeroshot@localhost",
 }
-"""Who commits when the repository configures nobody (a commit needs a name)."""
+"""Who commits when neither the repository nor the user configures anybody (a commit
+needs a name)."""
 
 
 class DeliveryRefused(Refused):
@@ -76,8 +88,40 @@ async def open_repository(workspace: Path) -> Repository:
         ) from None
     if not await git("rev-parse", "--verify", "-q", "HEAD", check=False):
         raise DeliveryRefused(f"the repository {root} has no commit to branch from yet")
-    identity = await git("config", "user.email", check=False)
-    return Repository(root, Git(root, None if identity else FALLBACK_IDENTITY))
+    settings = await asyncio.to_thread(user_settings, root)
+    return Repository(root, Git(root, settings.identity or FALLBACK_IDENTITY))
+
+
+async def credentials(git: Git, remote: Remote, token: str | None = None) -> Credentials:
+    """How git authenticates to ``remote``: ``token`` (default: the controller's
+    ``GH_TOKEN``), else the user's global credential helpers (see
+    :mod:`zeroshot_kernel.delivery.git`)."""
+    settings = await asyncio.to_thread(user_settings, git.cwd)
+    chosen = os.environ.get(TOKEN_ENV, "") if token is None else token
+    return push_credentials(remote.url, chosen, settings.helpers)
+
+
+async def ls_remote(
+    git: Git, remote: Remote, *patterns: str, timeout: float = 60
+) -> dict[str, str]:
+    """The remote's branches and tags (those matching ``patterns`` when given): name ->
+    sha."""
+    listed = await git(
+        "ls-remote",
+        "--upload-pack=git-upload-pack",
+        "--heads",
+        "--tags",
+        remote.name,
+        *patterns,
+        timeout=timeout,
+        credentials=await credentials(git, remote),
+    )
+    found: dict[str, str] = {}
+    for line in listed.splitlines():
+        sha, _, name = line.partition("\t")
+        if name:
+            found[name] = sha
+    return found
 
 
 async def push_remote(repository: Repository) -> Remote:
@@ -99,7 +143,7 @@ async def push_remote(repository: Repository) -> Remote:
 async def check_reachable(repository: Repository, remote: Remote) -> None:
     """Refuse, saying why, when the remote cannot be read (unreachable, no access)."""
     try:
-        await repository.git("ls-remote", "--heads", remote.name, timeout=60)
+        await ls_remote(repository.git, remote)
     except GitError as failure:
         raise DeliveryRefused(
             f"the remote {remote.name} ({remote.display}) cannot be reached: {failure.stderr}"
@@ -160,15 +204,13 @@ async def verify_target(repository: Repository) -> Target:
     """The target branch, verified to exist on the remote (before any agent runs)."""
     remote, branch = await target_branch(repository)
     try:
-        listed = await repository.git(
-            "ls-remote", "--heads", remote.name, f"refs/heads/{branch}", timeout=60
-        )
+        listed = await ls_remote(repository.git, remote, f"refs/heads/{branch}")
     except GitError as failure:
         raise DeliveryRefused(
             f"{TARGET_UNVERIFIED}: the remote {remote.name} "
             f"({remote.display}) cannot be reached: {failure.stderr}"
         ) from None
-    revision = listed.split()[0] if listed else ""
+    revision = listed.get(f"refs/heads/{branch}", "")
     if not revision:
         raise DeliveryRefused(
             f"{TARGET_UNVERIFIED}: the remote {remote.name} "
@@ -182,22 +224,33 @@ REJECTED_PUSH = ("[rejected]", "non-fast-forward", "fetch first")
 
 
 async def push_branch(
-    worktree: RunWorktree, remote: Remote, *, force_with_lease: bool = False, guarded: bool = False
+    worktree: RunWorktree,
+    remote: Remote,
+    *,
+    revision: str = "HEAD",
+    lease: str | None = None,
+    guarded: bool = False,
 ) -> str:
-    """Push the run's branch; what the remote rejected, or ``""``. ``force_with_lease``
-    lets a repaired branch replace what this run pushed before, and nothing else.
-    ``guarded``: the push dies with the controller (every delivery, each of which
-    reconciles with the remote when resumed)."""
-    lease = ["--force-with-lease"] if force_with_lease else []
+    """Push ``revision`` to the run's branch on the remote, hardened (no hook runs, no
+    configured receive-pack, our credentials only); what the remote rejected, or ``""``.
+    ``lease``: the sha the remote's branch must still hold for the push to replace it
+    (``""``: the branch must not exist), so a repaired change replaces what this run pushed
+    before and nothing else. ``guarded``: the push dies with the controller (every
+    delivery, each of which reconciles with the remote when resumed)."""
+    ref = f"refs/heads/{worktree.branch}"
+    leased = [f"--force-with-lease={ref}:{lease}"] if lease is not None else []
     try:
         await worktree.git(
             "push",
             "-q",
-            *lease,
+            "--no-verify",
+            "--receive-pack=git-receive-pack",
+            *leased,
             remote.name,
-            f"HEAD:refs/heads/{worktree.branch}",
+            f"{revision}:{ref}",
             timeout=NETWORK_TIMEOUT_S,
             guarded=guarded,
+            credentials=await credentials(worktree.git, remote),
         )
     except GitError as failure:
         refusals = [

@@ -1,30 +1,42 @@
 """Delivery of a ``software-change`` run: ``push``, ``pr`` (``builtin.git-delivery.pr@1``)
 and ``ship`` (``builtin.git-delivery.merge@1``).
 
-The run works in its own worktree on ``zeroshot/<run-id>``; delivery commits exactly the
-files the change touched relative to the base (never ``.zeroshot/``, new build output left
-out, secret-looking files refused), pushes the branch (unless the remote already holds
-that head: a delivery retried after its controller died records the push that happened
-instead of repeating or denying it), and for ``pr``/``ship`` opens or
-updates the pull request through the GitHub REST API, takes review feedback on the exact
-head back into the repair loop (unless feedback is off), waits for the required checks and
-a conflict-free head, and for ``ship`` merges with a method the repository allows and
-confirms the merged revision. A receipt certifies success only when every other execution
-of the run settled before this delivery started; otherwise the signal is ``unconfirmed``.
+Delivery commits exactly the tree the trust check recorded (the snapshot the checks passed
+on and the reviewers judged, see :mod:`~zeroshot_kernel.software_change.snapshot`), never
+what the worktree holds now: ``commit-tree`` (plumbing, no hook, unsigned) with the base as
+its only parent and the trailer ``Zeroshot-Run``; the run's branch and its worktree's index
+move to that commit (``update-ref``, ``read-tree``: no file is touched). It pushes the
+branch with hardened git (unless the remote already holds that commit: a delivery retried
+after its controller died records the push that happened instead of repeating or denying
+it), leased on what the remote's branch held, then reads the remote back: the branch must
+point at the commit and no other ref may have moved since preparation (whoever moved it),
+or the delivery is refused naming what moved. For ``pr``/``ship`` it opens or updates the
+pull request through the GitHub REST API, takes review feedback on the exact head back into
+the repair loop (unless feedback is off), waits for the required checks and a conflict-free
+head, and for ``ship`` merges with a method the repository allows and confirms the merged
+revision. A receipt certifies success only when every other execution of the run settled
+before this delivery started; otherwise the signal is ``unconfirmed``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from zeroshot_kernel.delivery.git import NETWORK_TIMEOUT_S
 from zeroshot_kernel.delivery.github import MERGE_METHODS, GitHub, GitHubError, Pull
-from zeroshot_kernel.delivery.worktree import DeliveryRefused, Remote, RunWorktree, push_branch
+from zeroshot_kernel.delivery.worktree import (
+    DeliveryRefused,
+    Remote,
+    RunWorktree,
+    ls_remote,
+    push_branch,
+)
 from zeroshot_kernel.ledger.events import ExecutionVoided, NodeCompleted, NodeStarted, RunEvent
-from zeroshot_kernel.software_change.trust import touched
+from zeroshot_kernel.software_change.trust import BRANCH_PREFIX, TRAILER, moved_refs
 
 GOOD_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
 DEFAULT_POLL_S = 10
@@ -53,35 +65,68 @@ def unsettled(events: Sequence[RunEvent], execution: str) -> list[str]:
     return sorted(open_.values())
 
 
-async def commit_changes(worktree: RunWorktree, task: str, run_id: str, base: str) -> None:
-    """Commit exactly the files the change touched relative to ``base`` (nothing when there
-    are none); refuses secret-looking files. Whatever else is staged is unstaged first."""
-    found = await asyncio.to_thread(touched, worktree.path, base)
-    if found.secrets:
-        raise DeliveryRefused(
-            "refusing to deliver secret-looking file(s): " + ", ".join(found.secrets)
-        )
-    await worktree.git("reset", "-q")
-    for start in range(0, len(found.paths), 200):
-        await worktree.git(
-            "add", "--all", "--", *(f":(literal){p}" for p in found.paths[start : start + 200])
-        )
-    if not await worktree.git("diff", "--cached", "--name-only"):
-        return
+async def commit_reviewed(
+    worktree: RunWorktree, tree: str, base: str, task: str, run_id: str
+) -> str:
+    """The delivery commit of ``tree`` on ``base`` (see the module doc): the branch's head
+    when it is that commit already (a retried delivery), else a new one the branch and the
+    worktree's index move to."""
+    head = await worktree.git("rev-parse", "--verify", "-q", "HEAD", check=False)
+    if head and head != base and await _is_delivery_of(worktree, head, tree, base, run_id):
+        return head
     title = (task.strip().splitlines() or ["software change"])[0][:72]
-    await worktree.git("commit", "-q", "-m", title, "-m", f"Zeroshot-Run: {run_id}")
-
-
-async def remote_head(worktree: RunWorktree, remote: Remote) -> str:
-    """The run's branch on the remote (``""`` when absent)."""
-    listed = await worktree.git(
-        "ls-remote",
-        "--heads",
-        remote.name,
-        f"refs/heads/{worktree.branch}",
-        timeout=NETWORK_TIMEOUT_S,
+    commit = await worktree.git(
+        "commit-tree", "--no-gpg-sign", "-p", base, "-m", title, "-m", f"{TRAILER}: {run_id}", tree
     )
-    return listed.split()[0] if listed else ""
+    await worktree.git("update-ref", f"refs/heads/{worktree.branch}", commit, head or base)
+    await worktree.git("read-tree", commit)
+    return commit
+
+
+async def _is_delivery_of(
+    worktree: RunWorktree, commit: str, tree: str, base: str, run_id: str
+) -> bool:
+    shown = await worktree.git("log", "-1", "--format=%T%x00%P%x00%B", commit, check=False)
+    found_tree, _, rest = shown.partition("\0")
+    parents, _, message = rest.partition("\0")
+    return (
+        found_tree == tree
+        and parents.split() == [base]
+        and f"{TRAILER}: {run_id}" in message.splitlines()
+    )
+
+
+async def push_reviewed(
+    worktree: RunWorktree, remote: Remote, commit: str, trust: dict[str, Any], run_id: str
+) -> tuple[str, bool]:
+    """Push ``commit`` to the run's branch unless the remote holds it already, then read
+    the remote back (see the module doc). Returns what the remote rejected (``""``) and
+    whether a push was made."""
+    ref = f"refs/heads/{worktree.branch}"
+    before = await ls_remote(worktree.git, remote, ref, timeout=NETWORK_TIMEOUT_S)
+    pushed = before.get(ref) != commit
+    if pushed:
+        rejected = await push_branch(
+            worktree, remote, revision=commit, lease=before.get(ref, ""), guarded=True
+        )
+        if rejected:
+            return rejected, True
+    now = await ls_remote(worktree.git, remote, timeout=NETWORK_TIMEOUT_S)
+    if now.get(ref) != commit:
+        raise DeliveryRefused(
+            f"the remote {remote.name} holds {ref} at {(now.get(ref) or 'nothing')[:12]} "
+            f"after the push, not the delivered {commit[:12]}"
+        )
+    if trust.get("remoteRefsJson"):
+        moved = moved_refs(
+            json.loads(trust["remoteRefsJson"]),
+            now,
+            BRANCH_PREFIX + run_id,
+            lambda sha: sha == commit,
+        )
+        if moved:
+            raise DeliveryRefused("the remote moved during the run: " + "; ".join(moved))
+    return "", pushed
 
 
 def receipt(
@@ -105,27 +150,27 @@ async def deliver_change(
     run_id: str,
     task: str,
     delivery: dict[str, Any],
+    tree: str,
+    trust: dict[str, Any],
     token: str,
     log: Callable[[str], None],
     github: Callable[[str, str, str], GitHub] | None = None,
 ) -> ChangeDelivered:
-    """Commit, push and (``pr``/``ship``) drive the pull request; see the module doc."""
-    mode = delivery["mode"]
-    await commit_changes(worktree, task, run_id, delivery["baseRevision"])
-    head = await worktree.git("rev-parse", "HEAD")
-    if head == delivery["baseRevision"]:
+    """Commit ``tree``, push and (``pr``/``ship``) drive the pull request; see the
+    module doc."""
+    mode, base = delivery["mode"], delivery["baseRevision"]
+    if not tree or tree == await worktree.git("rev-parse", f"{base}^{{tree}}"):
         raise DeliveryRefused(
-            "the change is empty: the run's branch is still at its base "
-            f"{head[:12]}, so there is nothing to deliver"
+            f"the change is empty: the reviewed tree is the base {base[:12]}'s, "
+            "so there is nothing to deliver"
         )
-    if await remote_head(worktree, remote) == head:
+    head = await commit_reviewed(worktree, tree, base, task, run_id)
+    rejected, pushed = await push_reviewed(worktree, remote, head, trust, run_id)
+    if not pushed:
         log(
             f"the remote {remote.name} already holds {worktree.branch} at {head[:12]}: "
             "recorded, not pushed again"
         )
-        rejected = ""
-    else:
-        rejected = await push_branch(worktree, remote, force_with_lease=True, guarded=True)
     slug = delivery.get("repository") or remote.display
     if rejected:
         return ChangeDelivered(

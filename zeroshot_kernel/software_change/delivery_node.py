@@ -3,13 +3,17 @@ by the ``git_delivery`` harness from the run's own worktree (its workspace).
 
 A delivery checks the run's trust baseline again first (a resumed run too) and delivers
 only after the ``trust_check`` node let it (trusted, or unproven but allowed: then its
-receipt says ``unproven`` and why). A workspace that cannot deliver is a refusal with the
-reason; an unexpected git failure is a crash (a retried delivery never commits twice).
+receipt says ``unproven`` and why), and only the tree that check recorded in the ledger
+(never the worktree's files, which a resumed run does not believe). A workspace that
+cannot deliver is a refusal with the reason; an unexpected git failure is a crash (a
+retried delivery never commits twice).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+from dataclasses import dataclass
 from typing import Any
 
 from zeroshot_kernel.contract.outcome import VerifierOutcome, error
@@ -51,10 +55,13 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
             message,
         )
     events = list(request.events())
-    allowed, completion, unproven = _trust_verdict(events)
-    if not allowed:
+    verdict = _trust_verdict(events)
+    if verdict is None:
         return HarnessResult(error("refusal"), "delivery runs only after a passed trust check")
+    if not verdict.tree:
+        return HarnessResult(error("refusal"), "the trust check recorded no reviewed tree")
     baseline = request.run_input.get("trust") if isinstance(request.run_input, dict) else None
+    token = request.env.get("GH_TOKEN") or os.environ.get("GH_TOKEN", "")
     try:
         problems = await asyncio.to_thread(
             trust.verify,
@@ -63,6 +70,7 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
             baseline or {},
             delivered=trust.delivered_heads(events),
             retried=True,
+            token=token,
         )
     except trust.TrustError as failure:
         problems = [str(failure)]
@@ -84,6 +92,8 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
             run_id=request.run_id,
             task=str(task),
             delivery=delivery,
+            tree=verdict.tree,
+            trust=baseline or {},
             token=request.env.get("GH_TOKEN", ""),
             log=lambda line: request.log("output", line),
         )
@@ -91,10 +101,10 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
         return HarnessResult(error("refusal"), str(refused))
     except GitError as failed:
         return HarnessResult(error("crash"), f"{failed}\n{failed.stderr}".strip())
-    stamped = {**delivered.receipt, "completion": completion}
-    if unproven:
-        stamped["unproven"] = unproven
-        request.log("output", f"UNPROVEN delivery (--allow-unproven): {unproven}")
+    stamped = {**delivered.receipt, "completion": verdict.completion}
+    if verdict.unproven:
+        stamped["unproven"] = verdict.unproven
+        request.log("output", f"UNPROVEN delivery (--allow-unproven): {verdict.unproven}")
     outcome = VerifierOutcome(
         status="verifier",
         output={"receipt": stamped},
@@ -105,20 +115,33 @@ async def deliver_node(request: ExecutionRequest) -> HarnessResult:
     return HarnessResult(outcome, delivered.message or None)
 
 
-def _trust_verdict(events: list[Any]) -> tuple[bool, str, str]:
-    """Whether the last trust check let delivery go, the completion decision it saw, and
-    why the delivery is unproven (``""`` when it is proven)."""
+@dataclass(frozen=True)
+class TrustVerdict:
+    """What the last trust check let delivery do."""
+
+    completion: str
+    """The completion decision it saw."""
+    unproven: str
+    """Why the delivery is unproven (``""`` when it is proven)."""
+    tree: str
+    """The reviewed tree it verified the worktree against: what delivery commits."""
+
+
+def _trust_verdict(events: list[Any]) -> TrustVerdict | None:
+    """The last trust check's verdict when it let delivery go, else ``None``."""
     for event in reversed(events):
         if isinstance(event, NodeCompleted) and event.completion.reference.node == "trust_check":
             outcome = event.completion.outcome
             if not isinstance(outcome, VerifierOutcome):
-                return False, "", ""
+                return None
             signal = outcome.signals.get("trust")
+            if signal not in ("trusted", "unproven_allowed"):
+                return None
             diagnostic = outcome.diagnostic if isinstance(outcome.diagnostic, dict) else {}
             completion = str(diagnostic.get("completion", ""))
-            return (
-                signal in ("trusted", "unproven_allowed"),
+            return TrustVerdict(
                 completion,
                 completion if signal == "unproven_allowed" else "",
+                str(diagnostic.get("tree") or ""),
             )
-    return False, "", ""
+    return None

@@ -13,14 +13,20 @@ to ``fail blocked``. ``high-risk`` adds an early seam review after the first wor
 final integration review (at most two) before delivery. The loop is a backstop bound;
 the review limits themselves are counted in the ledger, which no rename or restart resets.
 
+Each snapshot (``review_snapshot``, ``final_snapshot``) first records the change as a git
+tree and fails the run as ``secret_files`` when it holds a secret-looking file, before any
+check prints it or any reviewer's brief quotes it.
+
 Before delivery, in every mode, the trusted ``trust_check`` (see
 :mod:`zeroshot_kernel.software_change.trust`) compares the worktree, the repository's refs and
 config, the remote's refs and the user's checkout with the baseline recorded at
-preparation (the run input's ``trust``): a violation fails the run as
-``untrusted_change``, a change with no file differing from the base as ``empty_change``;
-for push, pr and ship, secret-looking files fail it as ``secret_files``, and a completion
-decision other than ``CANDIDATE_COMPLETE`` as ``unproven`` unless the user allowed an
-unproven delivery (``--allow-unproven``), which the receipt then records.
+preparation (the run input's ``trust``), and the worktree's snapshot with the tree the last
+gate recorded: a violation (or a change after review) fails the run as
+``untrusted_change``, a change with no file differing from the base as ``empty_change``,
+secret-looking files as ``secret_files``; for push, pr and ship a completion
+decision other than ``CANDIDATE_COMPLETE`` fails it as ``unproven`` unless the user allowed
+an unproven delivery (``--allow-unproven``), which the receipt then records. Delivery
+commits exactly the tree the trust check recorded.
 
 Delivery (``--delivery``): ``none`` succeeds with the change left in the run's worktree;
 ``push`` publishes the managed branch; ``pr`` (the default) opens or updates a pull
@@ -312,7 +318,7 @@ def _delivery(mode: str, st: Doc) -> Doc:
         input=record({"trust": TRUST}),
         output={"kind": "null"},
         signals={"trust": TRUST_SIGNALS},
-        diagnostic=record({"message": string(), "completion": string()}),
+        diagnostic=record({"message": string(), "completion": string(), "tree": string()}),
         input_bindings=[from_state(["trust"])],
         write_bindings=[],
     )
@@ -415,11 +421,10 @@ def _finish(mode: str, tier: str, st: Doc) -> Doc:
         ],
         promoted=keep,
     )
-    body = seq(
-        "final_pass",
+    reviewed = seq(
+        "final_reviewed",
         st,
         [
-            _snapshot("final_snapshot"),
             review,
             choice(
                 "integration_result",
@@ -436,6 +441,7 @@ def _finish(mode: str, tier: str, st: Doc) -> Doc:
         ],
         promoted=keep,
     )
+    body = seq("final_pass", st, _screened("final_snapshot", st, reviewed, keep), promoted=keep)
     final = loop("final_reviews", st, body, LIMITS.final_integration_reviews, promoted=keep)
     return seq("finish", st, [final, fail("final_reviews_blocked", "blocked")])
 
@@ -499,18 +505,35 @@ def _pass(mode: str, tier: str, st: Doc) -> Doc:
     )
     # every tier, micro included: the reviewers' briefs carry receipts for the very tree
     # they review, from the first pass on
-    snapshot = _snapshot("review_snapshot")
-    return seq("change_pass", st, [snapshot, reviews, checked], promoted=promoted)
+    reviewed = seq("reviewed_pass", st, [reviews, checked], promoted=promoted)
+    return seq(
+        "change_pass", st, _screened("review_snapshot", st, reviewed, promoted), promoted=promoted
+    )
+
+
+def _screened(name: str, st: Doc, then: Doc, promoted: list[list[str]]) -> list[Doc]:
+    """The snapshot ``name``, then ``then`` unless the change holds a secret-looking file
+    (the run fails as ``secret_files`` before any check or reviewer sees it)."""
+    secret = branch(signal_in(name, "checkout", "secret"), fail(f"{name}_secret", "secret_files"))
+    return [_snapshot(name), choice(f"{name}_result", st, [secret], then, promoted=promoted)]
 
 
 def _snapshot(name: str) -> Doc:
-    fields = ("gitCommit", "gitTree", "workingTreeHash", "dirtyTreeFingerprint", "recordJson")
+    fields = (
+        "gitCommit",
+        "gitTree",
+        "workingTreeHash",
+        "dirtyTreeFingerprint",
+        "snapshotTree",
+        "message",
+        "recordJson",
+    )
     return verifier(
         name,
         SNAPSHOT_WORKER,
         input={"kind": "null"},
         output={"kind": "null"},
-        signals={"checkout": ["recorded"]},
+        signals={"checkout": ["recorded", "secret"]},
         diagnostic=record({f: string() for f in fields}),
         input_bindings=[],
         write_bindings=[],

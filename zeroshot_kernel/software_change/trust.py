@@ -4,37 +4,36 @@ At preparation (before any agent runs) :func:`baseline` records what the run mus
 unchanged: the base revision, the repository's refs (tags and branches other than the
 managed ``zeroshot/*`` ones), its local git config, the push remote's refs, and the
 user's own checkout (HEAD, index, tracked and untracked files' status). The record goes
-into the run's input (``trust``), so it sits in the ledger and a resumed run checks the
-same thing.
+into the run input (``trust``), so it sits in the ledger (where no box writes) and a
+resumed run checks the same thing.
 
 :func:`verify` compares the run's worktree, the repository, the remote and the user's
 checkout with that record; any difference is a violation named in one line. The
 ``trust_check`` node (trusted code, before delivery in every mode) also refuses an empty
-change and secret-looking files, and gates publishing on the completion decision unless
-the user allowed an unproven delivery. :func:`delivery_paths` is what delivery stages:
-exactly the files the change touched relative to the base, never ``.zeroshot/``, new build
-output left out.
+change and secret-looking files, refuses a worktree whose snapshot
+(:mod:`~zeroshot_kernel.software_change.snapshot`) is no longer the tree the last review
+gate recorded (``changed after review: <paths>``), records that tree for delivery, and
+gates publishing on the completion decision unless the user allowed an unproven delivery.
 
-A remote ref that moved to a commit this repository does not hold was pushed by someone
-else and is not held against the run; one that moved to (or was deleted in favour of) a
-commit held here was pushed from here, which only delivery may do, and only to the run's
-own branch.
+Every movement of the remote during the run is a violation, whoever made it and whatever
+it points to (a commit pushed from a private clone that this repository never saw
+included), except the run's own branch standing at a head this run's delivery recorded.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Collection
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
-from zeroshot_kernel.delivery.git import QUIET_ENV
+from zeroshot_kernel.delivery.git import Credentials, push_credentials, run_git, user_settings
 from zeroshot_kernel.exceptions import Refused
+from zeroshot_kernel.software_change import quoting, snapshot
+from zeroshot_kernel.software_change.secrets import refusal
 
 TRUST_WORKER = "zeroshot.delivery.trust@1"
 TRUST_CALLABLE = "zeroshot_kernel.software_change.trust:trust_check"
@@ -42,33 +41,6 @@ TRUST_VERSION = "v1"
 BRANCH_PREFIX = "refs/heads/zeroshot/"
 RUN_DIR = ".zeroshot"
 TRAILER = "Zeroshot-Run"
-SECRET_NAMES = (
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "credentials*.json",
-    "*.p12",
-    "*.pfx",
-)
-SECRET_EXAMPLES = (".env.example", ".env.sample", ".env.template", ".env.dist")
-BUILD_DIRS = (
-    "__pycache__",
-    "build",
-    "dist",
-    "node_modules",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".tox",
-)
-BUILD_FILES = ("*.pyc", "*.pyo")
-PRIVATE_KEY = b"PRIVATE KEY-----"
-SCANNED_BYTES = 1 << 20
 GATED = ("push", "pr", "ship")
 PROVEN = "CANDIDATE_COMPLETE"
 
@@ -77,15 +49,11 @@ class TrustError(Refused):
     """git could not answer a question the check needs."""
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(
-        ["git", "--no-optional-locks", *args],
-        cwd=cwd,
-        capture_output=True,
-        env={**os.environ, **QUIET_ENV},
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+def _git(cwd: Path, *args: str, check: bool = True, credentials: Credentials | None = None) -> str:
+    try:
+        done = run_git(cwd, *args, timeout=120, credentials=credentials)
+    except subprocess.TimeoutExpired:
+        raise TrustError(f"git {' '.join(args[:2])} did not answer in {cwd}") from None
     if done.returncode != 0:
         if not check:
             return ""
@@ -110,7 +78,7 @@ def checkout_parts(root: Path) -> dict[str, str]:
     revision = _git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
     spec = ["--", ".", f":(exclude){RUN_DIR}"]
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", *spec)
-    diff = _git(root, "diff", "--no-ext-diff", "--binary", *spec)
+    diff = _git(root, "diff", "--no-ext-diff", "--no-textconv", "--binary", *spec)
     return {
         "userHead": f"{head or '(detached)'} {revision}",
         "userIndex": _digest(_git(root, "ls-files", "-s", "-z")),
@@ -141,13 +109,24 @@ def config_digests(root: Path) -> dict[str, str]:
     return {key: _digest(*values)[:16] for key, values in sorted(found.items())}
 
 
-def remote_refs(root: Path, remote: str) -> dict[str, str] | None:
-    """The remote's branches and tags, or ``None`` when it cannot be read."""
+def remote_refs(root: Path, remote: str, token: str = "") -> dict[str, str] | None:
+    """The remote's branches and tags, or ``None`` when it cannot be read (``token``: a
+    ``GH_TOKEN`` for an HTTPS remote; else the user's own credential helpers)."""
     if not remote:
         return None
+    url = _git(root, "remote", "get-url", remote, check=False).strip()
+    access = push_credentials(url, token, user_settings(root).helpers)
     try:
-        listed = _git(root, "ls-remote", "--heads", "--tags", remote)
-    except (TrustError, subprocess.TimeoutExpired):
+        listed = _git(
+            root,
+            "ls-remote",
+            "--heads",
+            "--tags",
+            "--upload-pack=git-upload-pack",
+            remote,
+            credentials=access,
+        )
+    except TrustError:
         return None
     refs: dict[str, str] = {}
     for line in listed.splitlines():
@@ -161,7 +140,7 @@ def baseline(
     root: Path, *, base: str, mode: str, remote: str, allow_unproven: bool = False
 ) -> dict[str, Any]:
     """The ``trust`` record of the run input, taken before any agent runs."""
-    remote_now = remote_refs(root, remote)
+    remote_now = remote_refs(root, remote, os.environ.get("GH_TOKEN", ""))
     return {
         "version": TRUST_VERSION,
         "mode": mode,
@@ -235,10 +214,12 @@ def verify(
     *,
     delivered: Collection[str] = (),
     retried: bool = False,
+    token: str = "",
 ) -> list[str]:
     """Violations of ``trust`` found now, one line each (empty when all is as recorded).
     ``delivered``: heads delivery recorded for this run (its branch may stand there);
-    ``retried``: a delivery retry may also find its own unrecorded commit."""
+    ``retried``: a delivery retry may also find its own unrecorded commit; ``token``: a
+    ``GH_TOKEN`` to read an HTTPS remote with."""
     if trust.get("version") != TRUST_VERSION:
         return ["the run was not prepared for trusted delivery (no baseline recorded)"]
     problems: list[str] = []
@@ -261,7 +242,7 @@ def verify(
         problems.append(f"the branch {branch} was moved to {branch_now[:12]}")
     problems += _changes(json.loads(trust["refsJson"]), local_refs(worktree), "ref")
     problems += _changes(json.loads(trust["configJson"]), config_digests(worktree), "git config")
-    problems += _remote_problems(worktree, run_id, trust)
+    problems += _remote_problems(worktree, run_id, trust, allowed, retried, token)
     checkout = main_checkout(worktree)
     now = checkout_parts(checkout)
     for key, what in (("userHead", "HEAD"), ("userIndex", "index"), ("userFiles", "files")):
@@ -270,100 +251,64 @@ def verify(
     return problems
 
 
-def _remote_problems(worktree: Path, run_id: str, trust: dict[str, Any]) -> list[str]:
+def _remote_problems(
+    worktree: Path,
+    run_id: str,
+    trust: dict[str, Any],
+    allowed: set[str],
+    retried: bool,
+    token: str,
+) -> list[str]:
     if not trust.get("remoteRefsJson"):
         return []
-    now = remote_refs(worktree, str(trust["remote"]))
+    now = remote_refs(worktree, str(trust["remote"]), token)
     if now is None:
         return [f"the remote {trust['remote']} cannot be read to verify its refs"]
-    before: dict[str, str] = json.loads(trust["remoteRefsJson"])
     own = BRANCH_PREFIX + run_id
+
+    def delivered(sha: str) -> bool:
+        return sha in allowed or (retried and _is_delivery_commit(worktree, sha, run_id, allowed))
+
+    return moved_refs(json.loads(trust["remoteRefsJson"]), now, own, delivered)
+
+
+def moved_refs(
+    before: dict[str, str], now: dict[str, str], own: str, delivered: Callable[[str], bool]
+) -> list[str]:
+    """Each ref of the remote that moved between ``before`` and ``now``, in one line each:
+    all of them, except ``own`` (the run's branch) standing where ``delivered(sha)`` says
+    this run's delivery put it."""
     problems = []
     for name in sorted(set(before) | set(now)):
-        if name == own or before.get(name) == now.get(name):
+        was, sha = before.get(name), now.get(name)
+        if was == sha or (name == own and sha is not None and delivered(sha)):
             continue
-        sha = now.get(name)
         if sha is None:
-            problems.append(f"the remote's {name} was deleted")
-        elif _known(worktree, sha):
+            problems.append(f"the remote's {quoting.name(name)} was deleted")
+        else:
             problems.append(
-                f"the remote's {name} was pushed to {sha[:12]} from this "
-                f"repository (was {(before.get(name) or 'absent')[:12]})"
+                f"the remote's {quoting.name(name)} was pushed to {sha[:12]} during the run "
+                f"(was {(was or 'absent')[:12]})"
             )
     return problems
-
-
-def _known(worktree: Path, sha: str) -> bool:
-    return (
-        subprocess.run(
-            ["git", "cat-file", "-e", sha], cwd=worktree, capture_output=True, timeout=60
-        ).returncode
-        == 0
-    )
-
-
-# --- what the change touched --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Touched:
-    paths: list[str]
-    """What delivery stages: changed tracked files and new files (not build output)."""
-    left_out: list[str]
-    """New build output, left unstaged."""
-    secrets: list[str]
-    """Secret-looking files among ``paths`` (delivery refuses them)."""
-
-
-def _split(text: str) -> list[str]:
-    return [p for p in text.split("\0") if p]
-
-
-def _build_output(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return any(p in BUILD_DIRS or p.endswith(".egg-info") for p in parts[:-1]) or any(
-        fnmatch.fnmatch(parts[-1], pattern) for pattern in BUILD_FILES
-    )
-
-
-def _secret(worktree: Path, path: str) -> bool:
-    name = PurePosixPath(path).name
-    if name not in SECRET_EXAMPLES and any(fnmatch.fnmatch(name, p) for p in SECRET_NAMES):
-        return True
-    file = worktree / path
-    if not file.is_file() or file.is_symlink():
-        return False
-    with file.open("rb") as handle:
-        head = handle.read(SCANNED_BYTES)
-    return b"-----BEGIN " in head and PRIVATE_KEY in head
-
-
-def touched(worktree: Path, base: str) -> Touched:
-    """The files the change touched relative to ``base`` (deletions included)."""
-    tracked = _split(_git(worktree, "diff", "--name-only", "-z", "--no-renames", base, "--"))
-    new = _split(_git(worktree, "ls-files", "--others", "--exclude-standard", "-z"))
-    mine = [
-        p for p in dict.fromkeys(tracked + new) if p != RUN_DIR and not p.startswith(RUN_DIR + "/")
-    ]
-    left_out = [p for p in mine if p in new and p not in tracked and _build_output(p)]
-    paths = [p for p in mine if p not in left_out]
-    return Touched(paths, left_out, [p for p in paths if _secret(worktree, p)])
 
 
 # --- the trust_check node -------------------------------------------------------------------
 
 
-def decision_of(graph: dict[str, Any], events: list[Any]) -> dict[str, Any] | None:
-    """The completion decision the last gate recorded (``None`` when none did)."""
+def gate_record(graph: dict[str, Any], events: list[Any]) -> dict[str, Any] | None:
+    """The record of the last gate that decided completion (``None`` when none did): its
+    ``decision`` and the ``snapshotTree`` its checks ran on and its reviewers judged."""
     from zeroshot_kernel.software_change.review.ledger import FINAL_GATE_WORKER, GATE_WORKER, facts
 
     for fact in reversed(facts(graph, events)):
         if fact.role in (GATE_WORKER, FINAL_GATE_WORKER) and isinstance(fact.diagnostic, dict):
             try:
-                decision: dict[str, Any] = json.loads(fact.diagnostic["recordJson"])["decision"]
+                record = json.loads(fact.diagnostic["recordJson"])
             except (KeyError, ValueError, TypeError):
                 continue
-            return decision
+            if isinstance(record, dict) and isinstance(record.get("decision"), dict):
+                return record
     return None
 
 
@@ -391,29 +336,48 @@ def delivered_heads(events: list[Any]) -> set[str]:
 
 
 def assess(
-    worktree: Path, run_id: str, trust: dict[str, Any], graph: dict[str, Any], events: list[Any]
-) -> tuple[str, str, str]:
-    """(signal, one-line message, completion) of the trust check."""
-    decision = decision_of(graph, events)
+    worktree: Path,
+    run_id: str,
+    trust: dict[str, Any],
+    graph: dict[str, Any],
+    events: list[Any],
+    token: str = "",
+) -> tuple[str, str, str, str]:
+    """(signal, one-line message, completion, reviewed tree) of the trust check."""
+    record = gate_record(graph, events)
+    decision = record["decision"] if record else None
     completion = describe(decision)
-    problems = verify(worktree, run_id, trust, delivered=delivered_heads(events))
+    problems = verify(worktree, run_id, trust, delivered=delivered_heads(events), token=token)
     if problems:
-        return "tampered", "untrusted change: " + "; ".join(problems), completion
-    found = touched(worktree, str(trust["baseRevision"]))
-    if not found.paths:
-        left = f" (build output left out: {', '.join(found.left_out)})" if found.left_out else ""
+        return "tampered", "untrusted change: " + "; ".join(problems), completion, ""
+    base = str(trust["baseRevision"])
+    now = snapshot.take(worktree, base)
+    reviewed = str(record.get("snapshotTree") or "") if record else ""
+    if not reviewed:
+        return "tampered", "untrusted change: no reviewed tree is recorded", completion, ""
+    after = snapshot.changed(worktree, reviewed, now.tree)
+    if after:
+        return (
+            "tampered",
+            "untrusted change: changed after review: " + _listed(after),
+            completion,
+            reviewed,
+        )
+    if not now.touched.paths:
+        left = (
+            f" (build output left out: {_listed(now.touched.left_out)})"
+            if now.touched.left_out
+            else ""
+        )
         return (
             "empty",
-            f"empty change: no file differs from the base {str(trust['baseRevision'])[:12]}{left}",
+            f"empty change: no file differs from the base {base[:12]}{left}",
             completion,
+            reviewed,
         )
+    if now.touched.secrets:
+        return "secret", refusal(now.touched.secrets), completion, reviewed
     mode = str(trust.get("mode", ""))
-    if mode in GATED and found.secrets:
-        return (
-            "secret",
-            "refusing to deliver secret-looking file(s): " + ", ".join(found.secrets),
-            completion,
-        )
     if mode in GATED and (decision is None or decision.get("state") != PROVEN):
         if not trust.get("allowUnproven"):
             return (
@@ -421,13 +385,21 @@ def assess(
                 f"unproven: the completion decision is {completion}; "
                 "nothing delivered (--allow-unproven delivers anyway)",
                 completion,
+                reviewed,
             )
         return (
             "unproven_allowed",
             f"UNPROVEN delivery (--allow-unproven): the completion decision is {completion}",
             completion,
+            reviewed,
         )
-    return "trusted", "", completion
+    return "trusted", "", completion, reviewed
+
+
+def _listed(paths: list[str], shown: int = 20) -> str:
+    """Untrusted names, escaped, the first ``shown`` of them (the rest counted)."""
+    named = ", ".join(quoting.name(p) for p in paths[:shown])
+    return named + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 def trust_check(value: dict[str, Any], context: Any) -> Any:
@@ -437,12 +409,18 @@ def trust_check(value: dict[str, Any], context: Any) -> Any:
 
     graph, events = run_events(context)
     try:
-        signal, message, completion = assess(
-            context.workspace.resolve(), context.run_id, value["trust"], graph, events
+        signal, message, completion, tree = assess(
+            context.workspace.resolve(),
+            context.run_id,
+            value["trust"],
+            graph,
+            events,
+            context.env.get("GH_TOKEN", ""),
         )
-    except TrustError as failure:
-        signal, message, completion = "tampered", f"untrusted change: {failure}", ""
+    except (TrustError, snapshot.SnapshotError) as failure:
+        signal, message, completion, tree = "tampered", f"untrusted change: {failure}", "", ""
     context.log(f"trust check: {signal}{': ' + message if message else ''}")
     return Verdict(
-        signals={"trust": signal}, diagnostic={"message": message, "completion": completion}
+        signals={"trust": signal},
+        diagnostic={"message": message, "completion": completion, "tree": tree},
     )

@@ -1,11 +1,14 @@
 """``zeroshot.review.gate@1``: the trusted gate after each review pass of software-change.
 
-A python-harness verifier (no agent): it reads the run's ledger, runs the declared
-checks in the worktree (their receipts are the evidence), replays the seam's review
-lifecycle and answers ``lifecycle`` = ``approved`` (deliver), ``correction`` (the owner
-fixes the findings, the same reviewer rechecks once), ``restart`` (the one strategy
-restart) or ``blocked``. Its diagnostic records the lifecycle, the receipts and the
-completion decision (``recordJson``), so every view reads them from the ledger.
+A python-harness verifier (no agent): it reads the run's ledger, takes the worktree's
+snapshot (the change as a git tree, :mod:`~zeroshot_kernel.software_change.snapshot`), runs
+the declared checks in a box on exactly that tree (:mod:`.checks`: their receipts are the
+evidence), replays the seam's review lifecycle and answers ``lifecycle`` = ``approved``
+(deliver), ``correction`` (the owner fixes the findings, the same reviewer rechecks once),
+``restart`` (the one strategy restart) or ``blocked``. Its diagnostic records the
+lifecycle, the receipts, the completion decision and the snapshot tree they hold for
+(``recordJson``), so every view reads them from the ledger, and the trust check and
+delivery bind to that tree.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
+from zeroshot_kernel.software_change.review.briefs import base_revision, declared_checks
+from zeroshot_kernel.software_change.review.checks import run_check
 from zeroshot_kernel.software_change.review.completion import (
     CheckoutIntegrity,
     CompletionDecision,
@@ -40,25 +46,30 @@ from zeroshot_kernel.software_change.review.receipts import (
     Fingerprint,
     current,
     fingerprint,
-    run_check,
     staleness,
 )
 from zeroshot_kernel.software_change.review.tiers import Tier, review_tier
+from zeroshot_kernel.software_change.secrets import refusal
+from zeroshot_kernel.software_change.snapshot import Snapshot, take
 from zeroshot_kernel.workers import Verdict, WorkerContext
 
 LEDGER_ENV = "ZEROSHOT_LEDGER"
 
 
-def admitted_checks(context: WorkerContext) -> list[str]:
-    """The ``--check`` commands the run declared, read from its admitted input."""
+def admitted_input(context: WorkerContext) -> Any:
+    """The run's admitted input (the ledger's record, never the worktree's files)."""
     from zeroshot_kernel.client import Client
-    from zeroshot_kernel.software_change.review.briefs import declared_checks
 
     client = Client(os.environ.get(LEDGER_ENV), workspace=str(context.workspace))
     try:
-        return declared_checks(client.admitted(context.run_id).get("initialInput"))
+        return client.admitted(context.run_id).get("initialInput")
     finally:
         client.close()
+
+
+def snapshot_now(context: WorkerContext, run_input: Any) -> Snapshot:
+    """The worktree's snapshot against the base the run recorded at preparation."""
+    return take(context.workspace.resolve(), base_revision(run_input) or "HEAD")
 
 
 def run_events(context: WorkerContext) -> tuple[dict[str, Any], list[Any]]:
@@ -85,7 +96,8 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     graph, events = run_events(context)
     found = facts(graph, events)
     passes = sum(f.role == "zeroshot.review.gate@1" for f in found) + 1
-    receipts, now, owner_ok = _evidence(review, found, context)
+    evidence = _evidence(review, found, context)
+    receipts, now, owner_ok = evidence.receipts, evidence.now, evidence.owner_ok
     record: dict[str, Any] = {
         "pass": passes,
         "treeHash": now.fingerprint.working_tree_hash,
@@ -99,6 +111,8 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
         replayed = replay_run(graph, events, seam, final_review=tier == "high-risk", current=record)
         life = replayed.lifecycle
         signal, message = _route(life, owner_ok, replayed.refused)
+    if evidence.refused:
+        signal, message = "blocked", evidence.refused
     if signal == "correction" and not message:
         failed = [r.command for r in receipts if r.exit_code != 0]
         message = "owner verification: " + (
@@ -117,7 +131,7 @@ def review_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
             review.get("classification"),
         )
     )
-    record |= {"signal": signal, **_recorded(review, life, receipts, decision)}
+    record |= {"signal": signal, **_recorded(review, life, evidence, decision)}
     context.log(f"review gate: {signal}; completion {decision.state}")
     return Verdict(
         signals={"lifecycle": signal},
@@ -132,7 +146,8 @@ def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
     review = value["review"]
     graph, events = run_events(context)
     found = facts(graph, events)
-    receipts, now, owner_ok = _evidence(review, found, context)
+    evidence = _evidence(review, found, context)
+    receipts, now, owner_ok = evidence.receipts, evidence.now, evidence.owner_ok
     life = replay_run(graph, events, review["seam"], final_review=True).lifecycle
     decision = decide(
         _facts(
@@ -147,42 +162,65 @@ def final_gate(value: dict[str, Any], context: WorkerContext) -> Verdict:
             reviewer=INTEGRATION_REVIEWER,
         )
     )
-    record = _recorded(review, life, receipts, decision)
+    record = _recorded(review, life, evidence, decision)
     context.log(f"final gate: completion {decision.state}")
     return Verdict(
         signals={"decision": "recorded"},
-        diagnostic={"message": "", "recordJson": json.dumps(record)},
+        diagnostic={"message": evidence.refused, "recordJson": json.dumps(record)},
     )
 
 
-def _evidence(
-    review: dict[str, Any], found: list[Fact], context: WorkerContext
-) -> tuple[list[EvidenceReceipt], Current, bool]:
-    """The declared checks run now in the worktree, the checkout now, and whether the owner
-    verified the change (its acceptance verifier accepted and every check passed)."""
-    receipts = [
+@dataclass(frozen=True)
+class Evidence:
+    receipts: list[EvidenceReceipt]
+    now: Current
+    owner_ok: bool
+    """The owner verified the change: its acceptance verifier accepted, every check passed."""
+    tree: str
+    """The snapshot tree the checks ran on."""
+    refused: str = ""
+    """Why no check ran (secret-looking files in the change)."""
+
+
+def _checks(
+    commands: list[str], snap: Snapshot, context: WorkerContext, prefix: str, *, claims: bool
+) -> list[EvidenceReceipt]:
+    """The declared checks, each run in a box on the snapshot's tree."""
+    return [
         run_check(
             shlex.split(command),
-            context.workspace,
-            receipt_id=f"{context.execution}:CHK-{n:03d}",
-            requirement_ids=[f"CHK-{n:03d}"],
-            establishes=[f"passes: {command}"],
+            context.workspace.resolve(),
+            tree=snap.tree,
+            containment=context.containment,
+            receipt_id=f"{context.execution}:{prefix}-{n:03d}",
+            requirement_ids=[f"CHK-{n:03d}"] if claims else [],
+            establishes=[f"passes: {command}"] if claims else [],
         )
-        for n, command in enumerate(review["checks"], 1)
+        for n, command in enumerate(commands, 1)
     ]
+
+
+def _evidence(review: dict[str, Any], found: list[Fact], context: WorkerContext) -> Evidence:
+    """The declared checks run now on the worktree's snapshot (none when it holds a
+    secret), the checkout now, and whether the owner verified the change."""
+    snap = snapshot_now(context, admitted_input(context))
+    refused = refusal(snap.touched.secrets) if snap.touched.secrets else ""
+    receipts = [] if refused else _checks(review["checks"], snap, context, "CHK", claims=True)
     owner = _latest(found, OWNER_VERIFIER)
     owner_ok = (
-        owner is not None
+        not refused
+        and owner is not None
         and owner.signals.get("verdict") == "accepted"
         and all(r.exit_code == 0 for r in receipts)
     )
-    return receipts, current(context.workspace), owner_ok
+    now = current(context.workspace.resolve(), snapshot_tree=snap.tree)
+    return Evidence(receipts, now, owner_ok, snap.tree, refused)
 
 
 def _recorded(
     review: dict[str, Any],
     life: SeamLifecycle | None,
-    receipts: list[EvidenceReceipt],
+    evidence: Evidence,
     decision: CompletionDecision,
 ) -> dict[str, Any]:
     return {
@@ -196,39 +234,54 @@ def _recorded(
             "reason": life.reason,
             "counters": life.counters.model_dump(),
         },
-        "receipts": [r.model_dump(mode="json") for r in receipts],
+        "receipts": [r.model_dump(mode="json") for r in evidence.receipts],
         "decision": decision.model_dump(mode="json"),
+        "snapshotTree": evidence.tree,
     }
 
 
 def review_snapshot(value: None, context: WorkerContext) -> Verdict:
     """``zeroshot.review.snapshot@1``: just before the reviewers start (trusted code), the
-    declared checks run on the tree they will review, so every reviewer's brief carries
-    receipts for it (the gate runs them again after the reviews: its receipts are the
-    evidence); then the worktree's fingerprint, so the gate can tell whether the
-    reviewers' checkout stayed as it was."""
-    receipts = [
-        run_check(
-            shlex.split(command), context.workspace, receipt_id=f"{context.execution}:PRE-{n:03d}"
-        )
-        for n, command in enumerate(admitted_checks(context), 1)
-    ]
+    worktree's snapshot: a change holding a secret-looking file is refused here
+    (``checkout`` = ``secret``), before any check prints it or any brief quotes it; else
+    the declared checks run on its tree, so every reviewer's brief carries receipts for it
+    (the gate runs them again after the reviews: its receipts are the evidence); then the
+    worktree's fingerprint, so the gate can tell whether the reviewers' checkout stayed as
+    it was."""
+    run_input = admitted_input(context)
+    snap = snapshot_now(context, run_input)
     found = fingerprint(context.workspace)
+    recorded = {
+        "gitCommit": found.git_commit,
+        "gitTree": found.git_tree,
+        "workingTreeHash": found.working_tree_hash,
+        "dirtyTreeFingerprint": found.dirty_tree_fingerprint,
+        "snapshotTree": snap.tree,
+    }
+    if snap.touched.secrets:
+        message = refusal(snap.touched.secrets)
+        context.log(f"review snapshot: {message}")
+        return Verdict(
+            signals={"checkout": "secret"},
+            diagnostic={**recorded, "message": message, "recordJson": json.dumps({"receipts": []})},
+        )
+    receipts = _checks(declared_checks(run_input), snap, context, "PRE", claims=False)
     return Verdict(
         signals={"checkout": "recorded"},
         diagnostic={
-            "gitCommit": found.git_commit,
-            "gitTree": found.git_tree,
-            "workingTreeHash": found.working_tree_hash,
-            "dirtyTreeFingerprint": found.dirty_tree_fingerprint,
+            **recorded,
+            "message": "",
             "recordJson": json.dumps({"receipts": [r.model_dump(mode="json") for r in receipts]}),
         },
     )
 
 
-def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutIntegrity:
+def checkout_integrity(
+    snapshot: Fact | None, now: Fingerprint, tree: str = ""
+) -> CheckoutIntegrity:
     """Unchanged when the tree the reviewers started on (recorded by the snapshot before
-    them) is the tree now; unverified without a snapshot."""
+    them: its fingerprints and, when both sides have one, its snapshot tree) is the tree
+    now; unverified without a snapshot."""
     if snapshot is None or not isinstance(snapshot.diagnostic, dict):
         return "REVIEW_CHECKOUT_UNVERIFIED"
     before = snapshot.diagnostic
@@ -238,6 +291,9 @@ def checkout_integrity(snapshot: Fact | None, now: Fingerprint) -> CheckoutInteg
         before["workingTreeHash"],
         before["dirtyTreeFingerprint"],
     ) == (now.git_commit, now.git_tree, now.working_tree_hash, now.dirty_tree_fingerprint)
+    recorded = before.get("snapshotTree")
+    if recorded and tree and recorded != tree:
+        same = False
     return "REVIEW_CHECKOUT_UNCHANGED" if same else "REVIEW_CHECKOUT_CHANGED"
 
 
@@ -266,7 +322,7 @@ def _route(life: SeamLifecycle, owner_ok: bool, refused: str) -> tuple[str, str]
 
 def _facts(
     tier: Tier,
-    now: Any,
+    now: Current,
     receipts: list[EvidenceReceipt],
     life: SeamLifecycle | None,
     found: list[Fact],
@@ -300,7 +356,9 @@ def _facts(
             head=head,
             base="",
             scope="integration" if reviewer == INTEGRATION_REVIEWER else "seam",
-            checkout=checkout_integrity(_latest(found, SNAPSHOT_WORKER), now.fingerprint),
+            checkout=checkout_integrity(
+                _latest(found, SNAPSHOT_WORKER), now.fingerprint, now.snapshot_tree
+            ),
             engine_authenticated=True,
         )
     micro = None

@@ -1,7 +1,11 @@
 """Evidence receipts: what a command proved, bound to the exact tree and environment.
 
-A receipt records the command, its exit code and the tail of its output, the git commit
-and tree, two fingerprints of the checkout and the environment, and its claims.
+A receipt records the command, its exit code and the tail of its output, the snapshot tree
+it ran on (``checked_tree``: the check ran on an export of exactly that tree, see
+:mod:`.checks`), whether it ran in a box (``sandbox``), the limits it ran under and the one
+that stopped it (``resource_limit``), the git commit and tree, two fingerprints of the
+checkout and the environment, and its claims. Receipts recorded before checks were boxed
+have none of the new fields and read as they were.
 ``working_tree_hash`` covers head, tree, branch, status, the staged and unstaged diffs and
 the untracked files; ``dirty_tree_fingerprint`` is the same without head, tree and branch
 (a clean checkout gives the hash of the empty string). Notebooks count by their
@@ -17,17 +21,20 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zeroshot_kernel.delivery.git import run_git
+from zeroshot_kernel.safe_files import FileRefused, opened_below, read_open
+
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 OUTPUT_TAIL_BYTES = 4096
 """How much of a check's output its receipt keeps: the end, where failures are reported."""
+NOTEBOOK_LIMIT = 64 << 20
+"""A notebook larger than this is not parsed (its digest says so)."""
 EvidenceClass = Literal["diagnostic", "claim_establishing"]
 
 
@@ -74,6 +81,15 @@ class EvidenceReceipt(BaseModel):
     establishes: list[str] = Field(default_factory=list)
     does_not_establish: list[str] = Field(default_factory=list)
     environment_scope: str = "local"
+    checked_tree: str = ""
+    """The git tree id of the snapshot the check ran on (empty: it ran in the worktree)."""
+    sandbox: str = ""
+    """``bwrap`` (boxed) or ``none`` (UNCONTAINED); empty on receipts from before boxes."""
+    limits: dict[str, str] = Field(default_factory=dict)
+    """The box's limits as enforced (see ``sandbox.limits.LimitPlan.enforced``)."""
+    resource_limit: str = ""
+    """The limit that stopped the check (``memory``, ``processes``, ``file size``, ``cpu
+    time``); empty when none did."""
 
 
 class Invalidation(BaseModel):
@@ -84,38 +100,47 @@ class Invalidation(BaseModel):
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
-    return done.stdout if done.returncode == 0 else ""
+    try:
+        done = run_git(cwd, *args)
+    except subprocess.TimeoutExpired:
+        return ""
+    return done.stdout.decode(errors="replace") if done.returncode == 0 else ""
 
 
-def normalised_notebook(path: Path) -> bytes:
-    """A notebook's cell types and sources only; unreadable JSON counts as raw bytes."""
-    return _normalised_bytes(path.read_bytes())
-
-
-def _file_digest(path: Path) -> str:
-    if not path.is_file():
+def _file_digest(root: Path, path: str) -> str:
+    """The digest of a file of the checkout, read without following a link (a link, a FIFO
+    or a folder is ``not a regular file``; a notebook counts by its normalised cells)."""
+    sha = hashlib.sha256()
+    try:
+        with opened_below(root, path) as handle:
+            if path.endswith(".ipynb"):
+                sha.update(_normalised_bytes(read_open(handle, limit=NOTEBOOK_LIMIT, shown=path)))
+            else:
+                while chunk := os.read(handle, 1 << 20):
+                    sha.update(chunk)
+    except FileNotFoundError:
         return "missing"
-    data = normalised_notebook(path) if path.suffix == ".ipynb" else path.read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    except (FileRefused, OSError):
+        return "not a regular file"
+    return sha.hexdigest()
 
 
 def _same_notebook(worktree: Path, entry: str) -> bool:
     """A tracked notebook whose normalised sources equal HEAD's (only outputs changed)."""
     path = entry[3:]
-    if not path.endswith(".ipynb") or entry.startswith("??") or not (worktree / path).is_file():
+    if not path.endswith(".ipynb") or entry.startswith("??"):
         return False
-    done = subprocess.run(
-        ["git", "show", f"HEAD:{path}"], cwd=worktree, capture_output=True, timeout=60, check=False
-    )
-    if done.returncode != 0:
+    try:
+        with opened_below(worktree, path) as handle:
+            now = _normalised_bytes(read_open(handle, limit=NOTEBOOK_LIMIT, shown=path))
+        done = run_git(worktree, "show", f"HEAD:{path}")
+    except (FileRefused, OSError, subprocess.TimeoutExpired):
         return False
-    return _normalised_bytes(done.stdout) == normalised_notebook(worktree / path)
+    return done.returncode == 0 and _normalised_bytes(done.stdout) == now
 
 
 def _normalised_bytes(raw: bytes) -> bytes:
+    """A notebook's cell types and sources only; unreadable JSON counts as raw bytes."""
     try:
         cells = json.loads(raw).get("cells", [])
         kept = [
@@ -142,10 +167,11 @@ def fingerprint(worktree: Path) -> Fingerprint:
     status = "\0".join(entries)
     changed = sorted({e[3:] for e in entries})
     plain = ["--", ".", ":(exclude)*.ipynb"]
-    staged = _git(worktree, "diff", "--cached", "--binary", *plain)
-    unstaged = _git(worktree, "diff", "--binary", *plain)
+    quiet = ("--no-ext-diff", "--no-textconv", "--binary")
+    staged = _git(worktree, "diff", "--cached", *quiet, *plain)
+    unstaged = _git(worktree, "diff", *quiet, *plain)
     files = {
-        p: _file_digest(worktree / p)
+        p: _file_digest(worktree, p)
         for p in changed
         if p.endswith(".ipynb") or any(e.startswith("??") and e[3:] == p for e in entries)
     }
@@ -183,76 +209,7 @@ def environment_fingerprint(env: Mapping[str, str]) -> str:
 
 
 def input_digests(root: Path, inputs: Sequence[str]) -> dict[str, str]:
-    return {name: _file_digest(root / name) for name in inputs}
-
-
-def run_check(
-    argv: Sequence[str],
-    cwd: Path,
-    *,
-    receipt_id: str,
-    requirement_ids: Sequence[str] = (),
-    establishes: Sequence[str] = (),
-    inputs: Sequence[str] = (),
-    final_gate: bool = False,
-    timeout_s: float = 1800,
-) -> EvidenceReceipt:
-    """Run one command in ``cwd`` and return its receipt. A command that declares
-    requirement IDs and claims establishes them (only when it exits 0); any other is
-    diagnostic."""
-    started = time.time()
-    code, output = _run(argv, cwd, timeout_s)
-    finished = time.time()
-    print_ = fingerprint(cwd)
-    env = environment()
-    claims = bool(requirement_ids and establishes)
-    return EvidenceReceipt(
-        id=receipt_id,
-        command=" ".join(argv),
-        command_argv=list(argv),
-        cwd=str(cwd),
-        exit_code=code,
-        started_at=started,
-        finished_at=finished,
-        final_gate=final_gate,
-        git_commit=print_.git_commit,
-        git_tree=print_.git_tree,
-        working_tree_hash=print_.working_tree_hash,
-        dirty_tree_fingerprint=print_.dirty_tree_fingerprint,
-        environment=env,
-        environment_fingerprint=environment_fingerprint(env),
-        inputs=input_digests(cwd, inputs),
-        output_tail=output,
-        evidence_class="claim_establishing" if claims else "diagnostic",
-        requirement_ids=list(requirement_ids),
-        establishes=list(establishes),
-    )
-
-
-def _run(argv: Sequence[str], cwd: Path, timeout_s: float) -> tuple[int, str]:
-    """Exit code and output tail. The output goes to a file, not memory, so a chatty
-    command costs disk, and only its last :data:`OUTPUT_TAIL_BYTES` are read back."""
-    with tempfile.TemporaryFile() as sink:
-        note = ""
-        try:
-            code = subprocess.run(
-                list(argv),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                check=False,
-            ).returncode
-        except subprocess.TimeoutExpired:
-            code, note = 124, f"\n[zeroshot: no exit within {timeout_s:g} s; stopped]"
-        except OSError as problem:
-            code, note = 127, f"[zeroshot: cannot start: {problem.strerror or problem}]"
-        size = sink.seek(0, os.SEEK_END)
-        sink.seek(max(0, size - OUTPUT_TAIL_BYTES))
-        tail = sink.read(OUTPUT_TAIL_BYTES).decode("utf-8", errors="replace")
-    cut = "[zeroshot: earlier output not kept]\n" if size > OUTPUT_TAIL_BYTES else ""
-    return code, cut + tail + note
+    return {name: _file_digest(root, name) for name in inputs}
 
 
 class Current(BaseModel):
@@ -263,13 +220,16 @@ class Current(BaseModel):
     fingerprint: Fingerprint
     environment_fingerprint: str
     inputs: dict[str, str] = Field(default_factory=dict)
+    snapshot_tree: str = ""
+    """The worktree's snapshot tree now (empty when not taken)."""
 
 
-def current(worktree: Path, inputs: Sequence[str] = ()) -> Current:
+def current(worktree: Path, inputs: Sequence[str] = (), *, snapshot_tree: str = "") -> Current:
     return Current(
         fingerprint=fingerprint(worktree),
         environment_fingerprint=environment_fingerprint(environment()),
         inputs=input_digests(worktree, inputs),
+        snapshot_tree=snapshot_tree,
     )
 
 
@@ -277,13 +237,16 @@ def staleness(
     receipt: EvidenceReceipt, now: Current, invalidations: Sequence[Invalidation] = ()
 ) -> str | None:
     """Why ``receipt`` is stale, or ``None`` when it is still valid (first match wins):
-    an invalidation; the environment changed; a declared input or its digest changed; (no
-    inputs declared) the git tree changed; the dirty fingerprint changed."""
+    an invalidation; the environment changed; the check ran on another snapshot tree; a
+    declared input or its digest changed; (no inputs declared) the git tree changed; the
+    dirty fingerprint changed."""
     for invalidation in invalidations:
         if invalidation.receipt_id == receipt.id:
             return f"invalidated: {invalidation.reason}"
     if receipt.environment_fingerprint != now.environment_fingerprint:
         return "environment_changed"
+    if receipt.checked_tree and now.snapshot_tree and receipt.checked_tree != now.snapshot_tree:
+        return "snapshot_tree_changed"
     if receipt.inputs:
         if set(receipt.inputs) != set(now.inputs):
             return "inputs_changed"
