@@ -1,6 +1,7 @@
-"""Files trusted code writes are never written through a link another hand planted: a
-resumed controller that finds a symbolic link where its log goes (into the user's
-``~/.bashrc``) leaves the link's target as it was and logs to a fresh file."""
+"""Trusted code never follows or runs what another hand left: a resumed controller that
+finds a symbolic link where its log goes (into the user's ``~/.bashrc``) leaves the link's
+target as it was and logs to a fresh file; modules planted in the workspace are imported by
+no process of the engine."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import engine_graphs as g
 import pytest
 from engine_support import controller_pid, finish, kill, make_workspace, resume_when_free, wire
 from support import wait_until
+from workbench_support import research_workspace, start_research
 
 from zeroshot_kernel.engine.launch import controller_log
 
@@ -38,3 +40,20 @@ def test_a_link_planted_at_the_controller_log_is_replaced_not_followed(tmp_path:
     assert wire(finish(resumed, timeout=60))["status"] == "succeeded"
     assert victim.read_text() == "# the user's own\n"
     assert not log.is_symlink() and log.is_file() and log.read_text()
+
+
+def test_the_engine_never_imports_what_lies_in_the_workspace(tmp_path: Path) -> None:
+    """A ``sitecustomize.py``, a ``usercustomize.py`` and a package shadowing the engine's
+    own, planted in the workspace (as a writer running uncontained could), are imported by
+    no process of a research run: not the controller, not the engine's workers (embedded
+    agents, trusted measure and adoption), not a resumed controller."""
+    workspace = research_workspace(tmp_path / "ws")
+    marker = tmp_path / "imported"
+    plant = f"import pathlib\npathlib.Path({str(marker)!r}).write_text(__name__)\n"
+    for name in ("sitecustomize.py", "usercustomize.py", "yaml.py", "numpy.py"):
+        (workspace / name).write_text(plant)
+    (workspace / "zeroshot_kernel").mkdir()
+    (workspace / "zeroshot_kernel" / "__init__.py").write_text(plant)
+    started = start_research(workspace, iterations=1)
+    assert wire(finish(started.run, timeout=120))["status"] == "succeeded"
+    assert not marker.exists(), marker.read_text()
