@@ -84,7 +84,9 @@ def main() -> None:
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    text = f"error: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
+    from zeroshot_kernel.console.output import hide_passwords, printable
+
+    text = printable(f"error: {hide_passwords(message)}")
     print(text, file=sys.stderr)
     sys.exit(code)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -32,9 +33,22 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s/@]*@")
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL in it hidden: a ledger URL given where a
+    name was expected (``--target postgresql://u:secret@host/db``) is echoed without it.
+
+    >>> hide_passwords("no target 'postgresql://u:secret@db/x'")
+    "no target 'postgresql://u:***@db/x'"
+    """
+    return _URL_PASSWORD.sub(r"\1***@", text)
+
+
 def fail_usage(message: str) -> NoReturn:
     """Print ``message`` to stderr and exit 2 (usage error or unreadable input)."""
-    typer.echo(f"error: {printable(message)}", err=True)
+    typer.echo(f"error: {printable(hide_passwords(message))}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
