@@ -101,14 +101,22 @@ def _detectors() -> tuple[RegexBasedDetector, ...]:
     )
 
 
+def _names(patterns: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in patterns))
+
+
+_NOT_SECRET = _names(NOT_SECRET)
+_CREDENTIAL_NAME = _names(CREDENTIAL_NAMES)
+
+
 def path_rule(path: str) -> str | None:
     """``credential file`` when ``path`` names one by its name or place."""
-    pure = PurePosixPath(path)
-    if any(fnmatch.fnmatch(pure.name, pattern) for pattern in NOT_SECRET):
+    name = PurePosixPath(path).name
+    if _NOT_SECRET.match(name):
         return None
-    if any(fnmatch.fnmatch(pure.name, pattern) for pattern in CREDENTIAL_NAMES):
-        return "credential file"
-    if any(path == place or path.endswith("/" + place) for place in CREDENTIAL_PATHS):
+    if _CREDENTIAL_NAME.match(name) or any(
+        path == place or path.endswith("/" + place) for place in CREDENTIAL_PATHS
+    ):
         return "credential file"
     return None
 
