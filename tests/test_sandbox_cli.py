@@ -45,17 +45,16 @@ def claude_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return ws.root
 
 
+RUN = ("run", "graph.json", "--input", '{"value": 1}', "--runtime", "@plan.json")
+
+
+def no_box(workspace: Path) -> dict[str, str]:
+    """The environment of a machine without bubblewrap."""
+    return {BWRAP_ENV: str(workspace / "no-bwrap")}
+
+
 def test_no_box_refuses_a_claude_run_in_one_line_and_creates_nothing(claude_run: Path) -> None:
-    ran = zeroshot(
-        claude_run,
-        "run",
-        "graph.json",
-        "--input",
-        '{"value": 1}',
-        "--runtime",
-        "@plan.json",
-        **{BWRAP_ENV: str(claude_run / "no-bwrap")},
-    )
+    ran = zeroshot(claude_run, *RUN, **no_box(claude_run))
     assert ran.returncode == 2, ran.stderr
     [line] = ran.stderr.strip().splitlines()
     assert line.startswith("error: no sandbox:") and "--sandbox none" in line
@@ -65,18 +64,7 @@ def test_no_box_refuses_a_claude_run_in_one_line_and_creates_nothing(claude_run:
 
 
 def test_sandbox_none_runs_uncontained_and_says_so(claude_run: Path) -> None:
-    ran = zeroshot(
-        claude_run,
-        "run",
-        "graph.json",
-        "--input",
-        '{"value": 1}',
-        "--runtime",
-        "@plan.json",
-        "--sandbox",
-        "none",
-        **{BWRAP_ENV: str(claude_run / "no-bwrap")},
-    )
+    ran = zeroshot(claude_run, *RUN, "--sandbox", "none", **no_box(claude_run))
     assert ran.returncode == 0, ran.stderr
     assert "UNCONTAINED" in ran.stderr  # when it starts
     assert ran.stdout.strip().splitlines()[-1].startswith("UNCONTAINED")  # and when it ends
@@ -91,9 +79,7 @@ def test_a_boxed_run_says_nothing_of_containment_but_status_names_its_box(
     claude_run: Path,
 ) -> None:
     require(problem() is None, f"no box can be made here: {problem()} (make test installs it)")
-    ran = zeroshot(
-        claude_run, "run", "graph.json", "--input", '{"value": 1}', "--runtime", "@plan.json"
-    )
+    ran = zeroshot(claude_run, *RUN)
     assert ran.returncode == 0, ran.stderr
     assert "UNCONTAINED" not in ran.stdout + ran.stderr
     [run] = json.loads(zeroshot(claude_run, "list", "--json").stdout)
@@ -101,7 +87,7 @@ def test_a_boxed_run_says_nothing_of_containment_but_status_names_its_box(
 
 
 def test_a_profile_keeps_its_sandbox_and_a_run_may_override_it(claude_run: Path) -> None:
-    no_box = {BWRAP_ENV: str(claude_run / "no-bwrap")}
+    missing = no_box(claude_run)
     saved = zeroshot(
         claude_run,
         "profile",
@@ -117,9 +103,9 @@ def test_a_profile_keeps_its_sandbox_and_a_run_may_override_it(claude_run: Path)
         "none",
     )
     assert saved.returncode == 0, saved.stderr
-    ran = zeroshot(claude_run, "run", "--profile", "loose", **no_box)
+    ran = zeroshot(claude_run, "run", "--profile", "loose", **missing)
     assert ran.returncode == 0, ran.stderr
     assert "UNCONTAINED" in ran.stderr
-    boxed = zeroshot(claude_run, "run", "--profile", "loose", "--sandbox", "bwrap", **no_box)
+    boxed = zeroshot(claude_run, "run", "--profile", "loose", "--sandbox", "bwrap", **missing)
     assert boxed.returncode == 2 and "no sandbox" in boxed.stderr
     assert len(json.loads(zeroshot(claude_run, "list", "--json").stdout)) == 1

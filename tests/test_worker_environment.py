@@ -30,21 +30,23 @@ def leak(value, context):
 """
 
 
-def secrets() -> dict[str, str]:
-    return {
+def plant_secrets(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Secrets in the controller's environment that no node declares."""
+    planted = {
         "AWS_SECRET_ACCESS_KEY": f"aws-{uuid.uuid4().hex}",
         "MY_PASSWORD": f"pw-{uuid.uuid4().hex}",
         "GH_TOKEN": f"ghp_{uuid.uuid4().hex}",
         "DATABASE_URL": f"postgresql://app:db-{uuid.uuid4().hex}@db.internal/app",
     }
+    for name, value in planted.items():
+        monkeypatch.setenv(name, value)
+    return planted
 
 
 def test_an_undeclared_secret_is_not_in_a_workers_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    planted = secrets()
-    for name, value in planted.items():
-        monkeypatch.setenv(name, value)
+    planted = plant_secrets(monkeypatch)
     ws = make_workspace(tmp_path / "ws")
     ws.behave(work={"print_env": [*planted, "PATH"]})
     run = ws.submit(g.single_step_graph("talk"), {"value": 1})
@@ -58,9 +60,7 @@ def test_an_undeclared_secret_is_not_in_a_workers_environment(
 def test_a_secret_a_worker_finds_elsewhere_is_redacted_in_the_ledger_and_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    planted = secrets()
-    for name, value in planted.items():
-        monkeypatch.setenv(name, value)
+    planted = plant_secrets(monkeypatch)
     ws = make_workspace(tmp_path / "ws")
     (ws.root / "leaky.py").write_text(LEAKY_WORKER)
     password = planted["DATABASE_URL"].split(":")[2].split("@")[0]
