@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -263,39 +264,46 @@ def _task_reference(task: Path, workspace: Path) -> str:
 
 
 def _follow(run_handle: Run) -> None:
+    """Print each reviewed round as it closes, then the run's end; Ctrl-C detaches at once
+    (exit 130, see :func:`~zeroshot_kernel.console.follow.follow`)."""
+    from zeroshot_kernel.console.follow import follow
+
+    follow(
+        _round_lines(run_handle),
+        lambda _: (
+            f"\ndetached; {run_handle.id} keeps running. "
+            f"See it with: zeroshot research show {run_handle.id}"
+        ),
+    )
+
+
+def _round_lines(run_handle: Run) -> Iterator[tuple[str, str | None]]:
+    """Read on :func:`_follow`'s reading thread; ends by raising ``typer.Exit`` with the
+    run's exit status."""
     from zeroshot_kernel.auto_research.views import ResearchViewBuilder
     from zeroshot_kernel.console.event_lines import describe_result
-    from zeroshot_kernel.console.follow import ControllerWatch, print_failure_cause
+    from zeroshot_kernel.console.follow import ControllerWatch, failure_lines
     from zeroshot_kernel.ledger.events import SucceededResult
 
     builder = ResearchViewBuilder()
     watch = ControllerWatch(run_handle)
     shown = 0
     cursor = None
-    try:
-        while True:
-            snapshot, tail = run_handle.client.snapshot_and_tail(run_handle.id, cursor)
-            cursor = snapshot.cursor
-            view = builder.feed(event for _, event in tail).view()
-            for round_view in view.rounds[shown:]:
-                typer.echo(round_line(round_view))
-            shown = len(view.rounds)
-            if view.terminal is not None:
-                typer.echo(f"finished: {describe_result(view.terminal)}")
-                _summary(view)
-                if not isinstance(view.terminal, SucceededResult):
-                    print_failure_cause(run_handle)
-                ok = isinstance(view.terminal, SucceededResult)
-                raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
-            watch.check()
-            time.sleep(0.3)
-    except KeyboardInterrupt:
-        typer.echo(
-            f"\ndetached; {run_handle.id} keeps running. "
-            f"See it with: zeroshot research show {run_handle.id}",
-            err=True,
-        )
-        raise typer.Exit(130) from None
+    while True:
+        snapshot, tail = run_handle.client.snapshot_and_tail(run_handle.id, cursor)
+        cursor = snapshot.cursor
+        view = builder.feed(event for _, event in tail).view()
+        for round_view in view.rounds[shown:]:
+            yield round_line(round_view), None
+        shown = len(view.rounds)
+        if view.terminal is not None:
+            ok = isinstance(view.terminal, SucceededResult)
+            ending = [f"finished: {describe_result(view.terminal)}", *_summary_lines(view)]
+            ending += [] if ok else failure_lines(run_handle)
+            yield from ((line, None) for line in ending)
+            raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
+        watch.check()
+        time.sleep(0.3)
 
 
 def round_line(r: RoundView) -> str:
@@ -328,9 +336,8 @@ def diff_lines(diff: str) -> list[str]:
     return shown
 
 
-def _summary(view: ResearchView) -> None:
-    for note in view.notes():
-        typer.echo(note)
+def _summary_lines(view: ResearchView) -> list[str]:
+    lines = list(view.notes())
     if view.incumbent is not None:
         metric = "n/a" if view.incumbent.metric is None else f"{view.incumbent.metric:.6g}"
         origin = (
@@ -338,10 +345,11 @@ def _summary(view: ResearchView) -> None:
             if view.incumbent.round
             else "the incumbent this run started from"
         )
-        typer.echo(
+        lines.append(
             f"incumbent: {view.incumbent.candidate_id} (metric {metric}, {origin}); "
             f"plateau: {view.plateau} round(s)"
         )
+    return lines
 
 
 @research_app.command("show")
@@ -384,7 +392,8 @@ def show(
         typer.echo(round_line(round_view))
         for line in diff_lines(round_view.diff):
             typer.echo(line)
-    _summary(view)
+    for line in _summary_lines(view):
+        typer.echo(line)
     if cause is not None:
         for line in cause.lines():
             typer.echo(printable(line))
