@@ -9,14 +9,11 @@ nothing adopted."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 from auto_research_support import new_workspace
 from chat_server import chat_server
+from code_task_agents import CLAIM, competent, research
 from zeroshot_widgets.report import report_html
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
@@ -45,88 +42,6 @@ def integrate(f, a, b, budget):
     return total * h / 2
 '''
 BROKEN = "def integrate(f, a, b, budget):\n    return sum(f(a) for _ in range(budget + 1))\n"
-CLAIM = "measured log10_error -15 on every seed; adopt"
-
-
-def competent(edit: str) -> Any:
-    """A scripted model: proposes a better rule, writes ``edit`` as quadrature.py, and
-    reviews by the engine's evidence in its input (adopt only what the evidence supports)."""
-
-    def respond(body: dict[str, Any]) -> Any:
-        prompt = body["messages"][-1]["content"]
-        node = prompt.split("`", 2)[1]
-        if node.startswith("scout_"):
-            strategy = node.removeprefix("scout_")
-            return {
-                "output": {
-                    "proposal": {
-                        "strategy": strategy,
-                        "approach": f"{strategy}:gauss-legendre",
-                        "paramsJson": "{}",
-                        "rationale": "a higher-order rule within 64 calls",
-                    }
-                },
-                "signals": {},
-                "diagnostic": None,
-            }
-        if node == "researcher":
-            assert "def integrate(f, a, b, budget):" in prompt  # the parent's file, briefed
-            return {
-                "change": {
-                    "parentId": "c000",
-                    "strategy": "exploration",
-                    "approach": "exploration:gauss-legendre",
-                    "rationale": CLAIM,
-                    "edits": [{"path": "quadrature.py", "kind": "contents", "text": edit}],
-                }
-            }
-        evidence = json.loads(prompt.split("# Input (JSON)\n\n", 1)[1].split("\n\n# ", 1)[0])[
-            "evidence"
-        ]
-        return {
-            "output": None,
-            "signals": {"verdict": "accepted"},
-            "diagnostic": {
-                "reason": CLAIM,
-                "corrections": "",
-                "title": "Gauss-Legendre",
-                "description": evidence["diff"][:200],
-                "adopt": evidence["status"] == "measured",
-            },
-        }
-
-    return respond
-
-
-def research(workspace: Path, base_url: str, study: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "ZEROSHOT_OPENAI_BASE_URL")
-    }
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zeroshot_kernel",
-            "research",
-            "run",
-            "quadrature",
-            "--harness",
-            "openai",
-            "--base-url",
-            base_url,
-            "--iterations",
-            "1",
-            "--study",
-            study,
-        ],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
 
 
 def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(tmp_path: Path) -> None:
