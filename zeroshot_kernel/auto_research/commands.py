@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.task import TaskSpec
     from zeroshot_kernel.auto_research.views import ResearchView, RoundView
     from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.console.follow import Shown
     from zeroshot_kernel.templates import TemplateOptions
 
 research_app = typer.Typer(
@@ -277,7 +278,7 @@ def _follow(run_handle: Run) -> None:
     )
 
 
-def _round_lines(run_handle: Run) -> Iterator[tuple[str, str | None]]:
+def _round_lines(run_handle: Run) -> Iterator[Shown]:
     """Read on :func:`_follow`'s reading thread; ends by raising ``typer.Exit`` with the
     run's exit status."""
     from zeroshot_kernel.auto_research.views import ResearchViewBuilder

@@ -27,6 +27,7 @@ from zeroshot_kernel.sandbox import sandbox_mode
 
 if TYPE_CHECKING:
     from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.console.follow import Shown
 
 InputOption = Annotated[
     str | None,
@@ -171,7 +172,7 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
     follow(_event_lines(run_handle, cursor), detached)
 
 
-def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[tuple[str, str | None]]:
+def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[Shown]:
     """The run's event lines with their cursors, then its failure cause; ends by raising
     ``typer.Exit`` with the run's exit status."""
     from zeroshot_kernel.console.event_lines import EventRenderer, containment_note
