@@ -20,7 +20,9 @@ from software_change_support import repository, script, start_change
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.ledger.events import NodeCompleted
+from zeroshot_kernel.sandbox import Containment
 from zeroshot_kernel.software_change.prepare import prepare, submit_change
+from zeroshot_kernel.software_change.review.checks import run_check as boxed_check
 from zeroshot_kernel.software_change.review.classify import classify
 from zeroshot_kernel.software_change.review.completion import (
     CompletionFacts,
@@ -37,10 +39,10 @@ from zeroshot_kernel.software_change.review.receipts import (
     current,
     fingerprint,
     reusable,
-    run_check,
     staleness,
 )
 from zeroshot_kernel.software_change.review.tiers import resolve_tier, review_tier
+from zeroshot_kernel.software_change.snapshot import tree_of
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 HEAD, TREE = "a" * 40, "b" * 40
@@ -303,6 +305,11 @@ def test_auto_tier_is_decided_by_the_rules(
 
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def run_check(argv: list[str], cwd: Path, **claims: Any) -> EvidenceReceipt:
+    """A check run boxed on the tree of ``cwd``'s HEAD (as the gates run them)."""
+    return boxed_check(argv, cwd, tree=tree_of(cwd, "HEAD"), containment=Containment(), **claims)
 
 
 def test_receipts_fingerprints_and_staleness(tmp_path: Path) -> None:

@@ -125,13 +125,13 @@ def test_claude_reviewers_see_the_base_the_diff_and_the_receipts(
     # second also the first gate's and the repair's change
     assert "- `echo feature-checked` -> exit 0 (receipt " in first
     # with what the command printed, as trusted code captured it
-    assert "  output (tail):\n  ```\n  feature-checked\n  ```" in first
+    assert "  output (tail, quoted):\n```\nfeature-checked\n```" in first
     assert "- `test -f src/feature.py` -> exit 0 (receipt " in first
-    assert "recorded by review_snapshot, on the tree under review" in first
+    assert "recorded by review_snapshot, boxed, on the tree under review" in first
     assert "ANSWER = answer()" not in first
     assert "- `echo feature-checked` -> exit 0 (receipt " in second
     assert "- `test -f src/feature.py` -> exit 0 (receipt " in second
-    assert "recorded by review_gate, on an earlier tree (the change moved since)" in second
+    assert "recorded by review_gate, boxed, on an earlier tree (" in second
     assert "+ANSWER = answer()" in second
 
     writes = [c for c in made if c["node"] in WRITERS]
@@ -175,8 +175,8 @@ def test_a_micro_owner_verification_is_briefed_with_receipts_from_its_first_pass
     assert isinstance(change.wait(), SucceededResult)
     (owner,) = [c["prompt"] for c in recorded_calls(repo) if c["node"] in REVIEWER_NODES]
     assert "- `echo feature-checked` -> exit 0 (receipt " in owner
-    assert "recorded by review_snapshot, on the tree under review" in owner
-    assert "  output (tail):\n  ```\n  feature-checked\n  ```" in owner
+    assert "recorded by review_snapshot, boxed, on the tree under review" in owner
+    assert "  output (tail, quoted):\n```\nfeature-checked\n```" in owner
 
 
 def test_a_secret_a_check_prints_reaches_neither_the_ledger_nor_a_brief(
@@ -234,7 +234,7 @@ def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews
         assert f"Base revision: {base}" in prompt and "+def answer():" in prompt
     final = reviews["integration_review"]
     assert "- `true` -> exit 0 (receipt " in final
-    assert "recorded by review_gate, on the tree under review" in final
+    assert "recorded by review_gate, boxed, on the tree under review" in final
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -288,7 +288,7 @@ def test_change_run_on_codex_needs_no_model(
     assert "+def answer():" in review["prompt"]
     # micro too: the checks ran on the reviewed tree just before the owner verification
     assert "- `true` -> exit 0 (receipt " in review["prompt"]
-    assert "recorded by review_snapshot, on the tree under review" in review["prompt"]
+    assert "recorded by review_snapshot, boxed, on the tree under review" in review["prompt"]
 
 
 # --- the brief's parts ---------------------------------------------------------------------
@@ -320,7 +320,7 @@ def test_the_diff_holds_tracked_and_new_files_but_not_the_runs_own(tmp_path: Pat
     assert diff.files == ["M kept.txt", "A new.py (new file, not yet added)"]
     assert "-two\n+TWO\n+three" in diff.text and "+x = 1" in diff.text
     assert "run files" not in diff.text and "build output" not in diff.text
-    assert not diff.cut and diff.shown_bytes == diff.total_bytes
+    assert not diff.cut and diff.omitted_count == 0
 
 
 def test_a_diff_over_the_budget_says_how_much_was_cut(tmp_path: Path) -> None:
@@ -328,7 +328,7 @@ def test_a_diff_over_the_budget_says_how_much_was_cut(tmp_path: Path) -> None:
     (repo / "a.txt").write_text("".join(f"line {n}\n" for n in range(200)))
     (repo / "b.txt").write_text("more\n")
     diff = change_diff(repo, base, budget=500)
-    assert diff.cut and diff.shown_bytes <= 500 < diff.total_bytes
+    assert diff.cut and diff.shown_bytes <= 500 and diff.omitted_count == 2
     assert diff.omitted == ["a.txt (quoted in part)", "b.txt"]
     assert diff.text.endswith("\n") and "+line 0" in diff.text and "+more" not in diff.text
 
