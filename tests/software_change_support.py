@@ -122,10 +122,12 @@ def start_change(
     nodes: dict[str, Any] | None = None,
     allow_unproven: bool = False,
     client: Client | None = None,
+    sandbox: str | None = None,
 ) -> Change:
     """Prepare and submit a change as ``zeroshot change run`` does (``auto`` runs the
-    scripted classifier first), with the test workers bound. Without ``checks`` the run
-    proves itself with ``true``, so its completion decision can reach
+    scripted classifier first), with the test workers bound (``nodes`` replaces bindings;
+    ``sandbox``: the plan's sandbox mode, ``none`` for an UNCONTAINED run). Without
+    ``checks`` the run proves itself with ``true``, so its completion decision can reach
     ``CANDIDATE_COMPLETE`` and delivery is not refused as unproven; ``()`` declares none."""
     if checks is None:
         checks = ("true",)
@@ -155,6 +157,8 @@ def start_change(
     )
     runtime = test_nodes(expansion.runtime)
     runtime["nodes"] = {**runtime["nodes"], **(nodes or {})}
+    if sandbox is not None:
+        runtime["sandbox"] = sandbox
     run = submit_change(
         client,
         prepared,
@@ -164,3 +168,20 @@ def start_change(
         title=f"software-change: {task}",
     )
     return Change(repo, client, run)
+
+
+def agent_bindings(tier: str = "standard", *names: str) -> dict[str, Any]:
+    """The template's own agent bindings (claude) for ``names`` (default: every writer and
+    reviewer); the test support binds python test workers unless these replace them."""
+    runtime = expand_template(
+        "software-change", TemplateOptions(task="t", harness="claude", delivery="none", tier=tier)
+    ).runtime
+    wanted = names or (*WRITERS, *REVIEWERS)
+    return {name: binding for name, binding in runtime["nodes"].items() if name in wanted}
+
+
+def verdict(label: str, message: str = "checked") -> dict[str, Any]:
+    """A stand-in reviewer's scripted answer."""
+    return {
+        "json": {"output": None, "signals": {"verdict": label}, "diagnostic": {"message": message}}
+    }

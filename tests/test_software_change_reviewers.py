@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 from harness_support import agent_home, install_standin
-from software_change_support import REVIEWERS, WRITERS, git, repository, start_change
+from software_change_support import (
+    REVIEWERS,
+    WRITERS,
+    agent_bindings,
+    git,
+    repository,
+    start_change,
+    verdict,
+)
 
 from zeroshot_kernel.harness.claude_harness import (
     GIT_READ_TOOLS,
@@ -30,16 +38,9 @@ from zeroshot_kernel.software_change.review.briefs import (
     change_diff,
     declared_checks,
 )
-from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 FEATURE = "def answer():\n    return 42\n"
 REVIEWER_NODES = set(REVIEWERS)
-
-
-def verdict(label: str, message: str = "checked") -> dict[str, Any]:
-    return {
-        "json": {"output": None, "signals": {"verdict": label}, "diagnostic": {"message": message}}
-    }
 
 
 def standin_script(repo: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
@@ -51,18 +52,6 @@ def standin_script(repo: Path, nodes: dict[str, list[dict[str, Any]]]) -> None:
 def recorded_calls(repo: Path) -> list[dict[str, Any]]:
     path = agent_home() / ".standin" / "calls.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def agent_bindings(tier: str = "standard") -> dict[str, Any]:
-    """The template's own agent bindings (the test support binds python test workers)."""
-    runtime = expand_template(
-        "software-change", TemplateOptions(task="t", harness="claude", delivery="none", tier=tier)
-    ).runtime
-    return {
-        name: binding
-        for name, binding in runtime["nodes"].items()
-        if name in (*WRITERS, *REVIEWERS)
-    }
 
 
 def writer_script() -> dict[str, list[dict[str, Any]]]:

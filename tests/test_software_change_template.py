@@ -164,7 +164,7 @@ def test_two_failed_final_reviews_block_a_high_risk_run(tmp_path: Path) -> None:
 def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     repo, _ = repository(tmp_path)
     script(repo, {"code": ["rejected", "accepted"]})
-    change = start_change(repo, delivery="none", checks=("git diff --quiet HEAD", "true"))
+    change = start_change(repo, delivery="none", checks=("test -f change.txt", "true"))
     assert isinstance(change.wait(), SucceededResult)
     done = zeroshot(
         repo, "status", change.run.id, "--ledger", str(repo / ".zeroshot" / "ledger.db")
@@ -181,7 +181,7 @@ def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     ), done.stdout
     checks = [line.strip() for line in done.stdout.splitlines() if "check:" in line]
     assert [line.split(" (receipt ")[0] for line in checks] == [
-        "check:   git diff --quiet HEAD -> exit 0",
+        "check:   test -f change.txt -> exit 0",
         "check:   true -> exit 0",
     ], done.stdout
     as_json = zeroshot(
@@ -192,6 +192,6 @@ def test_status_shows_the_recorded_completion_decision(tmp_path: Path) -> None:
     assert review["decision"]["state"] == "CANDIDATE_COMPLETE"
     assert review["lifecycle"]["counters"]["strategyRestarts"] == 0
     assert [(r["command"], r["exitCode"]) for r in review["receipts"]] == [
-        ("git diff --quiet HEAD", 0),
+        ("test -f change.txt", 0),
         ("true", 0),
     ]

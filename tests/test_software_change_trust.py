@@ -204,6 +204,7 @@ def test_build_output_is_left_out_and_only_touched_files_are_staged(tmp_path: Pa
     [".env", "deploy/server.pem", "config/id_rsa", "credentials-prod.json", "notes/key.txt"],
 )
 def test_secret_looking_files_fail_the_run(tmp_path: Path, secret: str) -> None:
+    """Refused at the review snapshot, before any check or reviewer sees the change."""
     repo, remote = repository(tmp_path)
     text = (
         "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -214,8 +215,11 @@ def test_secret_looking_files_fail_the_run(tmp_path: Path, secret: str) -> None:
     change = start_change(repo, delivery="push")
     result = change.wait()
     assert isinstance(result, FailedResult) and result.reason == "secret_files", result
-    message = trust_message(change)
-    assert message == f"refusing to deliver secret-looking file(s): {secret}", message
+    outcome = change.completions("review_snapshot")[-1].completion.outcome
+    assert isinstance(outcome, VerifierOutcome) and isinstance(outcome.diagnostic, dict)
+    kind = "private key" if secret.endswith(".txt") else "credential file"
+    assert outcome.diagnostic["message"] == f"refusing secret-looking file(s): {secret} ({kind})"
+    assert change.completions("acceptance") == [] and change.completions("trust_check") == []
     assert published(remote) == ""
 
 
@@ -233,7 +237,8 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
 ) -> None:
     """pre-receive: the push was cut before the remote took it, so the resumed delivery
     pushes; post-receive: the remote took it before the controller died, so the resumed
-    delivery records it. Either way the remote and the receipt agree."""
+    delivery records it. Either way the remote and the receipt agree, and what is delivered
+    is the reviewed tree the ledger records, not the worktree's file edited meanwhile."""
     repo, remote = repository(tmp_path)
     started, release = tmp_path / "hook-started", tmp_path / "hook-release"
     path = remote / "hooks" / hook
@@ -251,6 +256,7 @@ def test_a_push_whose_controller_was_killed_is_reconciled_on_resume(
     branch = f"zeroshot/{change.run.id}"
     pushed = git(remote, "branch", "--list", branch) != ""
     assert pushed == (hook == "post-receive")
+    (change.worktree / "change.txt").write_text("edited after the review\n")
     release.touch()
     result = resume_from_repository(repo, change)
     assert isinstance(result, SucceededResult), result

@@ -25,6 +25,10 @@ a script (or a workspace without ``standin.json``) gets ``ok``. A reply is one o
 directory (an agent editing with its tools; ``../`` paths write outside it); a write the
 box refuses is recorded (``refused_write``) and the turn goes on.
 
+``"daemon": {"path": P, "text": T}`` in a reply leaves a ``setsid`` daemon behind (named
+``zsd-<marker>``, recorded in ``.standin/daemon.json``) that rewrites ``P`` with ``T``
+and a counter, over and over, forever; the turn answers once it has written the first time.
+
 ``"require_env": NAME`` in a reply makes it an ``auth_error`` when ``NAME`` is not in the
 environment; ``"leak_env": NAME`` writes the variable's value to stderr (a redaction
 probe). Every invocation is appended to ``.standin/calls.jsonl`` (argv, session, pid,
@@ -129,6 +133,8 @@ def answer(prompt: str, session_file: Path, argv: list[str], resumed: str | None
             Path(path).write_text(text)
         except OSError as refused:  # an agent's tool call failing: it carries on
             _record({"node": node, "refused_write": path, "error": str(refused)})
+    if "daemon" in reply:
+        daemon(reply["daemon"]["path"], reply["daemon"]["text"])
     if "json" in reply:
         return Answer(text=json.dumps(reply["json"]))
     if "text" in reply:
@@ -184,3 +190,33 @@ def hang() -> None:
     os.replace(temporary, STATE / "pids.json")  # a reader sees all of it or no file
     while True:
         time.sleep(1)
+
+
+DAEMON_NAME = "zsd-"
+_REWRITER = (
+    "import sys, time\n"
+    "open('/proc/self/comm', 'w').write(sys.argv[1])\n"
+    "n = 0\n"
+    "while True:\n"
+    "    n += 1\n"
+    "    open(sys.argv[2], 'w').write(f'{sys.argv[3]} {n}\\n')\n"
+    "    time.sleep(0.05)\n"
+)
+
+
+def daemon(path: str, text: str) -> None:
+    """Leave a ``setsid`` daemon rewriting ``path`` (see the module doc); return once it
+    wrote."""
+    name = DAEMON_NAME + uuid.uuid4().hex[:8]
+    subprocess.Popen(
+        [sys.executable, "-c", _REWRITER, name, str(Path(path).resolve()), text],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    temporary = STATE / ".daemon.json.tmp"
+    temporary.write_text(json.dumps({"name": name}))
+    os.replace(temporary, STATE / "daemon.json")
+    while not (Path(path).exists() and Path(path).read_text().startswith(text + " ")):
+        time.sleep(0.02)

@@ -21,9 +21,9 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
@@ -72,6 +72,8 @@ LEFT_OUT_DETECTORS = frozenset(
 LIBRARY_SCANNED_BYTES = 16 << 20
 """How much of a text file the library's detectors read (private keys are sought in all)."""
 CHUNK_BYTES = 1 << 20
+BATCH_BYTES = 1 << 20
+"""How many bytes of small text files are scanned together."""
 _OVERLAP = 4096
 """Bytes a chunk repeats from the one before, so a secret cut by a chunk edge is found."""
 PRIVATE_KEY = re.compile(
@@ -111,7 +113,7 @@ _CREDENTIAL_NAME = _names(CREDENTIAL_NAMES)
 
 def path_rule(path: str) -> str | None:
     """``credential file`` when ``path`` names one by its name or place."""
-    name = PurePosixPath(path).name
+    name = path.rsplit("/", 1)[-1]
     if _NOT_SECRET.match(name):
         return None
     if _CREDENTIAL_NAME.match(name) or any(
@@ -152,10 +154,12 @@ def scan_file(folder: Path, path: str) -> str | None:
         return None
 
 
-def _scan_open(handle: int) -> str | None:
+def _scan_open(handle: int, head: bytes = b"") -> str | None:
+    """Scan an open file chunk by chunk (``head``: its first bytes, already read)."""
     offset, text, tail = 0, True, b""
     while True:
-        chunk = os.read(handle, CHUNK_BYTES)
+        chunk = head or os.read(handle, CHUNK_BYTES)
+        head = b""
         if not chunk:
             return None
         if offset == 0:
@@ -167,14 +171,61 @@ def _scan_open(handle: int) -> str | None:
         tail = chunk[-_OVERLAP:]
 
 
+@dataclass
+class _Batch:
+    """Small text files waiting to be scanned together."""
+
+    members: list[tuple[str, bytes]] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, path: str, data: bytes) -> None:
+        self.members.append((path, data))
+        self.size += len(data)
+
+    def scan(self) -> list[Finding]:
+        """The secrets among the members (then none are left)."""
+        found = []
+        joined = b"\n\0\n".join(data for _, data in self.members)
+        if self.members and scan_bytes(joined, text=True) is not None:
+            for member, data in self.members:
+                kind = scan_bytes(data, text=True)
+                if kind is not None:
+                    found.append(Finding(member, kind))
+        self.members, self.size = [], 0
+        return found
+
+
 def secrets_in(folder: Path, paths: Iterable[str]) -> list[Finding]:
-    """Every secret-looking file among ``paths`` (relative to ``folder``)."""
-    found = []
-    for path in paths:
-        kind = scan_file(folder, path)
-        if kind is not None:
-            found.append(Finding(path, kind))
-    return found
+    """Every secret-looking file among ``paths`` (relative to ``folder``). Small text files
+    are scanned together (:data:`BATCH_BYTES` at a time, each member again alone when the
+    batch holds a secret): thousands of new files cost a few scans, not thousands."""
+    found: list[Finding] = []
+    batch = _Batch()
+    root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for path in paths:
+            kind = path_rule(path) or _scan_member(root, path, batch)
+            if kind is not None:
+                found.append(Finding(path, kind))
+            if batch.size >= BATCH_BYTES:
+                found += batch.scan()
+    finally:
+        os.close(root)
+    return found + batch.scan()
+
+
+def _scan_member(root: int, path: str, batch: _Batch) -> str | None:
+    """The kind of secret in ``path`` below the open folder ``root``; a small text file
+    is added to ``batch`` instead."""
+    try:
+        with opened_below(root, tuple(path.split("/"))) as handle:
+            head = os.read(handle, CHUNK_BYTES)
+            if len(head) < CHUNK_BYTES and b"\0" not in head[:_BINARY_PROBE]:
+                batch.add(path, head)
+                return None
+            return _scan_open(handle, head)
+    except (FileRefused, OSError):
+        return None
 
 
 def refusal(findings: Iterable[Finding]) -> str:

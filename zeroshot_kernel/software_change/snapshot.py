@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO
 
 from zeroshot_kernel.delivery.git import open_git, run_git
@@ -85,9 +85,9 @@ class Touched:
 
 
 def _build_output(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return any(p in BUILD_DIRS or p.endswith(".egg-info") for p in parts[:-1]) or any(
-        fnmatch.fnmatch(parts[-1], pattern) for pattern in BUILD_FILES
+    *folders, name = path.split("/")
+    return any(p in BUILD_DIRS or p.endswith(".egg-info") for p in folders) or any(
+        fnmatch.fnmatch(name, pattern) for pattern in BUILD_FILES
     )
 
 

@@ -170,10 +170,9 @@ def fingerprint(worktree: Path) -> Fingerprint:
     quiet = ("--no-ext-diff", "--no-textconv", "--binary")
     staged = _git(worktree, "diff", "--cached", *quiet, *plain)
     unstaged = _git(worktree, "diff", *quiet, *plain)
+    untracked = {e[3:] for e in entries if e.startswith("??")}
     files = {
-        p: _file_digest(worktree, p)
-        for p in changed
-        if p.endswith(".ipynb") or any(e.startswith("??") and e[3:] == p for e in entries)
+        p: _file_digest(worktree, p) for p in changed if p.endswith(".ipynb") or p in untracked
     }
     dirty_parts = [status, staged, unstaged, json.dumps(files, sort_keys=True)]
     dirty = EMPTY_SHA256 if not entries else _digest(dirty_parts)
