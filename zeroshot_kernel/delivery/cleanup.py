@@ -17,8 +17,12 @@ from zeroshot_kernel.delivery.worktree import (
     BRANCH_PREFIX,
     PUBLISH_WORKTREES,
     WORKTREES,
+    DeliveryRefused,
     Repository,
 )
+from zeroshot_kernel.safe_files import FileRefused, opened_below, read_open, write_atomic
+
+EXCLUDE_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,19 @@ async def exclude_workbench_files(repository: Repository) -> None:
     ``.gitignore``)."""
     exclude = Path(await repository.git("rev-parse", "--git-path", "info/exclude"))
     exclude = exclude if exclude.is_absolute() else repository.root / exclude
-    text = exclude.read_text(encoding="utf-8") if exclude.is_file() else ""
-    if "/.zeroshot/" in text.splitlines():
-        return
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    exclude.write_text(
-        text + ("" if not text or text.endswith("\n") else "\n") + "/.zeroshot/\n", encoding="utf-8"
-    )
+    try:  # never through a link another hand planted there
+        text = _read(exclude)
+        if "/.zeroshot/" not in text.splitlines():
+            ending = "" if not text or text.endswith("\n") else "\n"
+            write_atomic(exclude, (text + ending + "/.zeroshot/\n").encode())
+    except (FileRefused, UnicodeDecodeError) as refused:
+        raise DeliveryRefused(f"cannot keep .zeroshot/ out of git status: {refused}") from None
+
+
+def _read(path: Path) -> str:
+    try:
+        with opened_below(path.parent, path.name) as handle:
+            return read_open(handle, limit=EXCLUDE_LIMIT, shown=str(path)).decode("utf-8")
+    except FileNotFoundError:
+        return ""
