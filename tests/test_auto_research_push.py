@@ -103,8 +103,8 @@ def test_push_commits_each_accepted_adoption_once(
     # the research agents or one of their experiments.
     assert len(research.starts("researcher")) >= 3 and len(research.starts("reviewer")) >= 3
     run_calls = [c for c in calls() if c.parent_pid != os.getpid() and not c.nested]
-    assert any(c.args[:1] == ["commit"] for c in run_calls)
-    pushes = [c for c in run_calls if c.args[:1] == ["push"]]
+    assert any(c.command[:1] == ["commit"] for c in run_calls)
+    pushes = [c for c in run_calls if c.command[:1] == ["push"]]
     assert pushes and all(c.guarded for c in pushes)  # a push dies with its controller
     callers = {c.caller for c in run_calls}
     assert len(callers) == 1, callers  # one process: the run's controller
@@ -120,6 +120,14 @@ class GitCall:
     grandparent_pid: int
     grandparent_cmdline: str
     args: list[str]
+
+    @property
+    def command(self) -> list[str]:
+        """The arguments from git's subcommand on (trusted git puts ``-c`` settings first)."""
+        args = self.args
+        while args[:1] == ["-c"]:
+            args = args[2:]
+        return args
 
     @property
     def guarded(self) -> bool:
