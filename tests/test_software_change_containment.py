@@ -38,6 +38,8 @@ from support import wait_until
 
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.ledger.events import ControllerAttached, FailedResult, SucceededResult
+from zeroshot_kernel.sandbox import Containment, Limits
+from zeroshot_kernel.software_change.review import checks
 from zeroshot_kernel.software_change.review.briefs import change_diff
 from zeroshot_kernel.software_change.secrets import scan_file
 
@@ -505,3 +507,24 @@ def test_twenty_thousand_new_files_are_briefed_in_bounded_time_and_the_run_keeps
     diff = change_diff(change.worktree, plain_git(repo, "rev-parse", "main"))
     assert time.monotonic() - started < 10
     assert diff.total_files == 20_001 and diff.omitted_count > 19_000
+
+
+def test_a_check_stopped_by_a_limit_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check writing past its file-size limit is stopped, and its receipt records the
+    limit, the tree it ran on and its box."""
+    repo, _ = repository(tmp_path)
+    monkeypatch.setattr(checks, "CHECK_LIMITS", Limits(file_size_bytes=1 << 20))
+    tree = plain_git(repo, "rev-parse", "HEAD^{tree}")
+    writer = "open('big', 'wb').write(b'x' * (4 << 20))"
+    made = checks.run_check(
+        [sys.executable, "-c", writer],
+        repo,
+        tree=tree,
+        containment=Containment(),
+        receipt_id="R1",
+    )
+    assert made.exit_code != 0 and made.resource_limit == "file size", made
+    assert made.checked_tree == tree and made.sandbox == "bwrap"
+    assert made.limits["fileSize"] == f"{1 << 20} bytes"
