@@ -37,6 +37,7 @@ from software_change_support import (
 from support import wait_until
 
 from zeroshot_kernel.contract.outcome import VerifierOutcome
+from zeroshot_kernel.delivery.git import push_credentials, run_git, user_settings
 from zeroshot_kernel.ledger.events import ControllerAttached, FailedResult, SucceededResult
 from zeroshot_kernel.sandbox import Containment, Limits
 from zeroshot_kernel.software_change.review import checks
@@ -528,3 +529,30 @@ def test_a_check_stopped_by_a_limit_says_which(
     assert made.exit_code != 0 and made.resource_limit == "file size", made
     assert made.checked_tree == tree and made.sandbox == "bwrap"
     assert made.limits["fileSize"] == f"{1 << 20} bytes"
+
+
+def test_push_credentials_reach_git_only_for_the_remotes_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GH_TOKEN`` answers git's credential question for the remote's host (and no
+    other host); without it the user's global helper (here ``store``) answers; a helper in
+    the repository's own config never runs."""
+    repo, _ = repository(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[credential]\n\thelper = store\n")
+    (home / ".git-credentials").write_text("https://someone:stored-secret@example.com\n")
+    marker = tmp_path / "repo-helper-ran"
+    plain_git(repo, "config", "credential.helper", f"!touch {marker}; echo password=repo")
+    monkeypatch.setenv("HOME", str(home))
+    question = b"protocol=https\nhost=example.com\n\n"
+
+    def answer(url: str, token: str) -> str:
+        access = push_credentials(url, token, user_settings(repo).helpers)
+        done = run_git(repo, "credential", "fill", stdin=question, credentials=access)
+        return done.stdout.decode()
+
+    assert f"password={TOKEN}" in answer("https://example.com/o/r.git", TOKEN)
+    assert TOKEN not in answer("https://other.example/o/r.git", TOKEN)  # asked for example.com
+    assert "password=stored-secret" in answer("https://example.com/o/r.git", "")
+    assert not marker.exists()
