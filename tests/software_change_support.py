@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,18 @@ def verdict(label: str, message: str = "checked") -> dict[str, Any]:
     return {
         "json": {"output": None, "signals": {"verdict": label}, "diagnostic": {"message": message}}
     }
+
+
+def change_cli(
+    repo: Path, root: Path, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``zeroshot change run "a task" FLAGS`` in ``repo`` (git looks no higher than
+    ``root``), with ``env`` added to the environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "change", "run", "a task", *flags],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(root), **(env or {})},
+    )

@@ -15,6 +15,7 @@ import pytest
 from conftest import require
 from engine_support import make_workspace
 from harness_support import install_standin, one_step, script
+from software_change_support import change_cli, repository, verdict
 
 from zeroshot_kernel.sandbox import problem
 from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
@@ -109,3 +110,43 @@ def test_a_profile_keeps_its_sandbox_and_a_run_may_override_it(claude_run: Path)
     boxed = zeroshot(claude_run, "run", "--profile", "loose", "--sandbox", "bwrap", **missing)
     assert boxed.returncode == 2 and "no sandbox" in boxed.stderr
     assert len(json.loads(zeroshot(claude_run, "list", "--json").stdout)) == 1
+
+
+def test_a_change_with_checks_and_no_box_is_refused_before_anything_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_standin(tmp_path, "claude", monkeypatch)
+    repo, _remote = repository(tmp_path)
+    refused = change_cli(repo, tmp_path, "--check", "true", env=no_box(tmp_path))
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("error: no sandbox:") and "--sandbox none" in line
+    assert not (repo / ".zeroshot" / "worktrees").exists()
+
+
+def test_an_uncontained_change_says_so_when_it_starts_and_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_standin(tmp_path, "claude", monkeypatch)
+    repo, _remote = repository(tmp_path)
+    script(
+        worker=[{"write": {"change.txt": "changed\n"}, "json": None}],
+        acceptance=[verdict("accepted")],
+    )
+    done = change_cli(
+        repo,
+        tmp_path,
+        "--tier",
+        "micro",
+        "--delivery",
+        "none",
+        "--sandbox",
+        "none",
+        "--check",
+        "true",
+        env=no_box(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "UNCONTAINED" in done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2].startswith("finished: succeeded") and lines[-1].startswith("UNCONTAINED")

@@ -6,13 +6,10 @@ anything runs, and the delivery receipt certifies only a settled run."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from software_change_support import git, repository, script, start_change
+from software_change_support import change_cli, git, repository, script, start_change
 
 from zeroshot_kernel.delivery import DeliveryRefused
 from zeroshot_kernel.ledger.events import (
@@ -109,17 +106,6 @@ def test_cli_takes_one_delivery(tmp_path: Path) -> None:
         done = change_cli(repo, tmp_path, *flags)
         assert done.returncode == 2 and f"choose one delivery, not {named}" in done.stderr
     assert not (repo / ".zeroshot" / "worktrees").exists()
-
-
-def change_cli(repo: Path, root: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", "change", "run", "a task", *flags],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(root)},
-    )
 
 
 def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +138,7 @@ class Controller:
         self._lease_lost = asyncio.Event()
         self._events: list[RunEvent] = []
         self._events_cursor: str | None = None
+        self._events_lock = threading.Lock()
         self._pending: list[RunEvent] = []
         """Settled completions not yet recorded: they go in with the next batch (a step's
         completion and the next step's dispatch share one commit)."""
@@ -391,11 +393,13 @@ class Controller:
 
     def _recorded_events(self) -> list[RunEvent]:
         """The run's events so far (for harnesses whose agents reason over the run); only
-        the events since the last call are read."""
-        snapshot, tail = self.ledger.snapshot_and_tail(self.run_id, self._events_cursor)
-        self._events.extend(event for _, event in tail)
-        self._events_cursor = snapshot.cursor
-        return list(self._events)
+        the events since the last call are read. Harnesses call it from threads too (a
+        role preparing a turn off the event loop), hence the lock."""
+        with self._events_lock:
+            snapshot, tail = self.ledger.snapshot_and_tail(self.run_id, self._events_cursor)
+            self._events.extend(event for _, event in tail)
+            self._events_cursor = snapshot.cursor
+            return list(self._events)
 
     def _harness(self, name: str) -> Harness:
         if name not in self._harnesses:

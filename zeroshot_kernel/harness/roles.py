@@ -12,6 +12,7 @@ looked up by worker id, like trusted code, so any graph using those workers gets
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -71,7 +72,9 @@ class RoleHarness:
         if role is None:
             return await self._inner.execute(request)
         try:
-            preparation = role.prepare(request, tools=self._tools)
+            # Off the event loop: a brief may read a whole change or study (20,000 files),
+            # and the controller's heartbeat must keep its lease meanwhile.
+            preparation = await asyncio.to_thread(role.prepare, request, tools=self._tools)
         except RoleError as failed:
             return HarnessResult(
                 error("crash"),

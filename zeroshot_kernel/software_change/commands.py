@@ -8,12 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from zeroshot_kernel.console.options import LedgerOption, TargetOption, open_client
+from zeroshot_kernel.console.options import LedgerOption, SandboxOption, TargetOption, open_client
 from zeroshot_kernel.console.outline import show_expansion
 from zeroshot_kernel.console.output import EXIT_OK, EXIT_REJECTED, fail_usage, print_diagnostics
+from zeroshot_kernel.sandbox import sandbox_mode
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.console.follow import Shown
     from zeroshot_kernel.ledger.events import TerminalResult
     from zeroshot_kernel.software_change.review.classify import Classification
 
@@ -82,6 +86,7 @@ def run(
         ),
     ] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
@@ -125,6 +130,7 @@ def run(
             checks=tuple(check or ()),
             prepared=prepared.delivery(delivery, feedback=not no_pr_feedback, api_url=github_api),
             classification=classification.to_input() if classification is not None else None,
+            sandbox=sandbox_mode(sandbox),
         ),
     )
     try:
@@ -148,28 +154,51 @@ def run(
         f"started {started.id}: tier {resolved}, delivery {delivery}{branch}; "
         f"worktree .zeroshot/worktrees/{started.id} on zeroshot/{started.id}"
     )
+    from zeroshot_kernel.console.event_lines import containment_note
+
+    note = containment_note(started.sandbox)
+    if note is not None:
+        typer.echo(note, err=True)
     if detach:
         typer.echo(f"follow it with: zeroshot status {started.id}")
         raise typer.Exit(EXIT_OK)
-    from zeroshot_kernel.console.event_lines import describe_result
-    from zeroshot_kernel.console.follow import CHECK_EVERY_S, ControllerWatch, print_failure_cause
+    _follow(started)
+
+
+def _follow(started: Run) -> None:
+    """Wait for the change's end and print its final line (and why it failed); Ctrl-C
+    detaches at once (exit 130, see :func:`~zeroshot_kernel.console.follow.follow`)."""
+    from zeroshot_kernel.console.follow import follow
+
+    follow(
+        _final_lines(started),
+        lambda _: (
+            f"\ndetached; {started.id} keeps running. See it with: zeroshot status {started.id}"
+        ),
+    )
+
+
+def _final_lines(started: Run) -> Iterator[Shown]:
+    """Read on :func:`_follow`'s reading thread; ends by raising ``typer.Exit`` with the
+    run's exit status."""
+    from zeroshot_kernel.console.event_lines import containment_note, describe_result
+    from zeroshot_kernel.console.follow import CHECK_EVERY_S, ControllerWatch, failure_lines
     from zeroshot_kernel.ledger.events import SucceededResult
 
     watch = ControllerWatch(started)
-    try:
-        while True:
-            try:
-                result = started.result(CHECK_EVERY_S)
-                break
-            except TimeoutError:
-                watch.check()
-    except KeyboardInterrupt:
-        typer.echo(f"\ndetached; {started.id} keeps running.", err=True)
-        raise typer.Exit(130) from None
-    typer.echo(f"finished: {describe_result(result)}{_trust_note(started, result)}")
+    while True:
+        try:
+            result = started.result(CHECK_EVERY_S)
+            break
+        except TimeoutError:
+            watch.check()
+    yield f"finished: {describe_result(result)}{_trust_note(started, result)}", None
     if not isinstance(result, SucceededResult):
-        print_failure_cause(started)
-        typer.echo("its worktree is kept for inspection; remove it with: zeroshot change clean")
+        yield from ((line, None) for line in failure_lines(started))
+        yield "its worktree is kept for inspection; remove it with: zeroshot change clean", None
+    note = containment_note(started.sandbox)
+    if note is not None:
+        yield note, None
     raise typer.Exit(EXIT_OK if isinstance(result, SucceededResult) else EXIT_REJECTED)
 
 

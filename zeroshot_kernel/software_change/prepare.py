@@ -104,10 +104,17 @@ def submit_change(
     title: str,
 ) -> Run:
     """Admit and record the run, make its worktree, and start its controller there.
-    Raises :class:`~zeroshot_kernel.client.AdmissionRejected` before anything exists."""
+    Raises :class:`~zeroshot_kernel.client.AdmissionRejected`, or
+    :class:`~zeroshot_kernel.sandbox.SandboxUnavailable` when the change declares checks
+    (the writer's code, run by trusted code) and no box can be made, before anything
+    exists."""
+    from zeroshot_kernel import sandbox
     from zeroshot_kernel.admission.admit import admit
     from zeroshot_kernel.engine.launch import start_detached
+    from zeroshot_kernel.software_change.review.briefs import declared_checks
 
+    if declared_checks(input) and runtime.get("sandbox") != "none":
+        sandbox.require()
     if "trust" in input and prepared.trust:
         input = {**input, "trust": prepared.trust}
     run = client.record(admit(graph, initial_input=input, runtime=runtime, title=title))
