@@ -4,11 +4,13 @@ with small changes, the records on disk, and git repositories with bare remotes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from zeroshot_kernel.auto_research.views import ResearchView, load_research_view
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, VerifierOutcome
 from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted, TerminalResult
+from zeroshot_kernel.sandbox import SandboxMode
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 TEMPLATES = PROJECT_ROOT / "research_templates"
@@ -116,6 +119,17 @@ def copy_task(
     return folder
 
 
+@contextlib.contextmanager
+def box_visible_folder() -> Iterator[Path]:
+    """A new folder that boxed experiments can read (not write): their ``/tmp`` is private,
+    and pytest's folders are below ``/tmp``. For gates a test opens while a run waits."""
+    folder = Path(tempfile.mkdtemp(prefix="zeroshot-test-", dir="/var/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def new_workspace(root: Path) -> Path:
     (root / ".zeroshot").mkdir(parents=True, exist_ok=True)
     shutil.copy(AGENTS, root / AGENTS.name)  # importable by the controller's workers
@@ -129,12 +143,12 @@ def start(
     *,
     push: bool = False,
     nodes: dict[str, dict[str, Any]] | None = None,
+    sandbox: SandboxMode | None = None,
 ) -> Research:
     """Submit the expanded template; ``nodes`` overrides node bindings of its plan."""
     client = Client(workspace=str(workspace))
-    expansion = expand_template(
-        "auto-research", TemplateOptions(task=task, iterations=iterations, push=push)
-    )
+    options = TemplateOptions(task=task, iterations=iterations, push=push, sandbox=sandbox)
+    expansion = expand_template("auto-research", options)
     runtime = {**expansion.runtime, "nodes": {**expansion.runtime["nodes"], **(nodes or {})}}
     run = client.submit(
         expansion.graph, input=expansion.input, runtime=runtime, title=f"auto-research {task}"

@@ -37,6 +37,22 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def processes_named(name: str) -> list[int]:
+    """This machine's processes named ``name`` (``/proc/PID/comm``), in any PID namespace:
+    how a test finds what a boxed process left running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+        except OSError:  # gone meanwhile
+            continue
+        if comm == name:
+            found.append(int(entry.name))
+    return found
+
+
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, message: str = "") -> None:
     """Wait until ``predicate()`` is true, looking again after a short pause that grows
     (5 ms up to 20 ms); after ``timeout`` seconds fail with an AssertionError that says

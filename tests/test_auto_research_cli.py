@@ -6,9 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from auto_research_support import RUN_TIMEOUT_S, copy_task, new_workspace
+import pytest
+from auto_research_support import RUN_TIMEOUT_S, box_visible_folder, copy_task, new_workspace
 
 from zeroshot_kernel.auto_research.commands import diff_lines, round_line
 from zeroshot_kernel.auto_research.views import load_research_view
@@ -25,6 +27,13 @@ runpy.run_path("objective.py", run_name="__main__")
 '''
 
 
+@pytest.fixture
+def gates() -> Iterator[Path]:
+    """Where the gate goes: a folder the boxed experiment can see."""
+    with box_visible_folder() as folder:
+        yield folder
+
+
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "zeroshot_kernel", *args],
@@ -36,9 +45,11 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_detach_returns_at_once_and_the_run_finishes_on_its_own(tmp_path: Path) -> None:
+def test_detach_returns_at_once_and_the_run_finishes_on_its_own(
+    tmp_path: Path, gates: Path
+) -> None:
     workspace = new_workspace(tmp_path / "ws")
-    gate = tmp_path / "gate"
+    gate = gates / "gate"
     task = copy_task(
         workspace,
         "branin",

@@ -6,13 +6,14 @@ ends the run with the template's own reason for it."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import Research, copy_task, new_workspace, python_node, start
 from engine_support import controller_pid, kill, resume_when_free
-from support import alive, pid_files, wait_until
+from support import alive, processes_named, wait_until
 
 from zeroshot_kernel.auto_research import load_task
 from zeroshot_kernel.auto_research.template import ATTEMPTS
@@ -20,15 +21,15 @@ from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
 HANG = '''\
-"""Hang (with a child) unless at the starting point; the pids go to $PIDS."""
+"""Hang (with a child, both named $NAME) unless at the starting point."""
 import json, os, runpy, subprocess, sys, time
 params = json.load(open("params.json"))
 if (params["x1"], params["x2"]) != (0.0, 0.0):
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    temporary = os.path.join(os.environ["PIDS"], f".{os.getpid()}.tmp")
-    with open(temporary, "w") as out:  # then renamed: readers see all of it or nothing
-        out.write(str(child.pid))
-    os.replace(temporary, os.path.join(os.environ["PIDS"], str(os.getpid())))
+    name = os.environ["NAME"]
+    code = f"open('/proc/self/comm', 'w').write({name!r}); import time; time.sleep(60)"
+    subprocess.Popen([sys.executable, "-c", code])
+    open("/proc/self/comm", "w").write(name)
+    print("hanging, with a child", flush=True)
     time.sleep(60)
 runpy.run_path("objective.py", run_name="__main__")
 '''
@@ -46,15 +47,14 @@ runpy.run_path("objective.py", run_name="__main__")
 
 def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
-    pids = tmp_path / "pids"
-    pids.mkdir()
+    name = "zsh" + uuid.uuid4().hex[:10]
     task = copy_task(
         workspace,
         "branin",
         repeats=2,
         budgetSeconds=1.0,
         command=["{python}", "hang.py"],
-        env={"PIDS": str(pids)},
+        env={"NAME": name},
     )
     (workspace / task / "candidate" / "hang.py").write_text(HANG)
     research = start(workspace, task, 2)
@@ -88,10 +88,8 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
         [measurement] = manifest.measurements  # no repeats after a failed run
         assert measurement.experiment.status == "timed_out"
         assert 1.0 <= measurement.experiment.duration_seconds < 5.0
-    started = [(int(p.name), int(p.read_text())) for p in pid_files(pids)]
-    assert len(started) == len(hung)
-    for parent, child in started:
-        assert not alive(parent) and not alive(child), "the budget kills the whole group"
+        assert "hanging, with a child" in measurement.experiment.output_tail
+    assert processes_named(name) == [], "the budget kills the experiment and its child"
 
 
 def processes_working_in(folder: Path) -> list[int]:
@@ -113,6 +111,8 @@ def processes_working_in(folder: Path) -> list[int]:
 def test_kill_minus_nine_mid_round_then_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Uncontained (--sandbox none): the experiments log their starts to a file of the
+    test's, which a box would not let them write."""
     # Short, so that resuming is quick; long enough for a busy machine to keep renewing it.
     monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "4")
     workspace = new_workspace(tmp_path / "ws")
@@ -128,7 +128,7 @@ def test_kill_minus_nine_mid_round_then_resume(
         env={"STARTS": str(starts)},
     )
     (workspace / task / "candidate" / "slow.py").write_text(SLOW)
-    research = start(workspace, task, 2)
+    research = start(workspace, task, 2, sandbox="none")
 
     def mid_experiment() -> bool:
         active = research.run.status().status.active_executions or []

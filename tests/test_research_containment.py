@@ -38,7 +38,7 @@ from auto_research_support import (
 from chat_server import chat_server
 from code_task_agents import competent, research
 from conftest import require
-from support import wait_until
+from support import processes_named, wait_until
 from zeroshot_widgets.evidence_table import incumbent_card_html
 from zeroshot_widgets.study_views import header_html
 
@@ -200,21 +200,6 @@ def zeroshot(
         timeout=RUN_TIMEOUT_S,
         env={**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent), **(env or {})},
     )
-
-
-def processes_named(name: str) -> list[int]:
-    """Pids of this machine's processes whose name is ``name`` (in any PID namespace)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            comm = (entry / "comm").read_text().strip()
-        except OSError:
-            continue
-        if comm == name:
-            found.append(int(entry.name))
-    return found
 
 
 def sha256(path: Path) -> str:

@@ -63,8 +63,9 @@ def change(**fields: Any) -> dict[str, Any]:
 
 
 def code_task(workspace: Path) -> str:
-    """branin whose params file is an editable file: a change may be a file edit."""
-    return copy_task(workspace, "branin", repeats=2, editable=["params.json"])
+    """branin whose params file is an editable file: a change may be a file edit (its
+    experiment still prints the metric, so it says it is self-scored)."""
+    return copy_task(workspace, "branin", repeats=2, editable=["params.json"], selfScored=True)
 
 
 def start(

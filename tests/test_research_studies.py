@@ -12,9 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from auto_research_support import box_visible_folder
 from support import wait_until
 from zeroshot_widgets.charts import plateau_figure
 
@@ -158,22 +160,31 @@ runpy.run_path("objective_original.py", run_name="__main__")
 """
 
 
-def gated_task(workspace: Path) -> Path:
-    """``gated``: branin whose experiment waits until the returned gate file exists, so
-    its run stays unfinished for as long as a test needs."""
+@pytest.fixture
+def gates() -> Iterator[Path]:
+    """Where gates go: a folder the boxed experiments can see."""
+    with box_visible_folder() as folder:
+        yield folder
+
+
+def gated_task(workspace: Path, gates: Path) -> Path:
+    """``gated``: branin whose experiment waits until the returned gate file (in
+    ``gates``) exists, so its run stays unfinished for as long as a test needs."""
     task = workspace / "gated"
     shutil.copytree(TEMPLATES / "branin", task)
     candidate = task / "candidate"
     (candidate / "objective.py").rename(candidate / "objective_original.py")
-    gate = workspace / "gate"
+    gate = gates / "gate"
     (candidate / "objective.py").write_text(GATED_OBJECTIVE.format(gate=str(gate)))
     spec = task / "task.yaml"
     spec.write_text(spec.read_text().replace("budgetSeconds: 10", "budgetSeconds: 150"))
     return gate
 
 
-def test_a_busy_study_refuses_a_second_run_before_anything_starts(workspace: Path) -> None:
-    gate = gated_task(workspace)
+def test_a_busy_study_refuses_a_second_run_before_anything_starts(
+    workspace: Path, gates: Path
+) -> None:
+    gate = gated_task(workspace, gates)
     started = zeroshot(workspace, "research", "run", "gated", "--iterations", "1", "--detach")
     assert started.returncode == 0, started.stderr
     busy = zeroshot(workspace, "research", "run", "gated", "--iterations", "1")
@@ -294,10 +305,10 @@ def test_restore_writes_verified_source_and_refuses_tampered_bytes(
     shutil.rmtree(fresh)
 
 
-def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path) -> None:
+def test_two_runs_started_at_once_on_one_study_start_one(workspace: Path, gates: Path) -> None:
     """The check and the submission happen under one lock: racing submitters cannot both
     find the study free."""
-    gate = gated_task(workspace)
+    gate = gated_task(workspace, gates)
     command = [
         sys.executable,
         "-m",
@@ -339,11 +350,13 @@ def test_damaged_study_records_are_reported_not_raised(workspace: Path) -> None:
     assert Client(workspace=str(workspace)).runs() == []
 
 
-def test_a_study_is_held_by_one_run_whatever_ledger_records_it(workspace: Path) -> None:
+def test_a_study_is_held_by_one_run_whatever_ledger_records_it(
+    workspace: Path, gates: Path
+) -> None:
     """Two ledgers in one workspace: the live controller's hold on the study refuses the
     other ledger's submission; a submission that got past that check (here: the holder
     file is gone) fails at its first research step, before it records anything."""
-    gate = gated_task(workspace)
+    gate = gated_task(workspace, gates)
     first = zeroshot(
         workspace, "research", "run", "gated", "--iterations", "1", "--detach",
         "--ledger", str(workspace / "a.db"),
