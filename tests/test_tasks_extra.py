@@ -1,6 +1,6 @@
 """scikit-learn is the ``tasks`` extra, not a core dependency: without it the core still
 imports, and the bundled svc-digits task's experiments end in one line saying what to
-install (no traceback), through the same warm interpreter the demo uses."""
+install (no traceback), through the same warm interpreter the demo uses (in its box)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+from auto_research_support import box_visible_folder, copy_task
 from packaging.requirements import Requirement
+
+from zeroshot_kernel.auto_research import load_task
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 HINT = (
@@ -19,7 +22,7 @@ HINT = (
     "pip install 'zeroshot-workbench[tasks]'"
 )
 # Imported first by every Python started with this folder on PYTHONPATH (the experiment's
-# warm interpreter inherits it): scikit-learn cannot be imported there.
+# warm interpreter gets it from the task's env): scikit-learn cannot be imported there.
 BLOCKER = """\
 import sys
 
@@ -70,9 +73,13 @@ def test_scikit_learn_is_the_tasks_extra_and_the_installs_that_need_it_ask_for_i
 
 
 def test_svc_digits_without_scikit_learn_says_what_to_install(tmp_path: Path) -> None:
-    ran = _without_scikit_learn(
-        tmp_path, "-c", RUN_SVC_DIGITS, str(PROJECT_ROOT / "research_templates" / "svc-digits")
-    )
+    """The experiment sees only the task's environment (and boxed, none of this test's
+    folders below /tmp): the task's env points its Python at the blocker."""
+    with box_visible_folder() as blocker:
+        (blocker / "sitecustomize.py").write_text(BLOCKER)
+        env = {**load_task(PROJECT_ROOT / "research_templates" / "svc-digits").spec.env}
+        task = copy_task(tmp_path, "svc-digits", env={**env, "PYTHONPATH": str(blocker)})
+        ran = _without_scikit_learn(tmp_path, "-c", RUN_SVC_DIGITS, str(tmp_path / task))
     assert ran.returncode == 0, ran.stderr[-3000:]
     result = json.loads(ran.stdout)
     assert result["status"] == "crashed" and result["exitCode"] == 1, result
