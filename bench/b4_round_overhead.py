@@ -8,6 +8,10 @@ in pooled worker processes as usual; each agent call is timed from inside its wo
 next round's; whatever part of it no agent call covers is orchestration and ledger:
 reducing the history, recording events, dispatching, the harness and its hand-offs.
 The experiment's own time per round is the recorded duration of its runs.
+
+Each repeat runs the 100 rounds twice, side by side: with the experiments in their boxes
+(the default) and uncontained (``--sandbox none``). What the box costs an experiment run is
+the difference of the measure step's time per run between the two.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +37,7 @@ from zeroshot_kernel.engine.controller import Controller
 from zeroshot_kernel.features import EmbeddedCode
 from zeroshot_kernel.harness import local_harness, trusted_harness
 from zeroshot_kernel.ledger import Ledger
+from zeroshot_kernel.sandbox import SandboxMode
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 ROUNDS = 100
@@ -70,6 +75,10 @@ class RoundTimes:
     """Time covered by at least one agent call (scouts overlap each other)."""
     experiments: float
     """Recorded run time of the round's experiments (repeats may overlap)."""
+    measuring: float
+    """Time inside the trusted measure step (building, boxing, running, recording)."""
+    runs: int
+    """Experiment runs the round recorded."""
 
     @property
     def overhead(self) -> float:
@@ -87,6 +96,11 @@ class Sample:
         which also measures the baseline and starts the warm interpreter)."""
         chosen = self.rounds[rounds]
         return sum(r.overhead for r in chosen) / sum(r.wall for r in chosen)
+
+    def per_run(self) -> float:
+        """Measure-step time per experiment run, rounds 2-100."""
+        chosen = self.rounds[1:]
+        return sum(r.measuring for r in chosen) / max(1, sum(r.runs for r in chosen))
 
 
 def write_task(workspace: Path) -> None:
@@ -116,11 +130,12 @@ def _timed(code: EmbeddedCode) -> EmbeddedCode:
     return dataclasses.replace(code, run=f"bench.agent_timing:{function}")
 
 
-def sample() -> Sample:
+def sample(sandbox: SandboxMode) -> Sample:
     workspace = Path(tempfile.mkdtemp(prefix="zeroshot-b4-"))
     try:
         write_task(workspace)
-        expansion = expand_template("auto-research", TemplateOptions(task=TASK, iterations=ROUNDS))
+        options = TemplateOptions(task=TASK, iterations=ROUNDS, sandbox=sandbox)
+        expansion = expand_template("auto-research", options)
         admission = admit(expansion.graph, initial_input=expansion.input, runtime=expansion.runtime)
         if admission.admitted is None:
             raise AssertionError(f"the B4 run is not admitted: {admission.diagnostics}")
@@ -153,10 +168,14 @@ def measure(workspace: Path, run_start: float, run_end: float) -> Sample:
             if c["end"] > low and c["start"] < high
         ]
         record = records.rounds[number]
-        experiments = sum(
-            m.experiment.duration_seconds for p in record.passes for m in p.measurements
+        runs = [m.experiment for p in record.passes for m in p.measurements]
+        measuring = sum(
+            min(c["end"], high) - max(c["start"], low)
+            for c in calls
+            if c["node"] == "measure" and c["end"] > low and c["start"] < high
         )
-        rounds.append(RoundTimes(high - low, covered(spans), experiments))
+        experiments = sum(r.duration_seconds for r in runs)
+        rounds.append(RoundTimes(high - low, covered(spans), experiments, measuring, len(runs)))
     return Sample(rounds, starts[0] - run_start)
 
 
@@ -174,48 +193,64 @@ def run(repeats: int) -> Report:
     report = Report(
         "B4",
         f"auto-research orchestration overhead per round ({ROUNDS} rounds, "
-        f"{EXPERIMENT_S * 1e3:g} ms experiment)",
+        f"{EXPERIMENT_S * 1e3:g} ms experiment), boxed and uncontained",
     )
     report.versions = versions(["zeroshot-workbench", "sqlalchemy", "pydantic", "optuna"])
-    samples = [sample() for _ in range(repeats)]
+    modes: tuple[SandboxMode, ...] = ("bwrap", "none")
+    samples: dict[SandboxMode, list[Sample]] = {mode: [] for mode in modes}
+    for repeat in range(repeats):  # side by side, alternating which goes first
+        for mode in modes[repeat % 2 :] + modes[: repeat % 2]:
+            samples[mode].append(sample(mode))
     ms = 1e3
-    summary = Summary.of
-    per_round = {
-        "round (wall)": summary([statistics.median(r.wall for r in s.rounds[1:]) for s in samples]),
-        "inside agent calls": summary(
-            [statistics.median(r.agents for r in s.rounds[1:]) for s in samples]
-        ),
-        "experiment runs (recorded)": summary(
-            [statistics.median(r.experiments for r in s.rounds[1:]) for s in samples]
-        ),
-        "orchestration + ledger": summary(
-            [statistics.median(r.overhead for r in s.rounds[1:]) for s in samples]
-        ),
-        "  rounds 2-11": summary(
-            [statistics.median(r.overhead for r in s.rounds[1:11]) for s in samples]
-        ),
-        "  rounds 91-100": summary(
-            [statistics.median(r.overhead for r in s.rounds[90:]) for s in samples]
-        ),
+
+    def median_of(pick: Callable[[RoundTimes], float], rounds: slice) -> Callable[[Sample], float]:
+        return lambda s: statistics.median(pick(r) for r in s.rounds[rounds])
+
+    rows = {
+        "round (wall)": median_of(lambda r: r.wall, slice(1, None)),
+        "inside agent calls": median_of(lambda r: r.agents, slice(1, None)),
+        "  of which the measure step": median_of(lambda r: r.measuring, slice(1, None)),
+        "experiment runs (recorded)": median_of(lambda r: r.experiments, slice(1, None)),
+        "orchestration + ledger": median_of(lambda r: r.overhead, slice(1, None)),
+        "  rounds 2-11": median_of(lambda r: r.overhead, slice(1, 11)),
+        "  rounds 91-100": median_of(lambda r: r.overhead, slice(90, None)),
     }
+    table = []
+    for name, figure in rows.items():
+        cells = [name]
+        for mode in modes:
+            summary = Summary.of([figure(s) for s in samples[mode]])
+            cells += [
+                f"{summary.median * ms:.1f}",
+                f"{summary.low * ms:.1f} - {summary.high * ms:.1f}",
+            ]
+        table.append(cells)
     report.table(
-        ["per round (median over rounds 2-100)", "ms (median of runs)", "spread (min - max)"],
         [
-            [name, f"{s.median * ms:.1f}", f"{s.low * ms:.1f} - {s.high * ms:.1f}"]
-            for name, s in per_round.items()
+            "per round (median over rounds 2-100)",
+            "boxed: ms (median of runs)",
+            "spread",
+            "uncontained: ms",
+            "spread",
         ],
+        table,
     )
-    fraction = Summary.of([s.fraction() for s in samples])
-    early = Summary.of([s.fraction(slice(1, 11)) for s in samples])
-    late = Summary.of([s.fraction(slice(90, None)) for s in samples])
+    boxed = samples["bwrap"]
+    fraction = Summary.of([s.fraction() for s in boxed])
+    early = Summary.of([s.fraction(slice(1, 11)) for s in boxed])
+    late = Summary.of([s.fraction(slice(90, None)) for s in boxed])
     versus = Summary.of(
         [
             sum(r.overhead for r in s.rounds[1:]) / sum(r.experiments for r in s.rounds[1:])
-            for s in samples
+            for s in boxed
         ]
     )
+    unboxed = Summary.of([s.fraction() for s in samples["none"]])
+    box_cost = Summary.of(
+        [a.per_run() - b.per_run() for a, b in zip(boxed, samples["none"], strict=True)]
+    )
     report.table(
-        ["ratio", "median", "spread (min - max)", "bar", "verdict"],
+        ["ratio (boxed, the default)", "median", "spread (min - max)", "bar", "verdict"],
         [
             [
                 "orchestration + ledger / round, rounds 2-100",
@@ -226,6 +261,7 @@ def run(repeats: int) -> Report:
             ],
             ["  the same, rounds 2-11", f"{early.median:.3f}", early.spread(), "", ""],
             ["  the same, rounds 91-100", f"{late.median:.3f}", late.spread(), "", ""],
+            ["  the same, uncontained", f"{unboxed.median:.3f}", unboxed.spread(), "", ""],
             [
                 "orchestration + ledger / experiment time",
                 f"{versus.median:.2f}",
@@ -233,12 +269,24 @@ def run(repeats: int) -> Report:
                 "",
                 "",
             ],
+            [
+                "the box's cost per experiment run (ms)",
+                f"{box_cost.median * ms:.1f}",
+                f"{box_cost.low * ms:.1f} - {box_cost.high * ms:.1f}",
+                "",
+                "",
+            ],
         ],
     )
-    startup = Summary.of([s.startup for s in samples])
+    startup = Summary.of([s.startup for s in boxed])
     report.notes += [
-        f"{repeats} runs of {ROUNDS} rounds each; the controller in this process, the "
-        "embedded agents in its pooled worker processes, SQLite ledger in WAL mode.",
+        f"{repeats} runs of {ROUNDS} rounds each per mode; the controller in this process, "
+        "the embedded agents in its pooled worker processes, SQLite ledger in WAL mode.",
+        "Boxed: each experiment's candidate copy in a bubblewrap box with its own cgroup; "
+        "a warm interpreter per measured candidate (one box per run_repeats call, never "
+        "shared between candidates). Uncontained: --sandbox none, one warm interpreter for "
+        "the run. The box's cost per run is the measure step's time per recorded run, boxed "
+        "minus uncontained.",
         "Round 1 is left out of the per-round figures: it also measures the baseline and "
         f"starts the warm interpreter. Controller start to the first scout: "
         f"{startup.median:.2f} s (median).",
