@@ -51,6 +51,7 @@ from zeroshot_kernel.auto_research.views import (
     load_research_view,
 )
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.contract.outcome import ErrorOutcome
 from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.sandbox import Containment, problem
 
@@ -401,6 +402,27 @@ def test_a_code_task_without_a_box_is_refused_in_one_line(tmp_path: Path) -> Non
     assert "--sandbox none" in line
     assert Client(workspace=str(workspace)).runs() == []
     assert not (workspace / ".zeroshot" / "research").exists()
+
+
+def test_a_code_task_submitted_past_the_cli_is_refused_at_its_measure_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The template submitted through the Client API (no CLI check): the trusted measure
+    step refuses the code task in one line before it records or runs anything."""
+    from zeroshot_kernel.ledger.failure import explain_failure
+
+    monkeypatch.setenv("ZEROSHOT_BWRAP", NO_BOX["ZEROSHOT_BWRAP"])
+    workspace = new_workspace(tmp_path / "ws")
+    probe_task(workspace, "probe", {})
+    research = start(workspace, "probe", 1)
+    assert research.wait().status == "failed"
+    [measured] = research.completions("measure")  # a refusal: never retried
+    outcome = measured.completion.outcome
+    assert isinstance(outcome, ErrorOutcome) and outcome.code == "refusal"
+    cause = explain_failure(event for _, event in research.run.events())
+    assert cause is not None
+    assert "no sandbox: bubblewrap (bwrap) is not installed" in "\n".join(cause.lines())
+    assert not ResearchRecords(workspace, "probe").initialised()
 
 
 def test_a_parameter_task_without_a_box_runs_unboxed_and_records_it(tmp_path: Path) -> None:
