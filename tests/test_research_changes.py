@@ -27,9 +27,7 @@ def lab(tmp_path: Path) -> tuple[Path, Path]:
     itself self-scored), and a workspace."""
     task = line_task(tmp_path / "task")
     spec = json.loads((task / "task.yaml").read_text())
-    (task / "task.yaml").write_text(
-        json.dumps({**spec, "editable": ["*.py"], "selfScored": True})
-    )
+    (task / "task.yaml").write_text(json.dumps({**spec, "editable": ["*.py"], "selfScored": True}))
     workspace = tmp_path / "ws"
     workspace.mkdir()
     return task, workspace
