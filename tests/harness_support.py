@@ -13,7 +13,7 @@ from typing import Any
 import engine_graphs as g
 import pytest
 from engine_support import Workspace
-from support import alive, read_pid_file
+from support import read_pid_file
 
 STANDINS = Path(__file__).with_name("agent_standins")
 BIN_ENV = {"claude": "ZEROSHOT_CLAUDE_BIN", "codex": "ZEROSHOT_CODEX_BIN"}
@@ -66,21 +66,6 @@ def hung_name() -> str:
     """The name the hanging stand-in, its child and its daemon gave themselves."""
     name: str = json.loads(read_pid_file(hang_file()))["name"]
     return name
-
-
-def named(name: str) -> list[int]:
-    """Host pids of the live processes named ``name`` (``/proc/PID/comm``), in whatever
-    PID namespace they run."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                comm = (entry / "comm").read_text().strip()
-            except OSError:
-                continue
-            if comm == name and alive(int(entry.name)):
-                found.append(int(entry.name))
-    return found
 
 
 def instructed(node: dict[str, Any], text: str | None = None) -> dict[str, Any]:

@@ -38,8 +38,8 @@ def alive(pid: int) -> bool:
 
 
 def processes_named(name: str) -> list[int]:
-    """This machine's processes named ``name`` (``/proc/PID/comm``), in any PID namespace:
-    how a test finds what a boxed process left running."""
+    """This machine's live processes named ``name`` (``/proc/PID/comm``; zombies are not
+    live), in any PID namespace: how a test finds what a boxed process left running."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -48,7 +48,7 @@ def processes_named(name: str) -> list[int]:
             comm = (entry / "comm").read_text().strip()
         except OSError:  # gone meanwhile
             continue
-        if comm == name:
+        if comm == name and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 

@@ -20,13 +20,12 @@ from harness_support import (
     install_standin,
     judged_step,
     ledger_bytes,
-    named,
     no_env,
     one_step,
     refine_loop,
     script,
 )
-from support import wait_until
+from support import processes_named, wait_until
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
@@ -151,7 +150,11 @@ def test_a_hang_is_killed_with_its_whole_process_group_at_the_timeout(
     )
     # The agent named itself, a child and a setsid daemon: none is left on the host.
     name = hung_name()
-    wait_until(lambda: not named(name), timeout=5, message="the agent, child and daemon gone")
+    wait_until(
+        lambda: not processes_named(name),
+        timeout=5,
+        message="the agent, child and daemon gone",
+    )
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -396,11 +399,15 @@ def test_an_agent_dies_with_its_controller(
     run = ws.submit(one_step(cli, timeout_ms=60_000), {"value": 7})
     wait_until(hang_file().exists, timeout=10, message="the agent to start hanging")
     name = hung_name()
-    wait_until(lambda: len(named(name)) == 3, timeout=10, message="agent, child and daemon")
+    wait_until(
+        lambda: len(processes_named(name)) == 3,
+        timeout=10,
+        message="agent, child and daemon",
+    )
 
     kill(controller_pid(ws.client, run.id))
     wait_until(
-        lambda: not named(name),
+        lambda: not processes_named(name),
         timeout=5,
         message="the orphaned agent, its child and its daemon to be killed",
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require
-from support import wait_until
+from support import processes_named, wait_until
 
 from zeroshot_kernel.processes import PIPE, STDOUT, spawn
 from zeroshot_kernel.sandbox import (
@@ -208,23 +208,11 @@ def test_nothing_outlives_its_box(tmp_path: Path) -> None:
         containment=Containment(),
     )
     assert code == 0 and "left a daemon" in output
-    wait_until(lambda: not named(name), timeout=10, message="the daemon to be gone")
+    wait_until(lambda: not processes_named(name), timeout=10, message="the daemon to be gone")
     deadline = time.monotonic() + 3  # it would have written after 2 s
     while time.monotonic() < deadline:
         assert not marker.exists()
         time.sleep(0.1)
-
-
-def named(name: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == name:
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.parametrize(
