@@ -20,7 +20,7 @@ import pytest
 from conftest import require
 from support import processes_named, wait_until
 
-from zeroshot_kernel.processes import PIPE, STDOUT, spawn
+from zeroshot_kernel.processes import PIPE, STDOUT
 from zeroshot_kernel.sandbox import (
     Box,
     Containment,
@@ -52,14 +52,7 @@ def run_boxed(
     """Run Python ``code`` boxed in ``folder``: exit code, output, the limit that stopped it."""
     box_policy = folder_policy(folder, containment, env=box_env(env or {}), **policy)  # type: ignore[arg-type]
     with Box.open(box_policy, containment) as box:
-        child = spawn(
-            box.argv([sys.executable, "-c", textwrap.dedent(code)]),
-            env=box.env,
-            cwd=box.cwd,
-            preexec=box.preexec,
-            stdout=PIPE,
-            stderr=STDOUT,
-        )
+        child = box.spawn([sys.executable, "-c", textwrap.dedent(code)], stdout=PIPE, stderr=STDOUT)
         output = child.popen.communicate(timeout=RUN_TIMEOUT_S)[0].decode(errors="replace")
         code_ = child.popen.returncode
         return code_, output, box.exceeded(code_, output)

@@ -41,7 +41,7 @@ from zeroshot_kernel.auto_research.experiment_box import (
 from zeroshot_kernel.auto_research.task import PYTHON_PLACEHOLDER, ResearchTask
 from zeroshot_kernel.auto_research.warm import WarmEnd, WarmInterpreter, shared_interpreter
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.processes import STDOUT, spawn
+from zeroshot_kernel.processes import STDOUT
 from zeroshot_kernel.sandbox import Box, Containment
 
 METRIC_PREFIX = "ZEROSHOT_METRIC "
@@ -262,14 +262,7 @@ class _Runner:
         ) as box:
             started = time.monotonic()
             with place.log.open("ab") as log_file:
-                child = spawn(
-                    box.argv(self.argv),
-                    cwd=box.cwd,
-                    env=box.env,
-                    stdout=log_file,
-                    stderr=STDOUT,
-                    preexec=box.preexec,
-                )
+                child = box.spawn(self.argv, stdout=log_file, stderr=STDOUT)
             try:
                 timed_out = child.wait(budget) is None
             finally:
@@ -306,14 +299,7 @@ class _Runner:
         with scorer_box(self.task, place.outputs.resolve(), self.containment, env) as box:
             with scored.open("wb") as log_file:
                 try:
-                    child = spawn(
-                        box.argv(argv),
-                        cwd=box.cwd,
-                        env=box.env,
-                        stdout=log_file,
-                        stderr=STDOUT,
-                        preexec=box.preexec,
-                    )
+                    child = box.spawn(argv, stdout=log_file, stderr=STDOUT)
                 except OSError as failed:
                     return None, f"\n--- scorer cannot start {argv[0]!r}: {failed}"
             try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from zeroshot_kernel.processes import PIPE, Child, spawn
+from zeroshot_kernel.processes import PIPE, Child
 from zeroshot_kernel.sandbox import Box
 
 _ZYGOTE = Path(__file__).with_name("_zygote.py")
@@ -64,15 +64,12 @@ class WarmInterpreter:
         self._ids = itertools.count(1)
         self._stderr = stderr
         with stderr.open("ab") as errors:
-            self.child: Child = spawn(
-                box.argv([sys.executable, _ZYGOTE, *preload]),
-                cwd=box.cwd,
-                env=box.env,
+            self.child: Child = box.spawn(
+                [sys.executable, _ZYGOTE, *preload],
                 stdin=PIPE,
                 stdout=PIPE,
                 stderr=errors,
                 text=True,
-                preexec=box.preexec,
             )
         threading.Thread(target=self._read, name="warm-answers", daemon=True).start()
         with self._changed:

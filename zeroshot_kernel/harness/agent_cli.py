@@ -234,13 +234,7 @@ async def run_cli(
     the group if this process dies. Raises :class:`CliMissing` when the binary cannot be
     started; a limit of the box that stopped it is said on its last stderr line."""
     try:
-        child = await spawn_async(
-            [sys.executable, "-I", str(GUARD), *box.argv(argv)],
-            stdin=PIPE,
-            cwd=box.cwd,
-            env=box.env,
-            preexec=box.preexec,
-        )
+        child = await box.spawn_async(argv, outside=[sys.executable, "-I", str(GUARD)], stdin=PIPE)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
         raise CliMissing(str(missing)) from missing
     process = child.process

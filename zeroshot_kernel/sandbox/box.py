@@ -1,8 +1,8 @@
 """Running one process in a box: the policy for a folder, the command line, the limits.
 
 Callers describe what a process needs (:func:`folder_policy`), open a :class:`Box` for it
-(``with Box.open(policy, containment) as box``), start ``box.argv(argv)`` with
-``preexec=box.preexec`` and ``env=box.env``, and ask :meth:`Box.exceeded` afterwards which
+(``with Box.open(policy, containment) as box``), start the process with ``box.spawn(argv,
+stdout=...)`` (or :meth:`Box.spawn_async`), and ask :meth:`Box.exceeded` afterwards which
 limit, if any, stopped it. Under ``--sandbox none`` the same calls run the process as it is
 (``box.contained`` is ``False``) with the same environment allow-list, and the caller marks
 what it records as UNCONTAINED.
@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from zeroshot_kernel.processes import AsyncChild, Child, spawn, spawn_async
 from zeroshot_kernel.sandbox import bwrap
 from zeroshot_kernel.sandbox.limits import LimitPlan
 from zeroshot_kernel.sandbox.policy import (
@@ -162,6 +164,32 @@ class Box:
         if not self.contained or self.binary is None:
             return [str(part) for part in argv]
         return bwrap.command(self.policy, argv, self.binary)
+
+    def spawn(
+        self, argv: Sequence[str | os.PathLike[str]], *, outside: Sequence[str] = (), **options: Any
+    ) -> Child:
+        """Start ``argv`` in the box (:func:`~zeroshot_kernel.processes.spawn`, in its
+        folder, with its environment and limits); ``outside`` runs first, outside the box
+        (a guard that watches the controller). Raises ``OSError`` when it cannot start."""
+        return spawn(
+            [*outside, *self.argv(argv)],
+            cwd=self.cwd,
+            env=self.env,
+            preexec=self.preexec,
+            **options,
+        )
+
+    async def spawn_async(
+        self, argv: Sequence[str | os.PathLike[str]], *, outside: Sequence[str] = (), **options: Any
+    ) -> AsyncChild:
+        """:meth:`spawn` for asyncio (:func:`~zeroshot_kernel.processes.spawn_async`)."""
+        return await spawn_async(
+            [*outside, *self.argv(argv)],
+            cwd=self.cwd,
+            env=self.env,
+            preexec=self.preexec,
+            **options,
+        )
 
     def preexec(self) -> None:
         """Run in the child between fork and exec (see :meth:`LimitPlan.apply`)."""

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroshot_kernel.processes import spawn
 from zeroshot_kernel.sandbox import (
     Box,
     Containment,
@@ -133,14 +132,7 @@ def _boxed(
     with box, tempfile.TemporaryFile() as sink:
         note = ""
         try:
-            child = spawn(
-                box.argv(argv),
-                cwd=box.cwd,
-                env=box.env,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                preexec=box.preexec,
-            )
+            child = box.spawn(argv, stdout=sink, stderr=subprocess.STDOUT)
         except OSError as problem:
             return Ran(
                 127,
