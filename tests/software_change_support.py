@@ -2,17 +2,19 @@
 the template expanded and started through the same preparation as ``zeroshot change run``,
 with the test workers of ``change_workers.py`` standing in for the agents.
 
-The run's python workers import ``change_workers`` from this folder, put on ``PYTHONPATH``
-here (the detached controller inherits it): nothing of a run's worktree is ever on a
-worker's path."""
+The run's python workers import ``change_workers`` from this folder, put on the
+``PYTHONPATH`` of the controllers these helpers start (:func:`workers_importable`; nothing
+of a run's worktree is ever on a worker's path), never on the whole test process's."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,23 @@ from zeroshot_kernel.software_change.review.classify import classify
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 TESTS = str(Path(__file__).resolve().parent)
-if TESTS not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")]))
+
+
+@contextlib.contextmanager
+def workers_importable() -> Iterator[None]:
+    """This folder on ``PYTHONPATH`` while a controller is started (it inherits it), and
+    only then: other tests' processes must not find this folder's modules."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 WRITERS = ("worker", "review_repair", "delivery_repair", "early_correction", "final_correction")
 REVIEWERS = ("acceptance", "code", "seam_review", "integration_review")
 RUN_TIMEOUT_S = 120
@@ -136,7 +153,8 @@ def start_change(
     client = client or Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     classification = None
     if tier == "auto":
-        found = classify(client, task, runtime=CLASSIFIER_RUNTIME, timeout_s=RUN_TIMEOUT_S)
+        with workers_importable():
+            found = classify(client, task, runtime=CLASSIFIER_RUNTIME, timeout_s=RUN_TIMEOUT_S)
         tier, classification = found.tier, found.to_input()
     expansion = expand_template(
         "software-change",
@@ -160,14 +178,15 @@ def start_change(
     runtime["nodes"] = {**runtime["nodes"], **(nodes or {})}
     if sandbox is not None:
         runtime["sandbox"] = sandbox
-    run = submit_change(
-        client,
-        prepared,
-        graph=expansion.graph,
-        input=expansion.input,
-        runtime=runtime,
-        title=f"software-change: {task}",
-    )
+    with workers_importable():
+        run = submit_change(
+            client,
+            prepared,
+            graph=expansion.graph,
+            input=expansion.input,
+            runtime=runtime,
+            title=f"software-change: {task}",
+        )
     return Change(repo, client, run)
 
 

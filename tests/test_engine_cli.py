@@ -73,7 +73,8 @@ def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     wait_until(lambda: any(True for _ in run.logs()), 20, "the worker's first line")
 
     status = json.loads(zeroshot(ws, "status", run_id, "--json").stdout)
-    assert list(status) == ["runId", "title", "atCursor", "status", "controller"]
+    assert list(status) == ["runId", "title", "atCursor", "status", "sandbox", "controller"]
+    assert status["sandbox"] == "bwrap"
     assert status["controller"]["phase"] == "live"
     assert status["runId"] == run_id and status["title"] == "graph"
     assert status["atCursor"].startswith("v2:")

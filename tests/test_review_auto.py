@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from engine_support import run_cli as zeroshot
-from software_change_support import CLASSIFIER_RUNTIME, repository, script, start_change
+from software_change_support import (
+    CLASSIFIER_RUNTIME,
+    repository,
+    script,
+    start_change,
+    workers_importable,
+)
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
@@ -35,7 +41,10 @@ def test_the_rules_choose_the_tier_from_the_classifiers_ratings(
     repo, _ = repository(tmp_path)
     script(repo, {"classify": scripted})
     client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
-    found = classify(client, "Rename a local variable", runtime=CLASSIFIER_RUNTIME, timeout_s=120)
+    with workers_importable():
+        found = classify(
+            client, "Rename a local variable", runtime=CLASSIFIER_RUNTIME, timeout_s=120
+        )
     assert found.tier == tier
     assert found.hard_triggers == scripted.get("hardTriggers", [])
     (summary,) = client.runs()
@@ -53,7 +62,7 @@ def test_a_failing_classifier_stops_before_any_change(tmp_path: Path) -> None:
         "harness": "python",
         "nodes": {"classify": {"kind": "agent", "callable": "change_workers:write"}},
     }  # not a verdict
-    with pytest.raises(ClassificationFailed, match="classifier_failed"):
+    with pytest.raises(ClassificationFailed, match="classifier_failed"), workers_importable():
         classify(client, "Anything", runtime=broken, timeout_s=120)
     assert len(client.runs()) == 1
     assert not (repo / ".zeroshot" / "worktrees").exists()

@@ -488,9 +488,10 @@ def test_a_run_recorded_with_the_old_profile_key_is_judged_the_same(
     client = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     classification = None
     if tier == "auto":
-        found = classify(
-            client, task, runtime=support.CLASSIFIER_RUNTIME, timeout_s=support.RUN_TIMEOUT_S
-        )
+        with support.workers_importable():
+            found = classify(
+                client, task, runtime=support.CLASSIFIER_RUNTIME, timeout_s=support.RUN_TIMEOUT_S
+            )
         tier, classification = found.tier, found.to_input()
     prepared = asyncio.run(prepare(repo, "none"))
     expansion = expand_template(
@@ -506,14 +507,15 @@ def test_a_run_recorded_with_the_old_profile_key_is_judged_the_same(
     )
     graph, run_input = _before_the_rename(expansion.graph), _before_the_rename(expansion.input)
     assert run_input["review"]["profile"] == tier and "tier" not in run_input["review"]
-    run = submit_change(
-        client,
-        prepared,
-        graph=graph,
-        input=run_input,
-        runtime=support.test_nodes(expansion.runtime),
-        title=f"software-change: {task}",
-    )
+    with support.workers_importable():
+        run = submit_change(
+            client,
+            prepared,
+            graph=graph,
+            input=run_input,
+            runtime=support.test_nodes(expansion.runtime),
+            title=f"software-change: {task}",
+        )
     run.wait(support.RUN_TIMEOUT_S)
     assert client.ledger.admitted(run.id)["initialInput"]["review"]["profile"] == tier
     ledger = str(repo / ".zeroshot" / "ledger.db")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_support import agent_home, install_standin, named
+from harness_support import agent_home, install_standin
 from software_change_support import (
     Change,
     agent_bindings,
@@ -34,7 +34,7 @@ from software_change_support import (
     start_change,
     verdict,
 )
-from support import wait_until
+from support import processes_named, wait_until
 
 from zeroshot_kernel.contract.outcome import VerifierOutcome
 from zeroshot_kernel.delivery.git import push_credentials, run_git, user_settings
@@ -217,7 +217,9 @@ def test_a_boxed_writer_cannot_reach_git_the_ledger_or_outside_and_leaves_no_dae
     wait_until(daemon_file.exists, timeout=60, message="the writer to leave its daemon")
     name = json.loads(daemon_file.read_text())["name"]
     wait_until(lambda: bool(change.completions("worker")), timeout=60, message="the writer")
-    wait_until(lambda: not named(name), timeout=10, message="the daemon to die with its box")
+    wait_until(
+        lambda: not processes_named(name), timeout=10, message="the daemon to die with its box"
+    )
     result = change.wait()
     assert isinstance(result, SucceededResult), result
     assert {path: path.read_bytes() for path in guarded} == before
@@ -263,7 +265,7 @@ def test_an_uncontained_daemon_changing_the_worktree_after_review_fails_the_run(
         assert branches(remote) == ""
     finally:
         name = json.loads((agent_home() / ".standin" / "daemon.json").read_text())["name"]
-        for pid in named(name):
+        for pid in processes_named(name):
             os.kill(pid, 9)
 
 

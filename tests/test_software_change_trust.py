@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 from engine_support import controller_pid, kill, resume_when_free
-from software_change_support import RUN_TIMEOUT_S, Change, git, repository, script, start_change
+from software_change_support import (
+    RUN_TIMEOUT_S,
+    Change,
+    git,
+    repository,
+    script,
+    start_change,
+    workers_importable,
+)
 from support import alive, wait_until
 
 from zeroshot_kernel.client import Client
@@ -334,6 +342,8 @@ def resume_from_repository(repo: Path, change: Change) -> TerminalResult:
     the run's own worktree) and wait for the end."""
     resumer = Client(str(repo / ".zeroshot" / "ledger.db"), workspace=str(repo))
     try:
-        return resume_when_free(resumer, change.run.id).wait(RUN_TIMEOUT_S)
+        with workers_importable():
+            resumed = resume_when_free(resumer, change.run.id)
+        return resumed.wait(RUN_TIMEOUT_S)
     finally:
         resumer.close()
