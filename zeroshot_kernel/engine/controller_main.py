@@ -30,6 +30,7 @@ from zeroshot_kernel.engine.controller import (
 )
 from zeroshot_kernel.ledger import Ledger, LedgerError
 from zeroshot_kernel.ledger.events import TerminalResult
+from zeroshot_kernel.sandbox import user_root
 from zeroshot_kernel.workspace import LEDGER_ENV
 
 LEASE_TTL_ENV = "ZEROSHOT_LEASE_TTL_S"
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     if ttl is None:
         print(f"{LEASE_TTL_ENV} must be a positive number of seconds", file=sys.stderr)
         return 2
-    os.chdir(args.workspace)  # never on sys.path: started with -P (see engine.launch)
+    # The user's workspace, never a run's worktree (and never on sys.path: started with -P).
+    os.chdir(user_root(args.workspace) or args.workspace)
     try:
         with Ledger(url) as ledger:
             controller = Controller(

@@ -4,8 +4,9 @@ A detached controller is its own session (``processes.spawn``), so closing the
 terminal, restarting the kernel or cancelling an ``await`` leaves the run going. Its
 output goes to ``.zeroshot/controllers/<run>.log`` in the user's workspace (never in a
 run's worktree, where a writer could have planted a link), opened without following a
-link. The controller never imports from its working directory (``python -P``) and its
-``PYTHONPATH`` is the user's own: a run's worktree is model-written territory.
+link. The controller works in the user's workspace, never in a run's worktree (model-written
+territory), never imports from its working directory (``python -P``), and its ``PYTHONPATH``
+is the user's own.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def start_detached(
             stdin=DEVNULL,
             stdout=output,
             stderr=STDOUT,
-            cwd=workspace,
+            cwd=user_root(workspace) or workspace,
             env=env,
         ).popen
 

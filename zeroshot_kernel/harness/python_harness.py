@@ -10,7 +10,8 @@ not declare: the values of the names a node declares are set for that call only)
 never imports from a folder a box can write: the interpreter starts with ``-P`` (its
 working directory is not on ``sys.path``) and its ``PYTHONPATH`` holds no run worktree. The
 engine's own code (``zeroshot_kernel.*``: trusted nodes, embedded agents) runs in workers
-of its own whose path holds nothing of the workspace; only the user's workers find the
+of its own whose path holds nothing of the workspace and whose working directory is never a
+run's worktree; only the user's workers find the
 user's workspace on theirs, as the user's code expects.
 """
 
@@ -112,7 +113,7 @@ class WorkerProcess:
             await spawn_async(
                 [sys.executable, "-P", "-m", "zeroshot_kernel.harness.python_child"],
                 stdin=PIPE,
-                cwd=workspace,
+                cwd=(user_root(workspace) or workspace) if engine else workspace,
                 env=worker_env(workspace, engine=engine),
             )
         )
