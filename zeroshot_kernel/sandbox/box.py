@@ -11,6 +11,7 @@ what it records as UNCONTAINED.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,18 +71,33 @@ def user_root(folder: Path) -> Path | None:
     return None
 
 
+PRIVATE_TMP = Path("/tmp")
+"""Every box has a ``/tmp`` of its own: what lies below the machine's is not there."""
+INSTALLATION = Path(__file__).resolve().parents[2]
+"""The folder holding this package (a source tree for an editable install, site-packages
+otherwise): the engine's own scripts that boxes run (a warm interpreter) live there."""
+
+
 def _toolchains(env: Mapping[str, str], hidden: Sequence[Path]) -> list[Path]:
-    """Interpreters and tools on PATH that a hidden folder would take away (a virtual
-    environment inside the user's checkout): shown again, read-only."""
+    """Interpreters and tools that a hidden folder or the private ``/tmp`` would take away
+    (a virtual environment inside the user's checkout, this installation in a clone below
+    ``/tmp``), from PATH and this interpreter's own prefixes: shown again, read-only."""
     wanted: list[Path] = []
-    entries = [*env.get("PATH", "").split(os.pathsep), env.get("VIRTUAL_ENV", "")]
+    gone = [*hidden, PRIVATE_TMP]
+    entries = [
+        *env.get("PATH", "").split(os.pathsep),
+        env.get("VIRTUAL_ENV", ""),
+        sys.prefix,
+        sys.base_prefix,
+        str(INSTALLATION),
+    ]
     for entry in filter(None, entries):
         path = Path(os.path.realpath(entry))
-        if not any(hide == path or hide in path.parents for hide in hidden):
+        if not any(hide == path or hide in path.parents for hide in gone):
             continue
         venv = next((p for p in (path, *path.parents) if (p / "pyvenv.cfg").is_file()), None)
         wanted.append(venv or path)
-    return wanted
+    return list(dict.fromkeys(wanted))
 
 
 def folder_policy(
