@@ -16,12 +16,10 @@ from workbench_support import research_workspace, start_research
 from zeroshot_kernel.engine.launch import controller_log
 
 
-@pytest.fixture(autouse=True)
-def short_lease(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "1")
-
-
-def test_a_link_planted_at_the_controller_log_is_replaced_not_followed(tmp_path: Path) -> None:
+def test_a_link_planted_at_the_controller_log_is_replaced_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZEROSHOT_LEASE_TTL_S", "1")  # the killed controller's lease ends soon
     ws = make_workspace(tmp_path / "ws")
     ws.behave(work={"wait_for_file": "go"})
     run = ws.submit(g.single_step_graph("talk"), {"value": 1})
