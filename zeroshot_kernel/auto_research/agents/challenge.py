@@ -2,14 +2,16 @@
 
 When a rival sits within the noise floor of the incumbent and the incumbent has few
 measurements, the lead may be luck: ask for a re-measurement. Otherwise probe the
-incumbent's neighbourhood with a Gaussian step in the unit cube whose size follows the
-one-fifth success rule.
+incumbent's neighbourhood with Gaussian steps in the unit cube whose size follows the
+one-fifth success rule, keeping the step with the highest expected-improvement ratio
+``l/g`` (:mod:`parzen`): of the nearby points, the one the study's evidence favours.
 """
 
 from __future__ import annotations
 
 import random
 
+from zeroshot_kernel.auto_research.agents.parzen import Landscape
 from zeroshot_kernel.auto_research.agents.space import from_unit, to_unit
 from zeroshot_kernel.auto_research.noise_floor import compare, ranked
 from zeroshot_kernel.auto_research.protocol import REMEASURE, ScoutProposal
@@ -21,6 +23,7 @@ GROW = 1.5
 MIN_STEP = 0.002
 MAX_STEP = 0.25
 SWITCH_PROBABILITY = 0.2
+DRAWS = 8
 
 
 def challenge(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposal:
@@ -48,8 +51,22 @@ def challenge(task: ResearchTask, state: ResearchState, seed: int) -> ScoutPropo
                 )
     base = spec.check_params(incumbent.params) if incumbent else task.start_params
     step = _step(state)
+    steps = [_perturb(task, base, step, rng) for _ in range(DRAWS)]
+    landscape = Landscape.fit(spec, state.candidates.values())
+    params, ratio = landscape.best(steps)
+    source = incumbent.candidate_id if incumbent else "the starting candidate"
+    return ScoutProposal(
+        strategy="challenge",
+        approach="challenge:perturb",
+        params=params,
+        rationale=f"the best log l/g ({ratio:.3g}) of {DRAWS} Gaussian steps (sigma "
+        f"{step:.3g} of the unit cube) around {source}; {landscape.describe()}",
+    )
+
+
+def _perturb(task: ResearchTask, base: Params, step: float, rng: random.Random) -> Params:
     params: Params = {}
-    for p in spec.search_space:
+    for p in task.spec.search_space:
         if p.type == "categorical":
             assert p.choices is not None
             others = [c for c in p.choices if c != base[p.name]]
@@ -57,13 +74,7 @@ def challenge(task: ResearchTask, state: ResearchState, seed: int) -> ScoutPropo
             params[p.name] = rng.choice(others) if switch else base[p.name]
         else:
             params[p.name] = from_unit(p, to_unit(p, base[p.name]) + rng.gauss(0.0, step))
-    source = incumbent.candidate_id if incumbent else "the starting candidate"
-    return ScoutProposal(
-        strategy="challenge",
-        approach="challenge:perturb",
-        params=params,
-        rationale=f"Gaussian step (sigma {step:.3g} of the unit cube) around {source}",
-    )
+    return params
 
 
 def _step(state: ResearchState) -> float:

@@ -1,65 +1,36 @@
-"""Exploration: sample something not tried, with optuna's TPE sampler.
+"""Exploration: sample something not tried, as TPE does.
 
-Every measured candidate in the records becomes a finished trial of a fresh in-memory study
-(failed ones as failed trials), and one ``ask`` gives the proposal, so the sampler learns
-from all the research so far, whichever strategy produced it.
+Draws from the density of the study's good candidates and keeps the draw with the highest
+expected-improvement ratio ``l/g`` (:mod:`parzen`), so it learns from every measured
+candidate, whichever strategy produced it, and steers away from where runs failed. With
+nothing measured yet, ``l`` is the broad prior: a random start-up sample.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+import numpy as np
 
-import optuna
-from optuna.samplers import TPESampler
-from optuna.trial import FrozenTrial, TrialState, create_trial
-
-from zeroshot_kernel.auto_research.agents.space import distributions
+from zeroshot_kernel.auto_research.agents.parzen import Landscape
 from zeroshot_kernel.auto_research.protocol import ScoutProposal
 from zeroshot_kernel.auto_research.records import ResearchState
 from zeroshot_kernel.auto_research.task import ResearchTask
 
-STARTUP_TRIALS = 5
+DRAWS = 24
 
 
 def explore(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposal:
     spec = task.spec
-    space = distributions(spec.search_space)
-    trials: list[FrozenTrial] = []
-    for manifest in sorted(state.candidates.values(), key=lambda m: m.candidate_id):
-        try:
-            params = spec.check_params(manifest.params)
-        except ValueError:
-            continue
-        if manifest.metric is not None and manifest.status == "ok":
-            trials.append(create_trial(params=params, distributions=space, value=manifest.metric))
-        else:
-            trials.append(create_trial(params=params, distributions=space, state=TrialState.FAIL))
-    sampler = TPESampler(seed=seed, n_startup_trials=STARTUP_TRIALS, multivariate=True)
-    with _quiet():
-        study = optuna.create_study(direction=spec.direction, sampler=sampler)
-        study.add_trials(trials)
-        proposal = study.ask(space).params
-    finished = sum(t.state == TrialState.COMPLETE for t in trials)
-    how = "random start-up sample" if finished < STARTUP_TRIALS else "TPE sample (multivariate)"
+    landscape = Landscape.fit(spec, state.candidates.values())
+    rng = np.random.default_rng(seed)
+    params, ratio = landscape.best(landscape.draw(rng, DRAWS))
+    how = (
+        "random start-up sample"
+        if landscape.measured == 0
+        else f"TPE sample (the best log l/g {ratio:.3g} of {DRAWS} draws from l)"
+    )
     return ScoutProposal(
         strategy="exploration",
         approach="exploration:tpe",
-        params=spec.check_params(proposal),
-        rationale=f"{how} from optuna fitted to {finished} measured candidates "
-        f"({len(trials) - finished} failed)",
+        params=spec.check_params(params),
+        rationale=f"{how}; {landscape.describe()}",
     )
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """Silence optuna's per-study logging and experimental warnings, then restore them."""
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            yield
-    finally:
-        optuna.logging.set_verbosity(verbosity)

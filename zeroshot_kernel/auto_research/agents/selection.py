@@ -1,25 +1,23 @@
 """How the researcher chooses this round's proposal and parent.
 
-Normally: the incumbent is the parent, and the proposal comes from the strategy with the
-best upper confidence bound (UCB1) on its adoption rate so far, so strategies that keep
-paying get more rounds without starving the others. When reconsideration is due: a new
-mechanism (a strategy other than the last round's, and not a re-measurement), an archived
-parent (the best measured candidate that is not the incumbent) and a discriminating
-measurement (twice the usual repeats, asked of the measure step).
+Normally: the incumbent is the parent, and the proposal is the one with the highest
+expected improvement, TPE's ratio ``l/g`` under the densities fitted to every candidate
+measured before this round, failures included (:mod:`parzen`). A scout's request to
+re-measure the incumbent comes first: it asks only when a rival sits within the noise of
+an incumbent measured few times, and a search built on a lucky incumbent is wasted. When
+reconsideration is due: a new mechanism (the best proposal of a strategy other than the
+last round's, and not a re-measurement), an archived parent (the best measured candidate
+that is not the incumbent) and a discriminating measurement (twice the usual repeats,
+asked of the measure step).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from zeroshot_kernel.auto_research.agents.parzen import Landscape
 from zeroshot_kernel.auto_research.noise_floor import ranked
-from zeroshot_kernel.auto_research.protocol import (
-    REMEASURE,
-    STRATEGIES,
-    ResearchResult,
-    ScoutProposal,
-)
+from zeroshot_kernel.auto_research.protocol import REMEASURE, STRATEGIES, ScoutProposal
 from zeroshot_kernel.auto_research.records import ResearchState
 from zeroshot_kernel.auto_research.task import Params, ResearchTask, params_key
 
@@ -80,12 +78,12 @@ def plan_round(
             f"no usable proposal{note}: re-measuring the incumbent",
         )
     history = state.results(before=round_number)
+    landscape = Landscape.fit(spec, earlier.values())
     if reconsideration_due:
         last = history[-1].strategy if history else None
         fresh = [(p, q) for p, q in usable if p.strategy != last and p.approach != REMEASURE]
         if fresh:
-            fresh.sort(key=lambda item: STRATEGIES.index(item[0].strategy))
-            proposal, params = fresh[0]
+            (proposal, params), ratio = _most_promising(landscape, fresh)
             archived = [
                 m.candidate_id for m in ranked(spec, earlier) if m.candidate_id != incumbent_id
             ]
@@ -98,26 +96,42 @@ def plan_round(
                 True,
                 2 * spec.repeats,
                 f"reconsideration: new mechanism {proposal.approach} (last round used "
-                f"{last}), archived parent {parent}, {2 * spec.repeats} repeats{note}",
+                f"{last}; log l/g {ratio:.3g}), archived parent {parent}, "
+                f"{2 * spec.repeats} repeats{note}",
             )
-    proposal, params = max(usable, key=lambda item: _ucb(item[0], history))
-    remeasure = proposal.approach == REMEASURE
+    remeasures = [(p, q) for p, q in usable if p.approach == REMEASURE]
+    if remeasures:
+        proposal = remeasures[0][0]
+        return Plan(
+            proposal,
+            incumbent_params,
+            incumbent_id,
+            True,
+            False,
+            spec.repeats,
+            f"chose {proposal.approach}: a scout doubts the incumbent's lead{note}",
+        )
+    (proposal, params), ratio = _most_promising(landscape, usable)
     return Plan(
         proposal,
-        incumbent_params if remeasure else params,
+        params,
         incumbent_id,
-        remeasure,
+        False,
         False,
         spec.repeats,
-        f"chose {proposal.approach} by UCB1 over strategy adoption rates{note}",
+        f"chose {proposal.approach}: the highest expected improvement of {len(usable)} "
+        f"(log l/g {ratio:.3g}; {landscape.describe()}){note}",
     )
 
 
-def _ucb(proposal: ScoutProposal, history: list[ResearchResult]) -> tuple[float, int]:
-    tries = [r for r in history if r.strategy == proposal.strategy]
-    order = -STRATEGIES.index(proposal.strategy)
-    if not tries:
-        return (math.inf, order)
-    adopted = sum(r.disposition == "adopt" for r in tries)
-    bonus = math.sqrt(2 * math.log(len(history)) / len(tries))
-    return (adopted / len(tries) + bonus, order)
+def _most_promising(
+    landscape: Landscape, options: list[tuple[ScoutProposal, Params]]
+) -> tuple[tuple[ScoutProposal, Params], float]:
+    """The option whose parameters have the highest ratio ``l/g``; among equals, the
+    earlier strategy (exploration, synthesis, challenge)."""
+    scores = landscape.scores([params for _, params in options])
+    best = max(
+        range(len(options)),
+        key=lambda i: (scores[i], -STRATEGIES.index(options[i][0].strategy), -i),
+    )
+    return options[best], scores[best]

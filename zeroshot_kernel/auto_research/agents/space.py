@@ -1,22 +1,21 @@
-"""The search space as the embedded scouts see it: a unit cube, and optuna distributions.
+"""The search space as the embedded scouts see it: a unit cube; and as optuna sees it.
 
 Numeric parameters map to [0, 1] (through the logarithm for log-scale ones), so blending and
-perturbing treat ``C = 0.01 .. 1000`` as evenly as ``x = -2 .. 2``.
+perturbing treat ``C = 0.01 .. 1000`` as evenly as ``x = -2 .. 2``. The scouts search
+without optuna; its distributions serve the importance view and B5's peers, and optuna is
+imported only when they are asked for.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
+from typing import TYPE_CHECKING
 
 from zeroshot_kernel.auto_research.task import ParamValue, SearchParameter
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
 
 
 def _bounds(p: SearchParameter) -> tuple[float, float]:
@@ -42,6 +41,12 @@ def from_unit(p: SearchParameter, unit: float) -> ParamValue:
 
 
 def distribution(p: SearchParameter) -> BaseDistribution:
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
     if p.type == "categorical":
         assert p.choices is not None
         return CategoricalDistribution(p.choices)

@@ -1,9 +1,11 @@
 """Synthesis: combine the best measured candidates into a new one (cross-entropy method).
 
 A Gaussian is fitted to the best candidates in the unit cube (rank-weighted mean, their
-covariance plus a small ridge) and one point is drawn from it; each categorical parameter
-is drawn by rank-weighted vote. The covariance is what combines them: when the best
-candidates line up along a valley, the proposal follows the valley. With fewer than two
+covariance plus a small ridge) and several points are drawn from it; each categorical
+parameter is drawn by rank-weighted vote. The covariance is what combines them: when the
+best candidates line up along a valley, the proposal follows the valley. Of the draws it
+keeps the one with the highest expected-improvement ratio ``l/g`` (:mod:`parzen`), so
+failed and poor candidates elsewhere in the study steer it too. With fewer than two
 measured candidates the starting point and the centre of the space stand in.
 """
 
@@ -13,6 +15,7 @@ import math
 
 import numpy as np
 
+from zeroshot_kernel.auto_research.agents.parzen import Landscape
 from zeroshot_kernel.auto_research.agents.space import from_unit, to_unit
 from zeroshot_kernel.auto_research.noise_floor import ranked
 from zeroshot_kernel.auto_research.protocol import ScoutProposal
@@ -21,6 +24,7 @@ from zeroshot_kernel.auto_research.task import Params, ResearchTask
 
 ELITE = 3
 RIDGE = 0.02
+DRAWS = 16
 
 
 def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposal:
@@ -43,22 +47,28 @@ def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProp
     weights = np.array([math.log(len(parents) + 1) - math.log(i + 1) for i in range(len(parents))])
     weights /= weights.sum()
     numeric = [p for p in spec.search_space if p.type != "categorical"]
-    params: Params = {}
+    draws: list[Params] = [{} for _ in range(DRAWS)]
     if numeric:
         points = np.array([[to_unit(p, parent[p.name]) for p in numeric] for parent in parents])
         mean = weights @ points
         spread = points - mean
         covariance = (weights[:, None] * spread).T @ spread + RIDGE**2 * np.eye(len(numeric))
-        draw = rng.multivariate_normal(mean, covariance)
-        params.update({p.name: from_unit(p, float(u)) for p, u in zip(numeric, draw, strict=True)})
-    for p in spec.search_space:
-        if p.type == "categorical":
-            params[p.name] = parents[int(rng.choice(len(parents), p=weights))][p.name]
-    ordered = {p.name: params[p.name] for p in spec.search_space}
+        for params, row in zip(
+            draws, rng.multivariate_normal(mean, covariance, DRAWS), strict=True
+        ):
+            params.update(
+                {p.name: from_unit(p, float(u)) for p, u in zip(numeric, row, strict=True)}
+            )
+    for params in draws:
+        for p in spec.search_space:
+            if p.type == "categorical":
+                params[p.name] = parents[int(rng.choice(len(parents), p=weights))][p.name]
+    landscape = Landscape.fit(spec, state.candidates.values())
+    chosen, ratio = landscape.best([{p.name: d[p.name] for p in spec.search_space} for d in draws])
     return ScoutProposal(
         strategy="synthesis",
         approach="synthesis:cem",
-        params=ordered,
-        rationale=f"draw from a Gaussian fitted to the {len(parents)} best "
-        f"({', '.join(names)}), rank-weighted",
+        params=chosen,
+        rationale=f"the best log l/g ({ratio:.3g}) of {DRAWS} draws from a Gaussian fitted "
+        f"to the {len(parents)} best ({', '.join(names)}), rank-weighted; " + landscape.describe(),
     )
