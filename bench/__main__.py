@@ -15,6 +15,7 @@ from bench import (
     b5_best_so_far,
     b6_batch,
     b7_shared_sqlite,
+    b9_parallel,
 )
 from bench.harness import Report, write_results
 
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, tuple[Callable[[int], Report], int]] = {
     "B5": (b5_best_so_far.run, 10),
     "B6": (b6_batch.run, 3),
     "B7": (b7_shared_sqlite.run, 2),
+    "B9": (b9_parallel.run, 3),
 }
 """Each benchmark and its default number of repeats (B5: seeds; B7: one sample per case,
 of full length when repeats > 1, a quarter otherwise)."""

@@ -15,6 +15,8 @@ from zeroshot_kernel.console.options import (
     BaseUrlOption,
     LedgerOption,
     MaxTokensOption,
+    ResearchDaskOption,
+    ResearchParallelOption,
     SandboxOption,
     TargetOption,
     open_client,
@@ -99,6 +101,8 @@ def run(
         ),
     ] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
+    dask: ResearchDaskOption = None,
+    parallel: ResearchParallelOption = None,
     sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -113,6 +117,7 @@ def run(
       zeroshot research run rosenbrock --iterations 5 --study rosenbrock-long
       zeroshot research run branin --harness openai --base-url http://127.0.0.1:8080/v1 \
           --model local
+      zeroshot research run my-gpu-task --dask tcp://scheduler:8786 --parallel 4
     """
     from zeroshot_kernel.auto_research.studies import study_of
     from zeroshot_kernel.auto_research.task import TaskError, resolve_task
@@ -128,6 +133,8 @@ def run(
         typer.echo(f"task {loaded.spec.name}: {SELF_SCORED_NOTE}", err=True)
     client = open_client(ledger, target)
     _check_harness(harness)
+    if dask is not None:
+        _check_dask(dask)
     if push:
         _check_push(client.workspace)
     started = start_research(
@@ -142,6 +149,8 @@ def run(
             base_url=base_url,
             max_tokens=max_tokens,
             sandbox=sandbox_mode(sandbox),
+            dask=dask,
+            parallel=parallel,
         ),
         title=f"auto-research: {loaded.spec.name}",
     )
@@ -199,6 +208,20 @@ def _require_box(client: Client, options: TemplateOptions) -> None:
         return
     if task.spec.editable:
         sandbox.require()
+
+
+def _check_dask(address: str) -> None:
+    """Refuse, before anything is recorded, a scheduler the experiments could not use:
+    the extra missing, a malformed address, or none answering there."""
+    from zeroshot_kernel.dask_scheduler import SchedulerUnusable, connected
+
+    try:
+        with connected(address):
+            pass
+    except ImportError:
+        fail_usage("--dask needs the dask extra: pip install 'zeroshot-workbench[dask]'")
+    except SchedulerUnusable as problem:
+        fail_usage(str(problem))
 
 
 def _check_harness(harness: str) -> None:

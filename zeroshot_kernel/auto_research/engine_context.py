@@ -54,6 +54,8 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
         "reconsiderationDue": reconsideration_due(accepted, iterations),
         "seed": _seed(request.run_id),
         "studySeed": study_seed(study),
+        "dask": options.get("dask"),
+        "parallel": options.get("parallel"),
     }
 
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,8 @@ from zeroshot_kernel.auto_research.candidates import (
     verify_candidate,
 )
 from zeroshot_kernel.auto_research.change import apply_change, describe_diff, parse_change
-from zeroshot_kernel.auto_research.experiment import ExperimentResult, run_repeats
+from zeroshot_kernel.auto_research.executor import ExperimentExecutor, LocalExecutor, executor_for
+from zeroshot_kernel.auto_research.experiment import ExperimentResult
 from zeroshot_kernel.auto_research.experiment_box import experiment_containment
 from zeroshot_kernel.auto_research.markdown_records import charter, render_records
 from zeroshot_kernel.auto_research.noise_floor import Paired, differences, paired, pooled_sigma
@@ -86,6 +90,11 @@ class MeasureRequest:
     reconsideration_due: bool = False
     parallel: int | None = None
     """Experiment runs at a time (default: one per CPU)."""
+    dask: str | None = None
+    """The Dask scheduler the experiments run on (default: this machine)."""
+    candidates: int | None = None
+    """Candidates measured at once (default: the task's ``parallel``): the researcher's
+    change, then the round's other scout proposals applied to the same parent."""
     containment: Containment = field(default_factory=Containment)
     """How the run contains model-written code (its experiments run boxed by default)."""
 
@@ -113,6 +122,28 @@ class BaselineFailed(OperationFailed):
         )
 
 
+_BUILDING = threading.Lock()
+"""Held while a candidate is built and stored: its id is the first one free."""
+
+
+@dataclass
+class _Turn:
+    """A pass's turn to build among candidates measured at once: after the one before it
+    in proposal order, so that their ids follow that order as in a sequential study."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    previous: _Turn | None = None
+
+    def __enter__(self) -> None:
+        if self.previous is not None:
+            self.previous.done.wait()
+        _BUILDING.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        _BUILDING.release()
+        self.done.set()
+
+
 def measure(request: MeasureRequest) -> Evidence:
     """Measure one pass's change (see the module's docstring); its evidence is also the
     pass's row in ``rounds/<round>.json``."""
@@ -127,11 +158,77 @@ def measure(request: MeasureRequest) -> Evidence:
             f"{request.run_id}/baseline",
             request.parallel,
             containment=containment,
+            executor=executor_for(request.dask),
         )
+    requests = [request, *_alternates(request, request.candidates or task.spec.parallel)]
+    begun = [_begin(records, r) for r in requests]  # the rows in proposal order, first
+
+    def finish(at: int, building: AbstractContextManager[object] = _BUILDING) -> Evidence:
+        started = begun[at]
+        if isinstance(started, Evidence):
+            return started  # the pass finished; only its execution's completion was lost
+        return _run_pass(task, records, requests[at], started, containment, unboxed, building)
+
+    if len(requests) == 1:
+        return finish(0)
+    turns = [_Turn() for _ in requests]
+    for turn, previous in zip(turns[1:], turns, strict=False):
+        turn.previous = previous
+
+    def finish_in_turn(at: int) -> Evidence:
+        try:
+            return finish(at, turns[at])
+        finally:
+            turns[at].done.set()  # built, or never to be: the next may build
+
+    with ThreadPoolExecutor(len(requests), thread_name_prefix="zeroshot-candidate") as pool:
+        measured = list(pool.map(finish_in_turn, range(len(requests))))
+    chosen = next((at for at, e in enumerate(measured) if e.supports_adoption), 0)
+    records.move_pass_last(request.round, requests[chosen].pass_id)  # the one decided
+    render_records(task, records)
+    return measured[chosen]
+
+
+def _alternates(request: MeasureRequest, candidates: int) -> list[MeasureRequest]:
+    """The pass's other candidates (up to ``candidates - 1``): each scout proposal whose
+    parameters differ from the researcher's change and the earlier ones, in proposal
+    order, applied to the change's parent and measured like it; none for a change that
+    does not parse or a proposal without parameters (a code task's)."""
+    parsed = parse_change(request.change)
+    if candidates <= 1 or not isinstance(parsed, Change):
+        return []
+    seen, found = [parsed.params], list[MeasureRequest]()
+    for proposal in request.proposals:
+        if len(found) == candidates - 1:
+            break
+        if not proposal.params or proposal.params in seen:
+            continue
+        seen.append(proposal.params)
+        change = Change(
+            parent_id=parsed.parent_id,
+            strategy=proposal.strategy,
+            approach=proposal.approach,
+            rationale=proposal.rationale,
+            params=proposal.params,
+            measurement=parsed.measurement,
+        )
+        found.append(
+            dataclasses.replace(
+                request,
+                pass_id=f"{request.pass_id}/candidate-{len(found) + 2}",
+                change=change.to_wire(),
+            )
+        )
+    return found
+
+
+def _begin(records: ResearchRecords, request: MeasureRequest) -> Evidence | RoundPass:
+    """The pass's row: begun now, or as an earlier execution left it (its evidence when
+    it finished)."""
     record = records.read_round(request.round)
     row = next((p for p in record.passes if p.pass_id == request.pass_id), None) if record else None
     if row is not None and row.evidence is not None:
-        return row.evidence  # the pass finished; only its execution's completion was lost
+        return row.evidence
     parsed = parse_change(request.change)
     if row is None:
         row = RoundPass(
@@ -142,16 +239,28 @@ def measure(request: MeasureRequest) -> Evidence:
             change=parsed if isinstance(parsed, Change) else None,
         )
         records.begin_pass(request.round, row)  # the row exists before any restore
-    else:
-        row = row.model_copy(
-            update={
-                "notes": [
-                    *row.notes,
-                    "carried on after its earlier execution was lost; recorded runs are kept",
-                ]
-            }
-        )
-    pass_ = _Pass(task, records, request, row, containment)
+        return row
+    return row.model_copy(
+        update={
+            "notes": [
+                *row.notes,
+                "carried on after its earlier execution was lost; recorded runs are kept",
+            ]
+        }
+    )
+
+
+def _run_pass(
+    task: ResearchTask,
+    records: ResearchRecords,
+    request: MeasureRequest,
+    row: RoundPass,
+    containment: Containment,
+    unboxed: str,
+    building: AbstractContextManager[object] = _BUILDING,
+) -> Evidence:
+    parsed = parse_change(request.change)
+    pass_ = _Pass(task, records, request, row, containment, building=building)
     if unboxed:
         pass_.notes.append(unboxed)
     if isinstance(parsed, list):
@@ -177,6 +286,8 @@ class _Pass:
     containment: Containment
     notes: list[str] = field(default_factory=list)
     diff: str = ""
+    building: AbstractContextManager[object] = _BUILDING
+    """Held while the candidate is built and stored (see :class:`_Turn`)."""
 
     def run(self, change: Change) -> Evidence:
         incumbent = self.records.read_incumbent()
@@ -186,7 +297,8 @@ class _Pass:
             return self.finish(
                 "change_rejected", change, [f"the study has no candidate {parent!r} to change"]
             )
-        built = self.build(change)
+        with self.building:  # candidates measured at once are stored one at a time
+            built = self.build(change)
         if isinstance(built, tuple):
             return self.finish(built[0], change, built[1])
         seeds = self.seeds(change)
@@ -258,7 +370,11 @@ class _Pass:
         first = f"c{self.request.round:03d}"
         if self.records.read_manifest(first) is None:
             return first
-        return f"{first}-{self.request.pass_number}"
+        name, number = f"{first}-{self.request.pass_number}", 1
+        while self.records.read_manifest(name) is not None:  # a pass's other candidates
+            number += 1
+            name = f"{first}-{self.request.pass_number}-{number}"
+        return name
 
     def seeds(self, change: Change) -> list[int]:
         count = self.task.spec.repeats * (2 if change.measurement == "discriminating" else 1)
@@ -274,6 +390,7 @@ class _Pass:
             pass_id=self.request.pass_id,
             parallel=self.request.parallel,
             containment=self.containment,
+            executor=executor_for(self.request.dask),
         )
 
     def early_stop(self, candidate_id: str, incumbent_id: str, seeds: list[int]) -> str:
@@ -420,6 +537,17 @@ def _metrics(runs: dict[int, ExperimentResult]) -> dict[int, float]:
     return {seed: run.metric for seed, run in runs.items() if run.metric is not None}
 
 
+_recorders: dict[tuple[Path, str], threading.Lock] = {}
+_recorders_lock = threading.Lock()
+
+
+def _recording(records: ResearchRecords, candidate_id: str) -> threading.Lock:
+    """The lock of one candidate's runs in this process: candidates measured at once
+    share the incumbent, whose missing seeds one of them runs while the others wait."""
+    with _recorders_lock:
+        return _recorders.setdefault((records.root, candidate_id), threading.Lock())
+
+
 def record_runs(
     task: ResearchTask,
     records: ResearchRecords,
@@ -430,37 +558,44 @@ def record_runs(
     pass_id: str,
     parallel: int | None = None,
     containment: Containment | None = None,
+    executor: ExperimentExecutor | None = None,
 ) -> None:
     """Run the experiment of ``candidate_id`` on each of ``seeds`` it has no recorded run
-    for, on copies of its stored bytes checked against its content hash, and record the
-    runs in its manifest with that hash."""
-    missing = [s for s in dict.fromkeys(seeds) if s not in by_seed(records, candidate_id)]
-    if not missing:
-        return
-    with tempfile.TemporaryDirectory(prefix="zeroshot-measured-") as scratch:
-        source = Path(scratch) / "source"
-        check = restore_candidate(records, candidate_id, source)
-        if not check.ok:
-            raise CandidateChanged(
-                f"the stored bytes of {candidate_id} no longer match its content hash "
-                f"({', '.join(check.problems[:5])}); nothing was measured"
+    for, on copies of its stored bytes checked against its content hash, through
+    ``executor`` (default: this machine), and record the runs in its manifest with that
+    hash: one run per seed, whatever the executor retried."""
+    with _recording(records, candidate_id):  # one candidate's seeds run once, not per pass
+        missing = [s for s in dict.fromkeys(seeds) if s not in by_seed(records, candidate_id)]
+        if not missing:
+            return
+        with tempfile.TemporaryDirectory(prefix="zeroshot-measured-") as scratch:
+            source = Path(scratch) / "source"
+            check = restore_candidate(records, candidate_id, source)
+            if not check.ok:
+                raise CandidateChanged(
+                    f"the stored bytes of {candidate_id} no longer match its content hash "
+                    f"({', '.join(check.problems[:5])}); nothing was measured"
+                )
+            runs = (executor or LocalExecutor()).run(
+                task, source, missing, parallel=parallel, containment=containment or Containment()
             )
-        runs = run_repeats(task, source, missing, parallel=parallel, containment=containment)
-    manifest = records.read_manifest(candidate_id)
-    assert manifest is not None
-    new = [
-        Measurement(
-            candidate_id=candidate_id,
-            round=round_number,
-            experiment=r,
-            pass_id=pass_id,
-            content_sha256=manifest.content_sha256,
+        manifest = records.read_manifest(candidate_id)
+        assert manifest is not None
+        recorded = {m.experiment.seed for m in manifest.measurements}
+        new = [
+            Measurement(
+                candidate_id=candidate_id,
+                round=round_number,
+                experiment=r,
+                pass_id=pass_id,
+                content_sha256=manifest.content_sha256,
+            )
+            for r in runs
+            if r.seed not in recorded  # another execution recorded it meanwhile: keep the first
+        ]
+        records.write_manifest(
+            manifest.model_copy(update={"measurements": [*manifest.measurements, *new]})
         )
-        for r in runs
-    ]
-    records.write_manifest(
-        manifest.model_copy(update={"measurements": [*manifest.measurements, *new]})
-    )
 
 
 def study_sigma(task: ResearchTask, records: ResearchRecords, before: int) -> float | None:
@@ -510,6 +645,7 @@ def measure_baseline(
     parallel: int | None = None,
     *,
     containment: Containment | None = None,
+    executor: ExperimentExecutor | None = None,
 ) -> None:
     """Round 0: store the task's starting candidate and measure it as the first incumbent.
 
@@ -545,6 +681,7 @@ def measure_baseline(
         pass_id=pass_id,
         parallel=parallel,
         containment=containment,
+        executor=executor,
     )
     manifest = records.read_manifest(BASELINE_ID)
     assert manifest is not None

@@ -284,19 +284,31 @@ class ResearchRecords:
 
     def begin_pass(self, round_number: int, started: RoundPass) -> RoundRecord:
         """Record the row for a pass before any restore or reset happens."""
-        existing = self.read_round(round_number)
-        passes = [*existing.passes, started] if existing else [started]
-        record = RoundRecord(round=round_number, passes=passes)
-        self.write_round(record)
-        return record
+        with _rounds_lock:
+            existing = self.read_round(round_number)
+            passes = [*existing.passes, started] if existing else [started]
+            record = RoundRecord(round=round_number, passes=passes)
+            self.write_round(record)
+            return record
 
     def finish_pass(self, round_number: int, finished: RoundPass) -> None:
         """Replace the round's row of ``finished.pass_id`` with its finished form."""
-        existing = self.read_round(round_number)
-        if existing is None or not any(p.pass_id == finished.pass_id for p in existing.passes):
-            raise RuntimeError(f"round {round_number} has no pass {finished.pass_id} to finish")
-        passes = [finished if p.pass_id == finished.pass_id else p for p in existing.passes]
-        self.write_round(existing.model_copy(update={"passes": passes}))
+        with _rounds_lock:  # candidates measured at once finish in any order
+            existing = self.read_round(round_number)
+            if existing is None or not any(p.pass_id == finished.pass_id for p in existing.passes):
+                raise RuntimeError(f"round {round_number} has no pass {finished.pass_id} to finish")
+            passes = [finished if p.pass_id == finished.pass_id else p for p in existing.passes]
+            self.write_round(existing.model_copy(update={"passes": passes}))
+
+    def move_pass_last(self, round_number: int, pass_id: str) -> None:
+        """Make ``pass_id``'s row the round's last: of candidates measured at once, the
+        one the round decides on (adoption reads the last row's evidence)."""
+        with _rounds_lock:
+            existing = self.read_round(round_number)
+            assert existing is not None
+            passes = sorted(existing.passes, key=lambda p: p.pass_id == pass_id)
+            if passes != existing.passes:
+                self.write_round(existing.model_copy(update={"passes": passes}))
 
     def decide(self, result: ResearchResult) -> None:
         """Record the round's decision (the trusted adoption's result)."""
@@ -309,6 +321,8 @@ class ResearchRecords:
 _CACHE_SIZE = 4096
 _cache: OrderedDict[Path, tuple[tuple[int, int, int], ContractModel]] = OrderedDict()
 _cache_lock = threading.Lock()
+_rounds_lock = threading.Lock()
+"""Held while a round's record is read and written again (its passes may run at once)."""
 
 
 def _read(workspace: Path, path: Path, model: type[Model]) -> Model | None:

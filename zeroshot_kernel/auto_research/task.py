@@ -101,6 +101,7 @@ def _choice_kind(value: Any) -> str:
 
 
 Command = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+ResourceName = Annotated[str, Field(max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")]
 
 
 class TaskLimits(ContractModel):
@@ -147,6 +148,15 @@ class TaskSpec(ContractModel):
     """The experiment uses the machine's NVIDIA GPUs: their device nodes are bound into
     its box, and its memory is limited by cgroup only (an address-space limit breaks
     CUDA's start)."""
+    resources: dict[ResourceName, Annotated[float, Field(gt=0, le=1_000_000)]] = Field(
+        default_factory=dict, max_length=16
+    )
+    """What one experiment holds of a Dask worker's declared resources (``{GPU: 1}``):
+    with ``--dask``, a worker runs as many experiments at once as its resources allow
+    (one per GPU); the local executor ignores it."""
+    parallel: Annotated[int, Field(ge=1, le=32)] = 1
+    """Candidates a round measures at once (``--parallel`` overrides it): the researcher's
+    change, then the round's other scout proposals applied to the same parent."""
 
     @model_validator(mode="after")
     def _check_names(self) -> TaskSpec:

@@ -89,7 +89,7 @@ REVIEW = record(
         "adopt": boolean(),
     }
 )
-OPTIONS = record(optional={"iterations": integer()})
+OPTIONS = record(optional={"iterations": integer(), "dask": string(), "parallel": integer()})
 CARRIED = {
     "task": string(),
     "study": string(),
@@ -391,11 +391,17 @@ def auto_research_graph(iterations: int = DEFAULT_ITERATIONS, *, push: bool = Fa
 
 
 def auto_research_input(
-    task: str, iterations: int | None = None, study: str | None = None
+    task: str,
+    iterations: int | None = None,
+    study: str | None = None,
+    dask: str | None = None,
+    parallel: int | None = None,
 ) -> dict[str, Any]:
     """The run input: the task and its study (by default the task folder's name), plus
     empty review fields and placeholders that the first round replaces (proposals, and a
-    result no round decided; a scout that fails ends the run before they are read)."""
+    result no round decided; a scout that fails ends the run before they are read). Its
+    ``options`` hold the rounds, the Dask scheduler of the experiments and the candidates
+    measured at once, when given."""
     document: dict[str, Any] = {
         "task": task,
         "study": check_study_name(study) if study else default_study(task),
@@ -408,8 +414,9 @@ def auto_research_input(
             for s in STRATEGIES
         },
     }
-    if iterations is not None:
-        document["options"] = {"iterations": iterations}
+    options: dict[str, Any] = {"iterations": iterations, "dask": dask, "parallel": parallel}
+    if any(v is not None for v in options.values()):
+        document["options"] = {k: v for k, v in options.items() if v is not None}
     return document
 
 
@@ -452,7 +459,9 @@ def expand(options: TemplateOptions) -> Expansion:
         nodes["deliver"] = {"kind": "git_delivery"}
     return Expansion(
         graph=auto_research_graph(iterations, push=options.push),
-        input=auto_research_input(options.task, options.iterations, options.study),
+        input=auto_research_input(
+            options.task, options.iterations, options.study, options.dask, options.parallel
+        ),
         runtime=runtime_plan(options, nodes),
     )
 

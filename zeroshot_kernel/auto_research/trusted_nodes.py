@@ -44,6 +44,8 @@ def measure(call: dict[str, Any], context: WorkerContext) -> dict[str, Any]:
         proposals=_proposals(graph_input),
         corrections=graph_input["corrections"],
         reconsideration_due=engine["reconsiderationDue"],
+        dask=engine.get("dask"),
+        candidates=engine.get("parallel"),
         containment=context.containment,
     )
     try:

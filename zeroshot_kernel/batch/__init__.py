@@ -22,8 +22,8 @@ from zeroshot_kernel.batch.runner import (
     resume_batch,
     run_batch,
 )
-from zeroshot_kernel.batch.scheduler import SchedulerUnusable
 from zeroshot_kernel.batch.storage import BatchItem, BatchNotFound, BatchStatus, BatchStore
+from zeroshot_kernel.dask_scheduler import SchedulerUnusable
 
 __all__ = [
     "RESULT_MIME",

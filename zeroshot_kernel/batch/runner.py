@@ -30,7 +30,6 @@ from zeroshot_kernel.batch.outputs import (
     output_directory,
 )
 from zeroshot_kernel.batch.parameters import check_sets
-from zeroshot_kernel.batch.scheduler import check_address, connected
 from zeroshot_kernel.batch.storage import (
     BatchItem,
     BatchOptions,
@@ -38,6 +37,7 @@ from zeroshot_kernel.batch.storage import (
     BatchStore,
     new_batch_id,
 )
+from zeroshot_kernel.dask_scheduler import check_address, connected
 from zeroshot_kernel.workspace import find_workspace, ledger_url
 
 STAGGER_S = 0.25

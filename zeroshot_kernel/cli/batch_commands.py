@@ -129,7 +129,7 @@ def run(
         parameter_sets,
         resume_batch,
     )
-    from zeroshot_kernel.batch.scheduler import check_address
+    from zeroshot_kernel.dask_scheduler import check_address
     from zeroshot_kernel.exceptions import InvalidInput
 
     pairs = [tuple(text.split("=", 1)) for text in parameter or []]

@@ -12,6 +12,8 @@ from zeroshot_kernel.console.options import (
     IterationsOption,
     MaxTokensOption,
     PushOption,
+    ResearchDaskOption,
+    ResearchParallelOption,
     TaskOption,
 )
 from zeroshot_kernel.console.outline import show_expansion
@@ -43,6 +45,8 @@ def show(
     task: TaskOption = "",
     iterations: IterationsOption = None,
     push: PushOption = False,
+    dask: ResearchDaskOption = None,
+    parallel: ResearchParallelOption = None,
     harness: HarnessOption = "local",
     base_url: BaseUrlOption = None,
     max_tokens: MaxTokensOption = None,
@@ -60,6 +64,8 @@ def show(
                 task=task,
                 iterations=iterations,
                 push=push,
+                dask=dask,
+                parallel=parallel,
                 harness=harness,
                 base_url=base_url,
                 max_tokens=max_tokens,

@@ -110,6 +110,30 @@ IterationsOption = Annotated[
     int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
 ]
 PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
+DASK_ENV = "ZEROSHOT_DASK_SCHEDULER"
+ResearchDaskOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dask",
+        envvar=DASK_ENV,
+        show_default=False,
+        help="auto-research: run the experiments on this dask.distributed scheduler, e.g. "
+        "tcp://host:8786, one per worker slot and the task's `resources` (default: "
+        f"${DASK_ENV}, else this machine's cores). Needs the `dask` extra.",
+    ),
+]
+ResearchParallelOption = Annotated[
+    int | None,
+    typer.Option(
+        "--parallel",
+        min=1,
+        max=32,
+        show_default=False,
+        help="auto-research: candidates a round measures at once: the researcher's change and "
+        "the round's other scout proposals on the same parent (default: the task's `parallel`, "
+        "else 1). Adoption takes the first that beats the noise, in that order.",
+    ),
+]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
 BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
 BaseUrlOption = Annotated[

@@ -49,6 +49,11 @@ class TemplateOptions:
     """software-change: the classification that chose ``tier`` under ``auto``."""
     sandbox: SandboxMode | None = None
     """How model-written code is contained: ``bwrap`` (default) or ``none`` (UNCONTAINED)."""
+    dask: str | None = None
+    """auto-research: the dask.distributed scheduler its experiments run on (default: this
+    machine)."""
+    parallel: int | None = None
+    """auto-research: candidates a round measures at once (default: the task's)."""
 
 
 @dataclass(frozen=True)

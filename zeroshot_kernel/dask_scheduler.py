@@ -1,5 +1,5 @@
-"""The dask.distributed scheduler a batch runs on: its address checked before anything is
-recorded, and one that cannot be reached said in one line.
+"""The dask.distributed scheduler a batch or a study's experiments run on: its address
+checked before anything is recorded, and one that cannot be reached said in one line.
 
 dask parses an address only when it connects, so a typo (``tcp://host``, ``host:port8786``)
 would otherwise surface as a ``ValueError`` deep in the client after the batch was
@@ -39,17 +39,21 @@ def check_address(address: str) -> str:
     return address
 
 
-@contextlib.contextmanager
-def connected(address: str) -> Iterator[Client]:
-    """A client of the scheduler at ``address`` (checked first), closed after."""
+def connect(address: str) -> Client:
+    """A client of the scheduler at ``address`` (checked first); the caller closes it."""
     from distributed import Client
 
     check_address(address)
     try:
-        client = Client(address)  # type: ignore[no-untyped-call]
+        return Client(address)  # type: ignore[no-untyped-call]
     except (OSError, ValueError) as problem:  # unreachable, timed out, refused
         raise SchedulerUnusable(_problem(address, f"cannot connect: {problem}")) from None
-    with client:
+
+
+@contextlib.contextmanager
+def connected(address: str) -> Iterator[Client]:
+    """A client of the scheduler at ``address`` (checked first), closed after."""
+    with connect(address) as client:
         yield client
 
 

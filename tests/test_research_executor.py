@@ -1,0 +1,264 @@
+"""Experiments on a cluster: the trusted measure step through a real dask ``LocalCluster``
+(process workers that declare one GPU each), boxed experiments on the workers, a worker
+killed mid-experiment, and ``zeroshot research run --dask`` as a user types it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from research_driver import STUDY, line_task, measure_pass
+from support import wait_until
+
+from zeroshot_kernel.auto_research import ResearchRecords, load_task
+from zeroshot_kernel.auto_research.executor import DaskExecutor, ExperimentsLost
+from zeroshot_kernel.auto_research.measure import BASELINE_ID, MeasureRequest, measure
+from zeroshot_kernel.auto_research.seeds import study_seed
+from zeroshot_kernel.auto_research.task import TaskError
+from zeroshot_kernel.sandbox import Containment
+
+distributed = pytest.importorskip("distributed")
+
+WORKERS = 2
+SLEEP_S = 0.3
+"""How long each experiment sleeps: two on one worker at once would start together."""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Two process workers of two threads, each declaring one GPU: without the task's
+    resources, four experiments would run at once; with them, two."""
+    with distributed.LocalCluster(
+        n_workers=WORKERS,
+        threads_per_worker=2,
+        processes=True,
+        dashboard_address=None,
+        resources={"GPU": 1},
+    ) as local:
+        yield local
+
+
+@pytest.fixture()
+def client(cluster: Any) -> Iterator[Any]:
+    with distributed.Client(cluster.scheduler_address) as connected:
+        yield connected
+
+
+def gpu_task(root: Path, **fields: Any) -> Path:
+    """The line task, holding one GPU per experiment, each a fraction of a second long."""
+    line_task(root, budget=20.0)
+    spec = json.loads((root / "task.yaml").read_text())
+    spec.update({"resources": {"GPU": 1}, "repeats": 4, **fields})
+    (root / "task.yaml").write_text(json.dumps(spec))
+    objective = root / "candidate" / "objective.py"
+    objective.write_text(f"import time\ntime.sleep({SLEEP_S})\n" + objective.read_text())
+    return root
+
+
+def baseline(task: Path, workspace: Path, dask: str, **fields: Any) -> None:
+    measure(
+        MeasureRequest(
+            task=str(task),
+            study=STUDY,
+            workspace=str(workspace),
+            run_id="test",
+            round=1,
+            pass_number=1,
+            pass_id="test/round-1/pass-1",
+            seed=study_seed(STUDY),
+            change={"not": "a change"},  # rejected: only the baseline is measured
+            dask=dask,
+            **fields,
+        )
+    )
+
+
+def seeds_recorded(workspace: Path, candidate: str) -> list[int]:
+    manifest = ResearchRecords(workspace, STUDY).read_manifest(candidate)
+    assert manifest is not None
+    return [m.experiment.seed for m in manifest.measurements]
+
+
+def test_experiments_run_boxed_on_the_workers_one_per_gpu(
+    tmp_path: Path, cluster: Any, client: Any
+) -> None:
+    task = gpu_task(tmp_path / "t")
+    with distributed.get_task_stream(client) as stream:
+        baseline(task, tmp_path, cluster.scheduler_address)
+    ran = [t for t in stream.data if str(t["key"]).startswith("zeroshot-experiment-")]
+    assert len(ran) == 4
+    starts: dict[str, list[float]] = {}
+    for item in ran:
+        compute = next(s for s in item["startstops"] if s["action"] == "compute")
+        starts.setdefault(item["worker"], []).append(compute["start"])
+    for times in starts.values():  # one GPU each: the next starts once the last has ended
+        times.sort()
+        assert all(b - a >= SLEEP_S * 0.8 for a, b in itertools.pairwise(times)), starts
+    manifest = ResearchRecords(tmp_path, STUDY).read_manifest(BASELINE_ID)
+    assert manifest is not None and len(manifest.measurements) == 4
+    assert all(m.experiment.status == "ok" for m in manifest.measurements)
+    assert all(m.experiment.contained for m in manifest.measurements), "boxed on the worker"
+
+
+def test_a_pass_measured_on_the_cluster_reads_as_one_measured_locally(
+    tmp_path: Path, cluster: Any
+) -> None:
+    remote, local = tmp_path / "remote", tmp_path / "local"
+    task = gpu_task(tmp_path / "t", repeats=2)
+    changed = {
+        "parent_id": "c000",
+        "strategy": "exploration",
+        "approach": "exploration:manual",
+        "rationale": "test",
+        "params": {"x": 0.5},
+    }
+    for workspace in (remote, local):
+        workspace.mkdir()
+    on_cluster = measure(
+        MeasureRequest(
+            task=str(task),
+            study=STUDY,
+            workspace=str(remote),
+            run_id="test",
+            round=1,
+            pass_number=1,
+            pass_id="test/round-1/pass-1",
+            seed=study_seed(STUDY),
+            change=changed,
+            dask=cluster.scheduler_address,
+        )
+    )
+    here = measure_pass(task, local, 1, changed)
+    assert on_cluster.candidate_id == here.candidate_id == "c001"
+    assert on_cluster.metric_repeats == here.metric_repeats  # same seeds, same bytes
+    assert on_cluster.incumbent_repeats == here.incumbent_repeats
+    assert on_cluster.supports_adoption == here.supports_adoption
+
+
+KILLABLE = """
+import json, os, pathlib, time
+marks = pathlib.Path(os.environ["MARKS"])
+(marks / f"{os.environ['ZEROSHOT_SEED']}-{os.getpid()}").touch()
+while not (marks / "release").exists():
+    time.sleep(0.02)
+print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": 1.0}))
+"""
+
+
+def test_a_worker_killed_mid_experiment_is_retried_and_recorded_once(
+    tmp_path: Path, cluster: Any, client: Any
+) -> None:
+    """Uncontained, so that the test sees each start (a box's files are its own)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    task = gpu_task(tmp_path / "t", repeats=2, env={"MARKS": str(marks)})
+    (task / "candidate" / "objective.py").write_text(KILLABLE)
+    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
+    with ThreadPoolExecutor(1) as pool:
+        measured = pool.submit(
+            baseline, task, tmp_path, cluster.scheduler_address, containment=Containment("none")
+        )
+
+        def started() -> list[str]:
+            return sorted(p.name.split("-")[0] for p in marks.iterdir() if p.name != "release")
+
+        wait_until(lambda: len(started()) == 2, 60, "both experiments to start")
+        worker, keys = next((w, k) for w, k in client.processing().items() if k)
+        seed = int(str(keys[0]).rsplit("-", 1)[1])
+        (pid,) = client.run(os.getpid, workers=[worker]).values()
+        os.kill(pid, signal.SIGKILL)
+        (marks / "release").touch()
+        measured.result(timeout=120)
+    assert started().count(str(seed)) == 2, "the lost experiment ran again"
+    recorded = seeds_recorded(tmp_path, BASELINE_ID)
+    assert sorted(recorded) == sorted(set(recorded)) and seed in recorded
+    assert len(recorded) == 2, "each seed recorded once, the lost run never"
+
+
+def test_a_task_whose_resources_no_worker_has_is_refused_at_once(
+    tmp_path: Path, cluster: Any
+) -> None:
+    task = load_task(gpu_task(tmp_path / "t", resources={"TPU": 1}))
+    with pytest.raises(ExperimentsLost, match=r"no worker .* declares .*TPU=1"):
+        DaskExecutor(cluster.scheduler_address).run(
+            task, task.candidate_dir, [1], parallel=None, containment=Containment()
+        )
+
+
+@pytest.mark.parametrize(
+    "resources", [{"GPU": 0}, {"GPU": -1}, {"bad name": 1}, {"GPU": "one"}], ids=str
+)
+def test_task_resources_are_validated(tmp_path: Path, resources: dict[str, Any]) -> None:
+    with pytest.raises(TaskError, match="resources"):
+        load_task(gpu_task(tmp_path / "t", resources=resources))
+
+
+def zeroshot(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent), **env},
+    )
+
+
+def test_research_run_with_dask_measures_every_experiment_on_the_cluster(
+    tmp_path: Path, cluster: Any, client: Any
+) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    gpu_task(tmp_path / "t", repeats=2)
+    with distributed.get_task_stream(client) as stream:
+        ran = zeroshot(
+            tmp_path,
+            "research",
+            "run",
+            "t",
+            "--iterations",
+            "1",
+            "--dask",
+            cluster.scheduler_address,
+        )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    recorded = sum(
+        len(manifest.measurements)
+        for manifest in (
+            ResearchRecords(tmp_path, "t").read_manifest(c)
+            for c in ResearchRecords(tmp_path, "t").candidates()
+        )
+        if manifest is not None
+    )
+    shipped = [t for t in stream.data if str(t["key"]).startswith("zeroshot-experiment-")]
+    assert recorded >= 2 and len(shipped) == recorded
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [("tcp://127.0.0.1", "--dask tcp://127.0.0.1:"), ("tcp://127.0.0.1:1", "cannot connect")],
+)
+def test_research_run_refuses_an_unusable_scheduler_in_one_line(
+    tmp_path: Path, address: str, said: str
+) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    line_task(tmp_path / "t")
+    ran = zeroshot(
+        tmp_path,
+        "research",
+        "run",
+        "t",
+        ZEROSHOT_DASK_SCHEDULER=address,
+        DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="1s",
+    )
+    assert ran.returncode == 2
+    assert said in ran.stderr and "Traceback" not in ran.stderr
+    assert not (tmp_path / ".zeroshot" / "research").exists(), "nothing was recorded"

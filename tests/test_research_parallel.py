@@ -1,0 +1,198 @@
+"""Parallel candidates: one pass of the trusted measure step measures the researcher's
+change and the round's other scout proposals at once, records each in its own row with
+its own candidate id, and hands adoption the first (in proposal order) that beats the
+noise; a controller killed with candidates in flight carries the pass on when retried."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from research_driver import STUDY, change, decide, line_task, propose
+from support import wait_until
+
+from zeroshot_kernel.auto_research import ResearchRecords, load_task
+from zeroshot_kernel.auto_research.measure import (
+    BASELINE_ID,
+    MeasureRequest,
+    measure,
+    measure_baseline,
+)
+from zeroshot_kernel.auto_research.protocol import Evidence
+from zeroshot_kernel.auto_research.seeds import study_seed
+from zeroshot_kernel.sandbox import Containment
+
+PROPOSALS = [
+    propose({"x": 0.3}, "exploration:low"),
+    propose({"x": 0.5}, "synthesis:same"),  # the researcher's own: measured once
+    propose({"x": 1.2}, "challenge:worse"),
+]
+
+
+def request(task: Path, workspace: Path, candidates: int | None, **fields: Any) -> MeasureRequest:
+    return MeasureRequest(
+        **{
+            "task": str(task),
+            "study": STUDY,
+            "workspace": str(workspace),
+            "run_id": "test",
+            "round": 1,
+            "pass_number": 1,
+            "pass_id": "test/round-1/pass-1",
+            "seed": study_seed(STUDY),
+            "change": change({"x": 0.5}).to_wire(),
+            "proposals": PROPOSALS,
+            "candidates": candidates,
+            **fields,
+        }
+    )
+
+
+def records(workspace: Path) -> ResearchRecords:
+    return ResearchRecords(workspace, STUDY)
+
+
+def assert_each_seed_once(workspace: Path) -> None:
+    for candidate_id, manifest in records(workspace).candidates().items():
+        seeds = [m.experiment.seed for m in manifest.measurements]
+        assert len(seeds) == len(set(seeds)), f"{candidate_id} measured a seed twice"
+
+
+def test_a_parallel_pass_reads_as_sequential_passes(tmp_path: Path) -> None:
+    task = line_task(tmp_path / "t")
+    evidence = measure(request(task, tmp_path, 3))
+    record = records(tmp_path).read_round(1)
+    assert record is not None
+    rows = [row.evidence for row in record.passes]
+    assert all(isinstance(e, Evidence) and e.status == "measured" for e in rows)
+    by_change = {row.change.params["x"]: row.evidence for row in record.passes if row.change}
+    assert sorted(by_change) == [0.3, 0.5, 1.2], "the duplicate proposal is measured once"
+    ids = [e.candidate_id for e in rows if e is not None]
+    assert len(ids) == len(set(ids)) == 3
+    assert set(records(tmp_path).candidates()) == {BASELINE_ID, *ids}
+    assert by_change[0.5].candidate_id == "c001", "ids follow the proposal order"
+    assert rows[-1] == evidence, "the row the round decides on is its last"
+    assert evidence.supports_adoption and evidence.candidate_id == "c001"
+    assert_each_seed_once(tmp_path)
+    for e in rows:
+        assert e is not None and e.seeds[: len(evidence.seeds)] == evidence.seeds[: len(e.seeds)]
+    result = decide(task, tmp_path, evidence)
+    assert result.disposition == "adopt" and result.candidate_id == "c001"
+
+
+def test_adoption_takes_the_first_candidate_that_beats_the_noise(tmp_path: Path) -> None:
+    """The researcher's change is worse than the incumbent: the next proposal in order
+    that beats it is the round's decided row."""
+    task = line_task(tmp_path / "t")
+    worse = request(task, tmp_path, 3, change=change({"x": 1.4}).to_wire())
+    evidence = measure(worse)
+    assert evidence.supports_adoption
+    record = records(tmp_path).read_round(1)
+    assert record is not None and record.passes[-1].evidence == evidence
+    assert record.passes[-1].change is not None
+    assert record.passes[-1].change.params == {"x": 0.3}
+    assert [p.pass_id for p in record.passes[:2]] == [
+        "test/round-1/pass-1",
+        "test/round-1/pass-1/candidate-3",
+    ]
+
+
+def test_one_candidate_at_a_time_is_the_sequential_pass(tmp_path: Path) -> None:
+    task = line_task(tmp_path / "t")
+    evidence = measure(request(task, tmp_path, 1))
+    record = records(tmp_path).read_round(1)
+    assert record is not None and [p.evidence for p in record.passes] == [evidence]
+    assert set(records(tmp_path).candidates()) == {BASELINE_ID, "c001"}
+
+
+def test_the_task_sets_the_candidates_measured_at_once(tmp_path: Path) -> None:
+    task = line_task(tmp_path / "t")
+    spec = json.loads((task / "task.yaml").read_text())
+    (task / "task.yaml").write_text(json.dumps({**spec, "parallel": 2}))
+    measure(request(task, tmp_path, None))
+    record = records(tmp_path).read_round(1)
+    assert record is not None and len(record.passes) == 2
+
+
+HELD = """
+import json, os, pathlib, time
+marks = pathlib.Path(os.environ["MARKS"])
+x = json.load(open("params.json"))["x"]
+(marks / f"{x}-{os.environ['ZEROSHOT_SEED']}-{os.getpid()}").touch()
+while not (marks / "release").exists():
+    time.sleep(0.02)
+print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x}))
+"""
+
+CONTROLLER = """
+import sys
+from zeroshot_kernel.auto_research.measure import MeasureRequest, measure
+from zeroshot_kernel.auto_research.protocol import ScoutProposal
+from zeroshot_kernel.sandbox import Containment
+import json
+fields = json.loads(sys.argv[1])
+fields["proposals"] = [ScoutProposal.from_wire(p) for p in fields["proposals"]]
+measure(MeasureRequest(**fields, containment=Containment("none")))
+"""
+
+
+def test_a_controller_killed_with_candidates_in_flight_carries_the_pass_on(
+    tmp_path: Path,
+) -> None:
+    """Uncontained, so that the test sees each experiment start."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    task = line_task(tmp_path / "t", budget=60.0, env={"MARKS": str(marks)})
+    (task / "candidate" / "objective.py").write_text(HELD)
+    (marks / "release").touch()
+    pass_ = request(task, tmp_path, 3, containment=Containment("none"))
+    measure_baseline(
+        load_task(task),
+        records(tmp_path),
+        pass_.seed,
+        "test/baseline",
+        containment=Containment("none"),
+    )
+    for mark in marks.iterdir():
+        mark.unlink()
+    baseline_runs = len(records(tmp_path).candidates()[BASELINE_ID].measurements)
+    fields = {
+        "task": pass_.task,
+        "study": STUDY,
+        "workspace": pass_.workspace,
+        "run_id": "test",
+        "round": 1,
+        "pass_number": 1,
+        "pass_id": pass_.pass_id,
+        "seed": pass_.seed,
+        "change": pass_.change,
+        "proposals": [p.to_wire() for p in PROPOSALS],
+        "candidates": 3,
+    }
+    controller = subprocess.Popen([sys.executable, "-c", CONTROLLER, json.dumps(fields)])
+    try:
+
+        def in_flight() -> set[str]:
+            return {p.name.split("-")[0] for p in marks.iterdir() if p.name != "release"}
+
+        wait_until(lambda: len(in_flight()) == 3, 60, "all three candidates in flight")
+        os.kill(controller.pid, signal.SIGKILL)
+        controller.wait(30)
+    finally:
+        controller.kill()
+    (marks / "release").touch()
+    evidence = measure(pass_)
+    record = records(tmp_path).read_round(1)
+    assert record is not None and len(record.passes) == 3, "nothing lost, nothing added"
+    assert all(p.evidence is not None for p in record.passes)
+    assert all(p.notes[0].startswith("carried on after its earlier") for p in record.passes)
+    assert record.passes[-1].evidence == evidence
+    ids = [p.evidence.candidate_id for p in record.passes if p.evidence]
+    assert len(set(ids)) == 3 and set(records(tmp_path).candidates()) == {BASELINE_ID, *ids}
+    assert_each_seed_once(tmp_path)
+    assert len(records(tmp_path).candidates()[BASELINE_ID].measurements) == baseline_runs
