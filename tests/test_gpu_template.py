@@ -1,0 +1,125 @@
+"""The GPU research template (``research_templates/mlp-gpu``): the example users copy.
+
+The suite has no torch, so its experiments run the numpy fallback here, for real: the same
+network, loss and AdamW as the torch path (which a machine with torch checks against it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from research_driver import TEMPLATES, drive
+
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
+from zeroshot_kernel.auto_research.pruning import MedianPruner
+
+TEMPLATE = TEMPLATES / "mlp-gpu"
+SMALL = {"epochs": 8, "train_size": 512, "val_size": 256}
+"""Fixed settings of a copy that trains in well under a second on the numpy fallback."""
+
+
+def small_copy(root: Path, **settings: object) -> Path:
+    shutil.copytree(TEMPLATE, root)
+    params_file = root / "candidate" / "params.json"
+    params = json.loads(params_file.read_text())
+    params_file.write_text(json.dumps({**params, **SMALL, **settings}))
+    return root
+
+
+def test_the_template_declares_what_users_copy() -> None:
+    task = load_task(TEMPLATE)
+    spec = task.spec
+    assert (spec.metric, spec.direction) == ("val_loss", "minimize")
+    assert spec.preload[0] == "torch" and spec.gpu and spec.resources == {"GPU": 1}
+    assert isinstance(spec.pruner, MedianPruner) and spec.pruner.warmup_steps == 5
+    assert {p.name for p in spec.search_space} == {
+        "lr",
+        "weight_decay",
+        "width",
+        "depth",
+        "batch_size",
+        "activation",
+    }
+    assert task.start_params["lr"] == 0.0003
+    assert "CUDA" in spec.charter and "numpy" in spec.charter
+
+
+def test_the_cpu_fallback_trains_and_reports_a_curve_per_epoch(tmp_path: Path) -> None:
+    task = load_task(small_copy(tmp_path / "mlp"))
+    run = run_experiment(task, task.candidate_dir, seed=3)
+    assert run.status == "ok", run.output_tail
+    assert run.metric is not None and 0.01 < run.metric < 1.0
+    curve = run.curve
+    assert curve is not None and curve.steps == list(range(1, SMALL["epochs"] + 1))
+    assert curve.last_value == run.metric, "the last epoch's loss is the final metric"
+    assert curve.values[-1] < curve.values[0], "it learns"
+    backend = "backend: torch" if _has_torch() else "backend: numpy"
+    assert backend in run.output_tail
+    again = run_experiment(task, task.candidate_dir, seed=3)
+    assert again.metric == run.metric, "a recorded seed reproduces its value"
+
+
+def test_a_short_study_on_the_cpu_fallback(tmp_path: Path) -> None:
+    """Two embedded rounds, for real: each candidate runs its curve, the records keep it."""
+    root = small_copy(tmp_path / "mlp")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = drive(root, workspace, 2, seed=4)
+    assert len(done.results) == 2
+    records = ResearchRecords(workspace, "study")
+    baseline = records.read_manifest("c000")
+    assert baseline is not None and baseline.status == "ok"
+    for measurement in baseline.measurements:
+        assert measurement.experiment.curve is not None
+        assert measurement.experiment.curve.reported == SMALL["epochs"]
+    statuses = {r.experiment_status for r in done.results}
+    assert statuses <= {"ok", "pruned", "crashed", "timed_out"}, statuses
+
+
+def test_a_diverging_learning_rate_is_a_recorded_crash(tmp_path: Path) -> None:
+    root = small_copy(tmp_path / "mlp", lr=0.1, width=256, depth=4, batch_size=32)
+    task = load_task(root)
+    run = run_experiment(task, task.candidate_dir, seed=1)
+    assert run.status in ("ok", "crashed"), run.output_tail
+    if run.status == "crashed":
+        assert "the loss diverged at epoch" in run.output_tail
+
+
+def _has_torch() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def _curve(candidate: Path, backend: str) -> list[float]:
+    params = json.loads((candidate / "params.json").read_text())
+    (candidate / "params.json").write_text(json.dumps({**params, "backend": backend}))
+    ran = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=candidate,
+        env={"ZEROSHOT_SEED": "5", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    prefix = "ZEROSHOT_METRIC "
+    return [
+        json.loads(line[len(prefix) :])["value"]
+        for line in ran.stdout.splitlines()
+        if line.startswith(prefix)
+    ]
+
+
+def test_the_numpy_fallback_trains_as_torch_does(tmp_path: Path) -> None:
+    """Where torch is installed: the same start, batches and AdamW give the same curve."""
+    pytest.importorskip("torch")
+    root = small_copy(tmp_path / "mlp", lr=0.003, width=32, depth=2, activation="tanh")
+    numpy_curve = _curve(root / "candidate", "numpy")
+    torch_curve = _curve(root / "candidate", "torch")
+    assert len(numpy_curve) == len(torch_curve) == SMALL["epochs"] + 1
+    assert numpy_curve == pytest.approx(torch_curve, rel=1e-3)
