@@ -9,11 +9,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 from research_driver import TEMPLATES, drive
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
@@ -93,33 +90,3 @@ def test_a_diverging_learning_rate_is_a_recorded_crash(tmp_path: Path) -> None:
 
 def _has_torch() -> bool:
     return importlib.util.find_spec("torch") is not None
-
-
-def _curve(candidate: Path, backend: str) -> list[float]:
-    params = json.loads((candidate / "params.json").read_text())
-    (candidate / "params.json").write_text(json.dumps({**params, "backend": backend}))
-    ran = subprocess.run(
-        [sys.executable, "train.py"],
-        cwd=candidate,
-        env={"ZEROSHOT_SEED": "5", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    prefix = "ZEROSHOT_METRIC "
-    return [
-        json.loads(line[len(prefix) :])["value"]
-        for line in ran.stdout.splitlines()
-        if line.startswith(prefix)
-    ]
-
-
-def test_the_numpy_fallback_trains_as_torch_does(tmp_path: Path) -> None:
-    """Where torch is installed: the same start, batches and AdamW give the same curve."""
-    pytest.importorskip("torch")
-    root = small_copy(tmp_path / "mlp", lr=0.003, width=32, depth=2, activation="tanh")
-    numpy_curve = _curve(root / "candidate", "numpy")
-    torch_curve = _curve(root / "candidate", "torch")
-    assert len(numpy_curve) == len(torch_curve) == SMALL["epochs"] + 1
-    assert numpy_curve == pytest.approx(torch_curve, rel=1e-3)
