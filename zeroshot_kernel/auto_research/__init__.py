@@ -2,7 +2,7 @@
 
 The engine wires these into the auto-research graph; everything here is plain typed Python
 whose inputs and outputs are JSON-ready (``.to_wire()`` / ``.from_wire()``). The agents
-live in :mod:`zeroshot_kernel.auto_research.agents` (imported on demand: they load optuna).
+live in :mod:`zeroshot_kernel.auto_research.agents` (imported on demand: they load numpy).
 
 The names below are imported on first use, so loading the feature (its entry point) stays
 cheap.
