@@ -16,6 +16,8 @@ from bench import (
     b6_batch,
     b7_shared_sqlite,
     b9_parallel,
+    b10_gate,
+    b11_pruning,
 )
 from bench.harness import Report, write_results
 
@@ -28,14 +30,17 @@ BENCHMARKS: dict[str, tuple[Callable[[int], Report], int]] = {
     "B6": (b6_batch.run, 3),
     "B7": (b7_shared_sqlite.run, 2),
     "B9": (b9_parallel.run, 3),
+    "B10": (b10_gate.run, 5),
+    "B11": (b11_pruning.run, 5),
 }
 """Each benchmark and its default number of repeats (B5: seeds; B7: one sample per case,
-of full length when repeats > 1, a quarter otherwise)."""
+of full length when repeats > 1, a quarter otherwise; B10: batches of 1,000 comparisons;
+B11: seeds, each a pair of studies)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B7 (default: all)")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B11 (default: all)")
     parser.add_argument("--repeats", type=int, help="override every benchmark's repeats")
     parser.add_argument("--no-write", action="store_true", help="leave results.md alone")
     args = parser.parse_args(argv)

@@ -149,6 +149,6 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
     ).stdout.splitlines()
     assert shown == [
         str(unpacked / "zeroshot_kernel" / "research_templates"),
-        "['branin', 'quadrature', 'rosenbrock', 'svc-digits']",
+        "['branin', 'mlp-gpu', 'quadrature', 'rosenbrock', 'svc-digits']",
         "True",
     ]

@@ -25,7 +25,7 @@ def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_tasks_lists_the_bundled_tasks_with_their_metrics(tmp_path: Path) -> None:
     listed = zeroshot(tmp_path, "research", "tasks")
     assert listed.returncode == 0, listed.stderr
-    assert bundled_tasks() == ["branin", "quadrature", "rosenbrock", "svc-digits"]
+    assert bundled_tasks() == ["branin", "mlp-gpu", "quadrature", "rosenbrock", "svc-digits"]
     names = [line.split()[0] for line in listed.stdout.splitlines()]
     assert names == bundled_tasks()
     assert "val_error (minimize)" in listed.stdout

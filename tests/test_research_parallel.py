@@ -25,6 +25,7 @@ from zeroshot_kernel.auto_research.measure import (
 )
 from zeroshot_kernel.auto_research.protocol import Evidence
 from zeroshot_kernel.auto_research.seeds import study_seed
+from zeroshot_kernel.auto_research.studies import in_flight, in_flight_text
 from zeroshot_kernel.sandbox import Containment
 
 PROPOSALS = [
@@ -177,22 +178,63 @@ def test_a_controller_killed_with_candidates_in_flight_carries_the_pass_on(
     controller = subprocess.Popen([sys.executable, "-c", CONTROLLER, json.dumps(fields)])
     try:
 
-        def in_flight() -> set[str]:
+        def running() -> set[str]:
             return {p.name.split("-")[0] for p in marks.iterdir() if p.name != "release"}
 
-        wait_until(lambda: len(in_flight()) == 3, 60, "all three candidates in flight")
+        wait_until(lambda: len(running()) == 3, 60, "all three candidates in flight")
         os.kill(controller.pid, signal.SIGKILL)
         controller.wait(30)
     finally:
         controller.kill()
+    stopped = records(tmp_path).read_round(1)
+    assert stopped is not None
+    approaches = in_flight(stopped.passes, "test")
+    assert sorted(approaches) == ["challenge:worse", "exploration:low", "exploration:manual"]
+    assert in_flight_text(approaches).startswith(" · measuring 3 candidates: ")
     (marks / "release").touch()
     evidence = measure(pass_)
     record = records(tmp_path).read_round(1)
     assert record is not None and len(record.passes) == 3, "nothing lost, nothing added"
     assert all(p.evidence is not None for p in record.passes)
     assert all(p.notes[0].startswith("carried on after its earlier") for p in record.passes)
-    assert record.passes[-1].evidence == evidence
+    assert record.passes[-1].evidence == evidence and not in_flight(record.passes, "test")
     ids = [p.evidence.candidate_id for p in record.passes if p.evidence]
     assert len(set(ids)) == 3 and set(records(tmp_path).candidates()) == {BASELINE_ID, *ids}
     assert_each_seed_once(tmp_path)
     assert len(records(tmp_path).candidates()[BASELINE_ID].measurements) == baseline_runs
+
+
+PARALLEL_RUN = ("--iterations", "2", "--parallel", "3")
+
+
+def test_research_run_with_parallel_candidates_through_the_engine(tmp_path: Path) -> None:
+    """Real rounds (scouts, researcher, trusted measure, reviewer, trusted adoption) with
+    three candidates a pass, as a user types it."""
+    (tmp_path / ".zeroshot").mkdir()
+    line_task(tmp_path / "t")
+    ran = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "research", "run", "t", *PARALLEL_RUN],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)},
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    study = ResearchRecords(tmp_path, "t")
+    state = study.snapshot()
+    decided = [state.rounds[n] for n in sorted(state.rounds) if n > 0]
+    assert len(decided) == 2 and all(r.result is not None for r in decided)
+    rows = [p for r in decided for p in r.passes]
+    assert len(rows) > 2, "some pass measured more than one candidate"
+    assert all(p.status == "done" and p.evidence is not None for p in rows)
+    candidates = study.candidates()
+    assert {p.evidence.candidate_id for p in rows if p.evidence} <= set(candidates)
+    hashes = [m.content_sha256 for m in candidates.values()]
+    assert len(hashes) == len(set(hashes)), "one id per candidate's bytes"
+    for r in decided:
+        assert r.result is not None and r.passes[-1].evidence is not None
+        assert r.result.candidate_id == r.passes[-1].evidence.candidate_id
+    for candidate_id, manifest in study.candidates().items():
+        seeds = [m.experiment.seed for m in manifest.measurements]
+        assert len(seeds) == len(set(seeds)), f"{candidate_id} measured a seed twice"

@@ -99,9 +99,11 @@ def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: 
     assert start.approach == "challenge:perturb" and "the starting candidate" in start.rationale
     assert start.params != {"x": 1.0}
 
-    # a rival within the noise floor of an incumbent measured only three times
-    rival = measure_pass(task, workspace, 1, change({"x": 0.9}))
+    # a rival within the noise floor of an incumbent measured only three times (on these
+    # seeds x = 0.85 is no better on average after three, so the race stops there)
+    rival = measure_pass(task, workspace, 1, change({"x": 0.85}))
     assert not rival.supports_adoption and rival.gain <= rival.noise_floor
+    assert rival.gate_decision == "not_better" and len(rival.seeds) == 3
     decide(task, workspace, rival, "accepted", adopt_it=False)
     challenge = _ask(task, workspace, "challenge", 2)
     assert challenge.approach == REMEASURE and challenge.params == {"x": 1.0}

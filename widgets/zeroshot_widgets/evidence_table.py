@@ -79,6 +79,15 @@ class RoundRow:
     reconsidered: bool
     diff: str = ""
     """The change against its parent (unified diff), shown folded under the candidate."""
+    seeds: int = 0
+    """The paired seeds the round's evidence rests on."""
+    max_seeds: int | None = None
+    """The race's budget of paired seeds (``None``: not raced)."""
+    gate_decision: str | None = None
+    """How the gate's race ended (``better``, ``worse``, ``not_better``, ``budget_spent``,
+    ``failed``)."""
+    gate: str = ""
+    """The gate's numbers and decision in words."""
 
     @classmethod
     def of(cls, round_view: RoundView) -> RoundRow:
@@ -102,6 +111,10 @@ class RoundRow:
             outcome=outcome,
             reconsidered=round_view.reconsidered,
             diff=round_view.diff,
+            seeds=round_view.seeds,
+            max_seeds=round_view.max_seeds,
+            gate_decision=round_view.gate_decision,
+            gate=round_view.gate,
         )
 
 
@@ -125,7 +138,7 @@ def row_html(row: RoundRow) -> str:
         str(row.round),
         _e(disposition),
         metric,
-        f"{_number(row.gain)} / {_number(row.noise_floor)}",
+        f"{_number(row.gain)} / {_number(row.noise_floor)}{_seeds_html(row)}",
         f"{_e(row.parent)} → {_e(row.candidate)}",
         _e(row.chosen),
         _details_html(row),
@@ -149,9 +162,22 @@ def _details_html(row: RoundRow) -> str:
         f'<details class="zeroshot-round-details"><summary style="{_SUMMARY_STYLE}">'
         f"{_e(row.reason) or '(no reason given)'}</summary>"
         f'<div style="white-space:normal;margin:2px 0 4px 0">{_e(row.reason)}<br>'
-        f"verdict <b>{_e(row.verdict)}</b> · {passes}<br>proposals:<ul "
+        f"verdict <b>{_e(row.verdict)}</b> · {passes}<br>"
+        f"{'gate: ' + _e(row.gate) + '<br>' if row.gate else ''}proposals:<ul "
         f'style="margin:0;padding-left:1.4em">{proposals}</ul>{_diff_html(row)}</div>'
         "</details>"
+    )
+
+
+def _seeds_html(row: RoundRow) -> str:
+    """The seeds and the gate's decision under the gain (``6/9 seeds · better``)."""
+    if not row.seeds:
+        return ""
+    budget = f"/{row.max_seeds}" if row.max_seeds else ""
+    decision = f" · {row.gate_decision.replace('_', ' ')}" if row.gate_decision else ""
+    return (
+        f'<br><small title="{html.escape(row.gate, quote=True)}">{row.seeds}{budget} '
+        f"seed{'s' if row.seeds != 1 or budget else ''}{_e(decision)}</small>"
     )
 
 

@@ -31,7 +31,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from zeroshot_kernel.auto_research.studies import round_in_progress, study_round_offset
+from zeroshot_kernel.auto_research.studies import (
+    candidates_in_flight,
+    in_flight_text,
+    round_in_progress,
+    study_round_offset,
+)
 from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.exceptions import ZeroshotError
@@ -393,9 +398,15 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             if poll.terminal.status == "succeeded"
             else "danger"
         )
+        active = round_in_progress(view, self._offset)
+        in_flight = (
+            candidates_in_flight(self.client, self.run_id, active)
+            if self.is_research and poll.terminal is None
+            else []
+        )  # several with --parallel
         self.progress_label.value = _progress_text(
-            view, self.info.round_limit, round_in_progress(view, self._offset)
-        )
+            view, self.info.round_limit, active
+        ) + in_flight_text(in_flight)
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         continuable = self.is_research and was_stopped(poll.terminal)

@@ -591,7 +591,9 @@ def diff_html(diff: str) -> str:
 
 def measurements_html(detail: CandidateDetail) -> str:
     rows = "".join(
-        f"<tr><td>{m.seed}</td><td>{_number(m.value)}</td><td>{html.escape(m.status)}</td>"
+        f"<tr><td>{m.seed}</td><td>{_number(m.value)}</td>"
+        f"<td title='{html.escape(m.pruned, quote=True)}'>{html.escape(m.status)}"
+        f"{html.escape(_pruned_at(m.pruned))}</td>"
         f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td>"
         f"<td>{'box' if m.contained else UNCONTAINED}</td></tr>"
         for m in detail.measurements
@@ -604,6 +606,12 @@ def measurements_html(detail: CandidateDetail) -> str:
         f"<div>{summary}</div>{decision}<table><tr><th>seed</th><th>value</th>"
         f"<th>status</th><th>round</th><th>time</th><th>ran</th></tr>{rows}</table>"
     )
+
+
+def _pruned_at(described: str) -> str:
+    """`` at step 12 (value 0.83)`` of a pruned run's description, else ``""``."""
+    head = described.split(":", 1)[0]
+    return head.removeprefix("pruned") if head.startswith("pruned at step") else ""
 
 
 def review_html(detail: CandidateDetail) -> str:

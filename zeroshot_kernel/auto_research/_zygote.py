@@ -2,7 +2,8 @@
 
 Usage: ``python _zygote.py module ...``. It imports the modules once and says
 ``{"ready": true}`` on stdout, then reads one JSON request per line on stdin (``id``,
-``script``, ``args``, ``cwd``, ``env``, ``log``, ``budget``) and forks a child for each. The
+``script``, ``args``, ``cwd``, ``env``, ``log``, ``budget``) and forks a child for each
+(``{"stop": id}`` kills that child's group: a pruned run). The
 child becomes its own process group and runs the script as ``__main__`` with its output
 appended to ``log``. The zygote enforces each child's budget itself (its whole group is
 killed when the budget is over) and answers ``{"id", "exit", "timedOut", "seconds"}`` when
@@ -31,7 +32,10 @@ import time
 import traceback
 from typing import Any
 
-INSTALL_HINTS = {"sklearn": ("scikit-learn", "pip install 'zeroshot-workbench[tasks]'")}
+INSTALL_HINTS = {
+    "sklearn": ("scikit-learn", "pip install 'zeroshot-workbench[tasks]'"),
+    "torch": ("torch", "pip install 'zeroshot-workbench[gpu]'"),
+}
 """Packages the bundled tasks import that an extra of this distribution installs."""
 
 
@@ -76,6 +80,9 @@ def main(preload: list[str]) -> None:
             *lines, pending = pending.split(b"\n")
             for line in filter(None, lines):
                 request = json.loads(line)
+                if "stop" in request:  # a pruned run: its whole group goes now
+                    _stop(running, request["stop"])
+                    continue
                 pid = os.fork()
                 if pid == 0:
                     _child(request)
@@ -108,6 +115,14 @@ def _reap(running: dict[int, _Running]) -> None:
                     "seconds": round(time.monotonic() - run.started, 4),
                 }
             )
+
+
+def _stop(running: dict[int, _Running], ident: object) -> None:
+    """Kill the group of the run with request id ``ident``, if it still runs (it is
+    answered for as it is reaped)."""
+    for pid, run in running.items():
+        if run.ident == ident:
+            _kill_group(pid)
 
 
 def _kill_all(running: dict[int, _Running]) -> None:

@@ -4,11 +4,11 @@ After a round's review, the engine (not a model) decides the round from the meas
 evidence and the reviewer's verdict: the candidate becomes the incumbent only when the
 reviewer accepted (or approved a stop) *and* asked to adopt it *and* the trusted evidence
 supports it (measured on paired seeds, every run ok, the task's repeats, a gain beyond the
-noise floor in the task's direction) *and* its stored bytes still match their content
-hash *and* every run the evidence rests on measured those bytes. A reviewer can refuse a
-real gain; it cannot adopt noise. The evidence it reads is checked against the measure
-step's record, so a state edited on the way is refused; the result records the content
-hash that was measured.
+noise floor in the task's direction: the gate's race over paired seeds ended ``better``,
+see ``noise_floor``) *and* its stored bytes still match their content hash *and* every run
+the evidence rests on measured those bytes. A reviewer can refuse a real gain; it cannot
+adopt noise. The evidence it reads is checked against the measure step's record, so a state
+edited on the way is refused; the result records the content hash that was measured.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from zeroshot_kernel.auto_research.candidates import verify_candidate
 from zeroshot_kernel.auto_research.markdown_records import render_records
-from zeroshot_kernel.auto_research.noise_floor import fmt
+from zeroshot_kernel.auto_research.noise_floor import decision_text, fmt, paired_seeds
 from zeroshot_kernel.auto_research.protocol import (
     Disposition,
     Evidence,
@@ -85,6 +85,8 @@ def adopt(request: AdoptionRequest) -> ResearchResult:
         gain=evidence.gain,
         noise_floor=evidence.noise_floor,
         effect_size=evidence.effect_size,
+        gate_decision=evidence.gate_decision,
+        max_seeds=evidence.max_seeds,
         evidence=evidence.summary,
         disposition=disposition,
         justification=justification,
@@ -131,9 +133,22 @@ def _decide(
         )
     numbers = (
         f"gain {fmt(evidence.gain)} against the noise floor "
-        f"{fmt(evidence.noise_floor)} on {len(evidence.seeds)} paired seeds"
+        f"{fmt(evidence.noise_floor)} on {paired_seeds(len(evidence.seeds))}"
     )
-    if evidence.supports_adoption and request.adopt:
+    if evidence.gate_decision is not None:
+        numbers += (
+            " (gate: "
+            + decision_text(
+                evidence.gate_decision,
+                len(evidence.seeds),
+                evidence.max_seeds,
+                evidence.experiment_status,
+            )
+            + ")"
+        )
+    # the measure step's flag, and (records made since racing) the race's own decision
+    supported = evidence.supports_adoption and evidence.gate_decision in (None, "better")
+    if supported and request.adopt:
         check = verify_candidate(records, candidate)
         problems = _measured_other_bytes(records.read_manifest(candidate), evidence)
         if problems:
@@ -152,8 +167,13 @@ def _decide(
             else ""
         )
         return "stop", f"an early stop approved by the reviewer{target}; {incumbent} is kept"
-    if evidence.supports_adoption:
+    if supported:
         return "reject", f"not adopted: the reviewer declined {candidate} although its {numbers}"
+    if evidence.experiment_status == "pruned":
+        return "reject", (
+            "not adopted: a run was pruned (its learning curve could not beat the earlier "
+            f"runs'); it is recorded and {incumbent} is kept"
+        )
     if evidence.experiment_status != "ok":
         return "reject", (
             f"not adopted: the experiment ended {evidence.experiment_status}; "
@@ -162,7 +182,7 @@ def _decide(
     if candidate == incumbent:
         return "reject", (
             f"a re-measurement of the incumbent {incumbent} "
-            f"({len(evidence.seeds)} paired seeds); nothing new to adopt"
+            f"({paired_seeds(len(evidence.seeds))}); nothing new to adopt"
         )
     asked = "the reviewer asked to adopt, but " if request.adopt else ""
     return "reject", f"not adopted: {asked}the evidence does not support it: {numbers}"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from zeroshot_kernel.auto_research.candidates import RecordedSource, read_candidate
 from zeroshot_kernel.auto_research.change import diff_contents
+from zeroshot_kernel.auto_research.noise_floor import decision_text, paired_seeds
 from zeroshot_kernel.auto_research.records import ResearchRecords, RoundRecord
 from zeroshot_kernel.auto_research.studies import records_for
 from zeroshot_kernel.auto_research.task import ParamValue
@@ -72,6 +73,8 @@ class SeedRun:
     duration_s: float
     contained: bool = False
     """Whether it ran in a box."""
+    pruned: str = ""
+    """Where and why its pruner stopped it (status ``pruned``), with its last value."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,12 @@ class Review:
     """The reviewer's closing verdict (from the ledger; ``""`` when not known)."""
     reason: str = ""
     """The reviewer's reason (from the ledger; ``""`` when not known)."""
+    seeds: int = 0
+    """The paired seeds the evidence rests on."""
+    gate_decision: str | None = None
+    """How the gate's race over paired seeds ended (``None``: not raced)."""
+    max_seeds: int | None = None
+    """The race's budget of paired seeds."""
 
     @property
     def noise_decision(self) -> str:
@@ -117,9 +126,15 @@ class Review:
             else self.gain > self.noise_floor
         )
         word = "beats" if beats else "does not beat"
+        seeds = f" on {paired_seeds(self.seeds)}" if self.seeds else ""
+        race = (
+            f": {decision_text(self.gate_decision, self.seeds, self.max_seeds)}"
+            if self.gate_decision
+            else ""
+        )
         return (
             f"gain {self.gain:.4g} {word} the noise floor {self.noise_floor:.4g} "
-            f"against {self.incumbent_id}"
+            f"against {self.incumbent_id}{seeds}{race}"
         )
 
 
@@ -270,6 +285,7 @@ def candidate_detail(
                 round=m.round,
                 duration_s=m.experiment.duration_seconds,
                 contained=m.experiment.contained,
+                pruned=m.experiment.pruned.describe() if m.experiment.pruned else "",
             )
             for m in manifest.measurements
         ),
@@ -342,6 +358,11 @@ def _review(record: RoundRecord | None, candidate: str) -> Review | None:
         if evidence
         else (result.incumbent_metric if result else None),
         evidence=evidence.summary if evidence else (result.evidence if result else ""),
+        seeds=len(evidence.seeds) if evidence else (len(result.metric_repeats) if result else 0),
+        gate_decision=evidence.gate_decision
+        if evidence
+        else (result.gate_decision if result else None),
+        max_seeds=evidence.max_seeds if evidence else (result.max_seeds if result else None),
     )
 
 

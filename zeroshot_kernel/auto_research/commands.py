@@ -343,7 +343,18 @@ def round_line(r: RoundView) -> str:
     reconsider = ", reconsidered" if r.reconsidered else ""
     return (
         f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
-        f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}"
+        f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}{_gate(r)}"
+    )
+
+
+def _gate(r: RoundView) -> str:
+    """The gate's numbers of a raced round: ``; gain 23.3 / floor 9.01, 3/9 seeds, better``."""
+    if r.gate_decision is None:
+        return ""
+    budget = f"/{r.max_seeds}" if r.max_seeds else ""
+    return (
+        f"; gain {r.gain:.3g} / floor {r.noise_floor:.3g}, {r.seeds}{budget} seeds, "
+        f"{r.gate_decision.replace('_', ' ')}"
     )
 
 
@@ -386,7 +397,12 @@ def show(
     """Show an auto-research run's rounds, incumbent and plateau, from the ledger alone."""
     from dataclasses import asdict
 
-    from zeroshot_kernel.auto_research.studies import round_in_progress, study_round_offset
+    from zeroshot_kernel.auto_research.studies import (
+        candidates_in_flight,
+        in_flight_text,
+        round_in_progress,
+        study_round_offset,
+    )
     from zeroshot_kernel.auto_research.views import load_research_view
     from zeroshot_kernel.ledger import RunNotFound
     from zeroshot_kernel.ledger.failure import explain_failure
@@ -397,10 +413,12 @@ def show(
     except RunNotFound:
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
     cause = explain_failure(event for _, event in client.run(run_id).events())
+    active = round_in_progress(view, study_round_offset(client, run_id))
     if as_json:
         document = camel_keys(asdict(view))
         document["terminal"] = view.terminal.to_wire() if view.terminal else None
         document["failure"] = cause.to_wire() if cause else None
+        document["inFlight"] = [] if view.terminal else candidates_in_flight(client, run_id, active)
         print_json(json.loads(json.dumps(document, default=str)))
         return
     typer.echo(
@@ -408,8 +426,8 @@ def show(
         + (
             ""
             if view.terminal
-            else f", round {round_in_progress(view, study_round_offset(client, run_id))}"
-            " in progress"
+            else f", round {active} in progress"
+            + in_flight_text(candidates_in_flight(client, run_id, active))
         )
     )
     for round_view in view.rounds:

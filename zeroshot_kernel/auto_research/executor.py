@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zeroshot_kernel.auto_research.experiment import ExperimentResult, run_repeats
+from zeroshot_kernel.auto_research.pruning import Pruning
 from zeroshot_kernel.auto_research.task import ResearchTask
 from zeroshot_kernel.dask_scheduler import connected
 from zeroshot_kernel.exceptions import OperationFailed
@@ -55,6 +56,7 @@ class ExperimentExecutor(Protocol):
         *,
         parallel: int | None,
         containment: Containment,
+        pruning: Pruning | None = None,
     ) -> list[ExperimentResult]: ...
 
 
@@ -70,8 +72,11 @@ class LocalExecutor:
         *,
         parallel: int | None,
         containment: Containment,
+        pruning: Pruning | None = None,
     ) -> list[ExperimentResult]:
-        return run_repeats(task, candidate, seeds, parallel=parallel, containment=containment)
+        return run_repeats(
+            task, candidate, seeds, parallel=parallel, containment=containment, pruning=pruning
+        )
 
 
 @dataclass(frozen=True)
@@ -90,9 +95,10 @@ class DaskExecutor:
         *,
         parallel: int | None,
         containment: Containment,
+        pruning: Pruning | None = None,
     ) -> list[ExperimentResult]:
         with connected(self.address) as client:
-            return self._run(client, task, candidate, seeds, containment)
+            return self._run(client, task, candidate, seeds, containment, pruning)
 
     def _run(
         self,
@@ -101,6 +107,7 @@ class DaskExecutor:
         candidate: Path,
         seeds: Sequence[int],
         containment: Containment,
+        pruning: Pruning | None,
     ) -> list[ExperimentResult]:
         from distributed import KilledWorker
 
@@ -115,6 +122,7 @@ class DaskExecutor:
                 files,
                 seed,
                 containment,
+                pruning,
                 key=f"zeroshot-experiment-{batch}-{seed}",
                 resources=resources or None,
                 pure=False,
@@ -140,13 +148,16 @@ def run_on_worker(
     files: list[ShippedFile],
     seed: int,
     containment: Containment,
+    pruning: Pruning | None = None,
 ) -> dict[str, Any]:
     """On a Dask worker: one boxed experiment on a copy of the shipped candidate, as wire
     data (the controller validates it before recording it)."""
     with tempfile.TemporaryDirectory(prefix="zeroshot-shipped-") as scratch:
         candidate = Path(scratch) / "candidate"
         _unpack(files, candidate)
-        result = run_repeats(task, candidate, [seed], parallel=1, containment=containment)[0]
+        result = run_repeats(
+            task, candidate, [seed], parallel=1, containment=containment, pruning=pruning
+        )[0]
     return result.to_wire()
 
 

@@ -38,10 +38,21 @@ from zeroshot_kernel.auto_research.experiment_box import (
     experiment_env,
     scorer_box,
 )
+from zeroshot_kernel.auto_research.pruning import (
+    MALFORMED,
+    MAX_REPORTS,
+    STEP_KEY,
+    CurveRecorder,
+    LearningCurve,
+    PruneDecision,
+    Pruning,
+    Watch,
+    read_point,
+)
 from zeroshot_kernel.auto_research.task import PYTHON_PLACEHOLDER, ResearchTask
 from zeroshot_kernel.auto_research.warm import WarmEnd, WarmInterpreter, shared_interpreter
 from zeroshot_kernel.contract.model import ContractModel
-from zeroshot_kernel.processes import STDOUT
+from zeroshot_kernel.processes import STDOUT, Child
 from zeroshot_kernel.sandbox import Box, Containment
 
 METRIC_PREFIX = "ZEROSHOT_METRIC "
@@ -50,9 +61,16 @@ READ_BYTES = 1024 * 1024
 """The end of an experiment's output that is read (for its metric line and its tail)."""
 MAX_OUTPUT_ENTRIES = 10_000
 """Files and folders a candidate may leave in its outputs folder for the scorer."""
+POLL_SECONDS = 0.05
+"""How often a pruned task's running experiment has its new output read."""
+SCAN_BYTES = 64 * 1024 * 1024
+"""How much of an experiment's output is read for its intermediate metric lines."""
+LINE_BYTES = 64 * 1024
+"""A longer line is no metric line: it is skipped without being held."""
 
-ExperimentStatus = Literal["ok", "crashed", "timed_out", "no_metric", "resource_limit"]
-"""``resource_limit``: the box's memory, process, file-size or CPU limit stopped it."""
+ExperimentStatus = Literal["ok", "crashed", "timed_out", "no_metric", "resource_limit", "pruned"]
+"""``resource_limit``: the box's memory, process, file-size or CPU limit stopped it;
+``pruned``: the task's pruner stopped it from its learning curve (see ``pruning``)."""
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +100,26 @@ class ExperimentResult(ContractModel):
     before experiments were boxed)."""
     limits: dict[str, str] = Field(default_factory=dict)
     """The box's limits as they were enforced (empty when uncontained)."""
+    curve: LearningCurve | None = None
+    """The intermediate values it reported (``None`` when it reported none)."""
+    pruned: PruneDecision | None = None
+    """Where and why the pruner stopped it (status ``pruned``; its last value is here,
+    never in ``metric``)."""
 
 
 def run_experiment(
-    task: ResearchTask, candidate: Path, *, seed: int, containment: Containment | None = None
+    task: ResearchTask,
+    candidate: Path,
+    *,
+    seed: int,
+    containment: Containment | None = None,
+    pruning: Pruning | None = None,
 ) -> ExperimentResult:
     """Run the task's experiment once on a scratch copy of ``candidate`` (see
     :func:`run_repeats`)."""
-    return run_repeats(task, candidate, [seed], parallel=1, containment=containment)[0]
+    return run_repeats(
+        task, candidate, [seed], parallel=1, containment=containment, pruning=pruning
+    )[0]
 
 
 def run_repeats(
@@ -99,19 +129,22 @@ def run_repeats(
     *,
     parallel: int | None = None,
     containment: Containment | None = None,
+    pruning: Pruning | None = None,
 ) -> list[ExperimentResult]:
     """Run the experiment once per seed on fresh copies of ``candidate``, up to
     ``parallel`` at a time (default: CPU count), in boxes as ``containment`` says (default:
     boxed). The command sees ``ZEROSHOT_SEED`` (seeded noise or data splits make repeats
     differ reproducibly), ``ZEROSHOT_OUTPUT_DIR`` and the task's ``env``; ``{python}`` in a
-    command is this interpreter. Raises ``SandboxUnavailable`` for a code task that wants
-    a box where none can be made."""
+    command is this interpreter. Each run's intermediate metric lines are recorded as its
+    learning curve; with ``pruning``, a run its pruner stops is killed there and recorded
+    as ``pruned``. Raises ``SandboxUnavailable`` for a code task that wants a box where
+    none can be made."""
     resolved, note = experiment_containment(task, containment or Containment())
     if note:
         log.warning(note)
     workers = max(1, min(len(seeds), parallel or os.cpu_count() or 1))
     with tempfile.TemporaryDirectory(prefix="zeroshot-experiment-") as scratch:
-        runner = _Runner(task, Path(scratch), resolved, workers)
+        runner = _Runner(task, Path(scratch), resolved, workers, pruning)
         try:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 return list(
@@ -122,7 +155,8 @@ def run_repeats(
 
 
 def parse_metric(output: str, name: str) -> float | None:
-    """The value of the last well-formed ``ZEROSHOT_METRIC`` line naming ``name``."""
+    """The value of the last well-formed ``ZEROSHOT_METRIC`` line naming ``name`` without
+    a ``step`` (a line with one is an intermediate value: see ``pruning``)."""
     value: float | None = None
     for line in output.splitlines():
         if not line.startswith(METRIC_PREFIX):
@@ -132,6 +166,8 @@ def parse_metric(output: str, name: str) -> float | None:
         except json.JSONDecodeError:
             continue
         if not isinstance(document, dict) or document.get("name") != name:
+            continue
+        if STEP_KEY in document:
             continue
         number = document.get("value")
         if (
@@ -185,6 +221,75 @@ class _Ended:
 
 
 @dataclass
+class _Stream:
+    """Follows one experiment's output for its intermediate metric lines: records its
+    learning curve and, when watched, asks the pruner at each reported step. Reads at most
+    :data:`SCAN_BYTES`, never holds more than a line of :data:`LINE_BYTES`, and stops at
+    the first prune decision (the curve ends where the run was pruned)."""
+
+    log: Path
+    metric: str
+    watch: Watch | None
+    recorder: CurveRecorder = field(default_factory=CurveRecorder)
+    decision: PruneDecision | None = None
+    offset: int = 0
+    pending: bytes = b""
+    skipping: bool = False
+    """Inside a line longer than :data:`LINE_BYTES`, until its end."""
+
+    def read(self) -> PruneDecision | None:
+        """Take in what the output gained since the last read; the prune decision, once
+        there is one."""
+        if self.decision is not None:
+            return self.decision
+        try:
+            with self.log.open("rb") as handle:
+                handle.seek(self.offset)
+                while self.decision is None and self.offset < SCAN_BYTES:
+                    chunk = handle.read(min(READ_BYTES, SCAN_BYTES - self.offset))
+                    if not chunk:
+                        break
+                    self.offset += len(chunk)
+                    self._take(chunk)
+        except OSError:
+            pass
+        return self.decision
+
+    def finish(self) -> PruneDecision | None:
+        """Read the rest once the run has ended (an unterminated last line included)."""
+        self.read()
+        if self.decision is None and self.pending and not self.skipping:
+            self._line(self.pending)
+        self.pending = b""
+        return self.decision
+
+    def _take(self, chunk: bytes) -> None:
+        lines = (self.pending + chunk).split(b"\n")
+        self.pending = lines.pop()
+        for line in lines:
+            if self.skipping:
+                self.skipping = False
+            elif self.decision is None:
+                self._line(line)
+        if len(self.pending) > LINE_BYTES:
+            self.pending, self.skipping = b"", True
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        point = read_point(line, METRIC_PREFIX, self.metric)
+        recorder = self.recorder
+        if point is None:
+            return
+        if point == MALFORMED or recorder.reported >= MAX_REPORTS:
+            recorder.ignored += 1
+            return
+        assert isinstance(point, tuple)
+        step, value = point
+        if recorder.add(step, value) and self.watch is not None:
+            self.decision = self.watch.report(step, value)
+
+
+@dataclass
 class _Runner:
     """Runs one candidate's experiments: cold, or forked from a warm interpreter that
     serves this candidate only when boxed (see ``warm``)."""
@@ -193,6 +298,7 @@ class _Runner:
     scratch: Path
     containment: Containment
     workers: int
+    pruning: Pruning | None = None
     warm: WarmInterpreter | None = None
     warm_problem: str = ""
     boxes: dict[str, str] = field(default_factory=dict)
@@ -224,16 +330,26 @@ class _Runner:
         place = _Place.make(self.scratch, index, candidate)
         values = {SEED_VARIABLE: str(seed), OUTPUT_VARIABLE: str(place.outputs.resolve())}
         env = experiment_env(self.task, values)
+        watch = self.pruning.watch(seed) if self.pruning is not None else None
+        stream = _Stream(place.log, self.task.spec.metric, watch)
         if self.task.spec.preload:
-            ended, contained, limits = self._run_warm(place, env), self._contained(), self.boxes
+            ended = self._run_warm(place, env, stream)
+            contained, limits = self._contained(), self.boxes
         else:
-            ended, contained, limits = self._run_cold(place, env)
+            ended, contained, limits = self._run_cold(place, env, stream)
+        pruned = stream.finish()  # by the curve alone: also when its last lines came late
         output = _tail_of(place.log)
-        if ended.limit:
+        if ended.limit and pruned is None:
             output += f"\nresource limit: {ended.limit} ({_limit_shown(ended.limit, limits)})"
         if ended.problem:
             output += f"\n{ended.problem}"
-        status, metric = _judge(self.task, ended, output)
+        status: ExperimentStatus
+        metric: float | None
+        if pruned is not None:
+            status, metric = "pruned", None
+            output += f"\n{pruned.describe()}"
+        else:
+            status, metric = _judge(self.task, ended, output)
         if status == "ok" and self.task.spec.score is not None:
             metric, scored = self._score(place, env)
             output += scored
@@ -247,12 +363,16 @@ class _Runner:
             output_tail=output[-TAIL_CHARACTERS:],
             contained=contained,
             limits=limits,
+            curve=stream.recorder.curve(),
+            pruned=pruned,
         )
 
     def _contained(self) -> bool:
         return self.warm.box.contained if self.warm is not None else self.containment.contained
 
-    def _run_cold(self, place: _Place, env: dict[str, str]) -> tuple[_Ended, bool, dict[str, str]]:
+    def _run_cold(
+        self, place: _Place, env: dict[str, str], stream: _Stream
+    ) -> tuple[_Ended, bool, dict[str, str]]:
         missing = _unstartable(self.argv[0], place.candidate, env)
         if missing:
             return _Ended(False, None, 0.0, problem=missing), self.containment.contained, {}
@@ -264,15 +384,16 @@ class _Runner:
             with place.log.open("ab") as log_file:
                 child = box.spawn(self.argv, stdout=log_file, stderr=STDOUT)
             try:
-                timed_out = child.wait(budget) is None
+                timed_out = _wait(child, budget, stream)
             finally:
-                # over budget, or children left behind: the group never outlives the run
+                # over budget, pruned, or children left behind: the group never outlives
+                # the run
                 exit_code = child.terminate()
             seconds = round(time.monotonic() - started, 4)
-            limit = _limit(box, timed_out, exit_code, place.log)
+            limit = None if stream.decision else _limit(box, timed_out, exit_code, place.log)
             return _Ended(timed_out, exit_code, seconds, limit), box.contained, box.limits
 
-    def _run_warm(self, place: _Place, env: dict[str, str]) -> _Ended:
+    def _run_warm(self, place: _Place, env: dict[str, str], stream: _Stream) -> _Ended:
         if self.warm is None:
             return _Ended(False, None, 0.0, problem=self.warm_problem)
         end: WarmEnd = self.warm.run(
@@ -282,8 +403,13 @@ class _Runner:
             env=env,
             log=place.log,
             budget=self.task.spec.budget_seconds,
+            watch=stream.read if stream.watch is not None else None,
         )
-        limit = _limit(self.warm.box, end.timed_out, end.exit_code, place.log)
+        limit = (
+            None
+            if stream.decision
+            else _limit(self.warm.box, end.timed_out, end.exit_code, place.log)
+        )
         return _Ended(end.timed_out, end.exit_code, end.seconds, limit, end.problem)
 
     def _score(self, place: _Place, env: dict[str, str]) -> tuple[float | None, str]:
@@ -314,6 +440,22 @@ class _Runner:
     def close(self) -> None:
         if self.warm is not None and self.warm.box.contained:
             self.warm.close()
+
+
+def _wait(child: Child, budget: float, stream: _Stream) -> bool:
+    """Wait for ``child`` to end within ``budget`` (``True``: it did not), reading its
+    output every :data:`POLL_SECONDS` when it is watched, until the pruner stops it."""
+    if stream.watch is None:
+        return child.wait(budget) is None
+    deadline = time.monotonic() + budget
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True
+        if child.wait(min(POLL_SECONDS, remaining)) is not None:
+            return False
+        if stream.read() is not None:
+            return False
 
 
 def _argv(command: Sequence[str]) -> list[str]:

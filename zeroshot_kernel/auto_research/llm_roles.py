@@ -99,11 +99,13 @@ class _Briefing:
             return "## Recent rounds\n\nNone decided yet.\n"
         lines = ["## Recent rounds (measured by the engine)", ""]
         for r in results:
+            gate = f", gate {r.gate_decision.replace('_', ' ')}" if r.gate_decision else ""
             lines.append(
                 f"- round {r.round}: {r.candidate_id or '-'} from {r.parent_id or '-'} "
                 f"({r.strategy}: {r.approach[:120]}); {r.measure_status}, "
                 f"{self.task.spec.metric} {fmt(r.metric)}, gain {fmt(r.gain)} vs "
-                f"noise floor {fmt(r.noise_floor)}; {r.disposition}"
+                f"noise floor {fmt(r.noise_floor)} on {len(r.metric_repeats)} paired "
+                f"seeds{gate}; {r.disposition}"
             )
         return "\n".join(lines) + "\n"
 

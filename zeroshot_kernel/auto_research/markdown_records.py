@@ -7,6 +7,7 @@ and manifests they describe.
 from __future__ import annotations
 
 from zeroshot_kernel.auto_research.noise_floor import fmt, noise_sigma, ranked
+from zeroshot_kernel.auto_research.protocol import ResearchResult
 from zeroshot_kernel.auto_research.records import ResearchRecords, ResearchState
 from zeroshot_kernel.auto_research.task import ResearchTask, params_key
 
@@ -80,21 +81,34 @@ def summary(task: ResearchTask, state: ResearchState) -> str:
     best = ranked(spec, state.candidates)
     if best:
         lines.append(f"- Best so far: {best[0].candidate_id}, {spec.metric} {fmt(best[0].metric)}")
-    lines.append(f"- Noise: sigma {fmt(noise_sigma(state.candidates, []))} (pooled repeats)")
+    around = [incumbent.candidate_id] if incumbent is not None else []
+    lines.append(
+        f"- Noise: sigma {fmt(noise_sigma(state.candidates, around))} (repeats pooled at the "
+        "incumbent's scale; each round's noise floor comes from its own paired seeds)"
+    )
     lines += [
         "",
         "## Rounds",
         "",
-        "| round | candidate | parent | approach | metric | gain | noise floor | "
-        "disposition | justification |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| round | candidate | parent | approach | metric | gain | noise floor | seeds | "
+        "gate | disposition | justification |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        metric = "pruned" if r.experiment_status == "pruned" else fmt(r.metric)
         lines.append(
-            f"| {r.round} | {r.candidate_id} | {r.parent_id} | {r.approach} | {fmt(r.metric)} "
-            f"| {fmt(r.gain)} | {fmt(r.noise_floor)} | {r.disposition} | {r.justification} |"
+            f"| {r.round} | {r.candidate_id} | {r.parent_id} | {r.approach} | {metric} "
+            f"| {fmt(r.gain)} | {fmt(r.noise_floor)} | {_seeds(r)} | "
+            f"{(r.gate_decision or '-').replace('_', ' ')} | {r.disposition} | "
+            f"{r.justification} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _seeds(result: ResearchResult) -> str:
+    """The paired seeds a round's evidence rests on, over its race's budget when raced."""
+    n = len(result.metric_repeats)
+    return f"{n}/{result.max_seeds}" if result.max_seeds else str(n)
 
 
 def render_records(task: ResearchTask, records: ResearchRecords) -> None:

@@ -7,7 +7,8 @@ they are damaged and can be rebuilt), applies the change in a scratch copy (refu
 illegal one as a recorded ``change_rejected`` result), stores the candidate with its
 content hashes (a change whose bytes equal a stored candidate measures that candidate),
 then measures the candidate and the incumbent on the same experiment seeds under the
-task's hard time budget and computes the paired evidence (:mod:`evidence`).
+task's hard time budget, racing: more paired seeds while the evidence is undecided, up to
+the task's budget (``noise_floor.race``), and records how the race ended with the evidence.
 
 Every experiment runs in a box (``experiment_box``) on a fresh copy of the candidate's
 stored bytes, checked against its content hash first, and is recorded in its candidate's
@@ -44,7 +45,18 @@ from zeroshot_kernel.auto_research.executor import ExperimentExecutor, LocalExec
 from zeroshot_kernel.auto_research.experiment import ExperimentResult
 from zeroshot_kernel.auto_research.experiment_box import experiment_containment
 from zeroshot_kernel.auto_research.markdown_records import charter, render_records
-from zeroshot_kernel.auto_research.noise_floor import Paired, differences, paired, pooled_sigma
+from zeroshot_kernel.auto_research.noise_floor import (
+    Borrowed,
+    Gate,
+    Measured,
+    Paired,
+    Spread,
+    borrowed_sigma,
+    differences,
+    paired,
+    pooled_sigma,
+    race,
+)
 from zeroshot_kernel.auto_research.protocol import (
     Change,
     Evidence,
@@ -53,6 +65,7 @@ from zeroshot_kernel.auto_research.protocol import (
     ResultStatus,
     ScoutProposal,
 )
+from zeroshot_kernel.auto_research.pruning import Pruning, pruning_for
 from zeroshot_kernel.auto_research.records import (
     CandidateManifest,
     IncumbentRecord,
@@ -301,18 +314,38 @@ class _Pass:
             built = self.build(change)
         if isinstance(built, tuple):
             return self.finish(built[0], change, built[1])
-        seeds = self.seeds(change)
-        if built != incumbent.candidate_id:
-            self.record_runs(incumbent.candidate_id, seeds)
-        racing = change.measurement == "standard" and built != incumbent.candidate_id
-        if racing:
-            self.record_runs(built, seeds[:1])
-            early = self.early_stop(built, incumbent.candidate_id, seeds[:1])
-            if early:
-                self.notes.append(early)
-                return self.finish("measured", change, [], candidate_id=built, seeds=seeds[:1])
-        self.record_runs(built, seeds)
-        return self.finish("measured", change, [], candidate_id=built, seeds=seeds)
+        gate = Gate.of(self.task.spec, discriminating=change.measurement == "discriminating")
+        seeds = self.seeds(gate.max_seeds)
+        first = seeds[: gate.repeats]
+        if built == incumbent.candidate_id:  # a re-measurement: nothing to race
+            self.record_runs(built, first)
+            return self.finish("measured", change, [], candidate_id=built, seeds=first)
+        self.record_runs(incumbent.candidate_id, first)
+        looked: list[Sequence[int]] = [first]
+
+        def measure_look(look: Sequence[int]) -> Measured:
+            looked.append(look)
+            self.record_runs(incumbent.candidate_id, look)
+            self.record_runs(built, look)
+            runs = by_seed(self.records, built)
+            failed = next((runs[s].status for s in look if runs[s].status != "ok"), "")
+            return _metrics(runs), _metrics(by_seed(self.records, incumbent.candidate_id)), failed
+
+        comparison = race(
+            self.task.spec,
+            gate,
+            seeds,
+            measure_look,
+            self.borrowed(incumbent.candidate_id, first),
+        )
+        return self.finish(
+            "measured",
+            change,
+            [],
+            candidate_id=built,
+            seeds=looked[-1],
+            comparison=comparison,
+        )
 
     def build(self, change: Change) -> str | tuple[MeasureStatus, list[str]]:
         """The measured candidate's id (stored, verified), or why there is none."""
@@ -376,11 +409,17 @@ class _Pass:
             name = f"{first}-{self.request.pass_number}-{number}"
         return name
 
-    def seeds(self, change: Change) -> list[int]:
-        count = self.task.spec.repeats * (2 if change.measurement == "discriminating" else 1)
+    def seeds(self, count: int) -> list[int]:
         return [experiment_seed(self.request.seed, i) for i in range(count)]
 
     def record_runs(self, candidate_id: str, seeds: Sequence[int]) -> None:
+        spec = self.task.spec
+        incumbent = self.records.read_incumbent() if spec.pruner is not None else None
+        pruning = (  # never the incumbent's runs
+            pruning_for(spec.pruner, spec.direction, self.records.candidates(), candidate_id)
+            if incumbent is not None and candidate_id != incumbent.candidate_id
+            else None
+        )
         record_runs(
             self.task,
             self.records,
@@ -391,30 +430,19 @@ class _Pass:
             parallel=self.request.parallel,
             containment=self.containment,
             executor=executor_for(self.request.dask),
+            pruning=pruning,
         )
 
-    def early_stop(self, candidate_id: str, incumbent_id: str, seeds: list[int]) -> str:
-        """Why the other repeats are pointless after the first (a failed run, or a pair
-        worse than the incumbent beyond the noise), or ``""``."""
-        runs = by_seed(self.records, candidate_id)
-        first = runs.get(seeds[0])
-        if first is not None and first.status != "ok":
-            return f"stopped after a {first.status} run; no further repeats"
-        comparison = self.compare(candidate_id, incumbent_id, seeds)
-        if comparison.worse_beyond_noise:
-            return (
-                "stopped after one run: worse than the incumbent beyond the noise floor "
-                f"({comparison.describe(self.task.spec.metric, candidate_id, incumbent_id)})"
-            )
-        return ""
-
-    def compare(self, candidate_id: str, incumbent_id: str, seeds: Sequence[int]) -> Paired:
-        return paired(
-            self.task.spec,
-            seeds,
-            _metrics(by_seed(self.records, candidate_id)),
-            _metrics(by_seed(self.records, incumbent_id)),
-            study_sigma(self.task, self.records, self.request.round),
+    def borrowed(self, incumbent_id: str, seeds: Sequence[int]) -> Borrowed | None:
+        """The sigma the race may borrow while it has one seed: from the study's earlier
+        comparisons at the level of the incumbent on ``seeds``."""
+        values = [v for s, v in _metrics(by_seed(self.records, incumbent_id)).items() if s in seeds]
+        if not values:
+            return None
+        return borrowed_sigma(
+            study_spreads(self.task, self.records, self.request.round),
+            sum(values) / len(values),
+            all(v > 0 for v in values),
         )
 
     def finish(
@@ -425,6 +453,7 @@ class _Pass:
         *,
         candidate_id: str = "",
         seeds: Sequence[int] = (),
+        comparison: Paired | None = None,
     ) -> Evidence:
         spec = self.task.spec
         incumbent = self.records.read_incumbent()
@@ -434,18 +463,28 @@ class _Pass:
         ran = [runs[s] for s in seeds if s in runs]
         against = by_seed(self.records, incumbent_id) if candidate_id else {}
         rested = [*ran, *(against[s] for s in seeds if s in against)]
-        comparison = (
-            self.compare(candidate_id, incumbent_id, seeds)
-            if candidate_id
-            else paired(spec, [], {}, {}, None)
-        )
+        if comparison is None:
+            comparison = paired(
+                spec,
+                seeds if candidate_id else [],
+                _metrics(runs),
+                _metrics(against),
+                gate=Gate(max(1, len(seeds)), max(1, len(seeds))),
+            )
+        raced = bool(candidate_id) and candidate_id != incumbent_id and status == "measured"
         values = [r.metric for r in ran if r.metric is not None]
         experiment: ResultStatus = (
             "not_run" if not ran else next((r.status for r in ran if r.status != "ok"), "ok")
         )
         metric = sum(values) / len(values) if values else None
         lines = (
-            [comparison.describe(spec.metric, candidate_id, incumbent_id)] if candidate_id else []
+            [
+                comparison.describe(spec.metric, candidate_id, incumbent_id)
+                if raced
+                else comparison.describe_remeasurement(spec.metric, candidate_id)
+            ]
+            if candidate_id
+            else []
         )
         failed = next((r for r in ran if r.status != "ok"), None)
         if failed is not None:
@@ -461,7 +500,7 @@ class _Pass:
             and candidate_id != incumbent_id
             and experiment == "ok"
             and comparison.n >= spec.repeats
-            and comparison.beats_noise
+            and comparison.decision == "better"
         )
         evidence = Evidence(
             round=self.request.round,
@@ -483,6 +522,8 @@ class _Pass:
             gain=comparison.gain,
             noise_floor=comparison.noise_floor,
             effect_size=comparison.effect_size,
+            gate_decision=comparison.decision if raced else None,
+            max_seeds=comparison.max_seeds if raced else None,
             supports_adoption=supports,
             target_met=experiment == "ok" and metric is not None and spec.meets_target(metric),
             reasons=reasons,
@@ -559,11 +600,13 @@ def record_runs(
     parallel: int | None = None,
     containment: Containment | None = None,
     executor: ExperimentExecutor | None = None,
+    pruning: Pruning | None = None,
 ) -> None:
     """Run the experiment of ``candidate_id`` on each of ``seeds`` it has no recorded run
     for, on copies of its stored bytes checked against its content hash, through
     ``executor`` (default: this machine), and record the runs in its manifest with that
-    hash: one run per seed, whatever the executor retried."""
+    hash: one run per seed, whatever the executor retried. With ``pruning`` (never for
+    the incumbent), a run its pruner stops is recorded ``pruned``."""
     with _recording(records, candidate_id):  # one candidate's seeds run once, not per pass
         missing = [s for s in dict.fromkeys(seeds) if s not in by_seed(records, candidate_id)]
         if not missing:
@@ -577,7 +620,12 @@ def record_runs(
                     f"({', '.join(check.problems[:5])}); nothing was measured"
                 )
             runs = (executor or LocalExecutor()).run(
-                task, source, missing, parallel=parallel, containment=containment or Containment()
+                task,
+                source,
+                missing,
+                parallel=parallel,
+                containment=containment or Containment(),
+                pruning=pruning,
             )
         manifest = records.read_manifest(candidate_id)
         assert manifest is not None
@@ -598,24 +646,32 @@ def record_runs(
         )
 
 
-def study_sigma(task: ResearchTask, records: ResearchRecords, before: int) -> float | None:
-    """The standard deviation of paired differences pooled over the study's comparisons
-    of earlier rounds (``None`` before any had two pairs)."""
-    groups = []
+def study_spreads(task: ResearchTask, records: ResearchRecords, before: int) -> list[Spread]:
+    """The spread of the paired differences of each of the study's comparisons of earlier
+    rounds on two seeds or more, with the level it was seen at (see ``borrowed_sigma``)."""
+    spreads = []
     for number, record in records.snapshot().rounds.items():
         if number >= before:
             continue
         for row in record.passes:
             evidence = row.evidence
             if (
-                evidence is not None
-                and evidence.candidate_id != evidence.incumbent_id
-                and len(evidence.seeds) >= 2
+                evidence is None
+                or evidence.candidate_id == evidence.incumbent_id
+                or len(evidence.seeds) < 2
             ):
-                groups.append(
-                    differences(task.spec, evidence.metric_repeats, evidence.incumbent_repeats)
+                continue
+            d = differences(task.spec, evidence.metric_repeats, evidence.incumbent_repeats)
+            values = [*evidence.metric_repeats, *evidence.incumbent_repeats]
+            spreads.append(
+                Spread(
+                    sigma=pooled_sigma([d]) or 0.0,
+                    scale=sum(evidence.incumbent_repeats) / len(evidence.incumbent_repeats),
+                    dof=len(d) - 1,
+                    positive=all(v > 0 for v in values),
                 )
-    return pooled_sigma(groups)
+            )
+    return spreads
 
 
 def ensure_bytes(

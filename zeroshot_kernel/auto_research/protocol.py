@@ -24,6 +24,10 @@ Disposition = Literal["adopt", "reject", "stop"]
 VerdictLabel = Literal["accepted", "corrections", "stop_approved"]
 MeasurementKind = Literal["standard", "discriminating"]
 MeasureStatus = Literal["measured", "change_rejected", "parent_unverified"]
+GateDecision = Literal["better", "worse", "not_better", "undecided", "budget_spent", "failed"]
+"""How the gate's race over paired seeds ended (``auto_research.noise_floor``): the gain beat
+the noise floor, the candidate was worse beyond it, no better on average, still undecided,
+undecided with its budget of seeds spent, or stopped by a failed run."""
 
 STRATEGIES: tuple[Strategy, ...] = ("exploration", "synthesis", "challenge")
 REMEASURE = "challenge:remeasure"
@@ -112,12 +116,15 @@ class Change(ResearchModel):
     """Parameter values to set (a subset of the task's search space); ``{}``: none."""
     edits: list[Edit] = Field(default_factory=list)
     measurement: MeasurementKind = "standard"
-    """``discriminating``: twice the task's repeats, for the candidate and the incumbent."""
+    """``discriminating``: twice the task's repeats, for the candidate and the incumbent, and
+    twice the racing budget (``maxSeeds``)."""
     reconsidered: bool = False
     """Whether this change reconsiders (a new mechanism, an archived parent, more repeats)."""
 
 
-ResultStatus = Literal["ok", "crashed", "timed_out", "no_metric", "resource_limit", "not_run"]
+ResultStatus = Literal[
+    "ok", "crashed", "timed_out", "no_metric", "resource_limit", "pruned", "not_run"
+]
 """How a round's candidate fared: an experiment status, or ``not_run``."""
 
 
@@ -147,6 +154,11 @@ class Evidence(ResearchModel):
     noise_floor: float
     effect_size: float | None = None
     """Mean paired difference over its standard deviation; absent when that is zero."""
+    gate_decision: GateDecision | None = None
+    """How the race over paired seeds ended (absent for a re-measurement of the incumbent,
+    a change not measured, and records made before racing)."""
+    max_seeds: int | None = None
+    """The race's budget of paired seeds (absent where ``gateDecision`` is)."""
     supports_adoption: bool
     target_met: bool
     reasons: list[str]
@@ -205,6 +217,10 @@ class ResearchResult(ResearchModel):
     noise_floor: float
     """The gain a real improvement must beat, from the paired measurements."""
     effect_size: float | None = None
+    gate_decision: GateDecision | None = None
+    """How the decided evidence's race ended (see ``Evidence``)."""
+    max_seeds: int | None = None
+    """The race's budget of paired seeds (see ``Evidence``)."""
     evidence: str
     disposition: Disposition
     justification: str

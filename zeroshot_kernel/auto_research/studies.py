@@ -21,12 +21,12 @@ import contextlib
 import fcntl
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.auto_research.lock_files import LockUnusable, locks_folder, open_lock
-from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords
+from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords, RoundPass
 from zeroshot_kernel.auto_research.study_hold import await_release, holder_file, study_holder
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
@@ -227,6 +227,36 @@ def study_round_offset(client: Client, run_id: str) -> int:
         return ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(run_id)
     except (StudyError, RunNotFound):
         return 0
+
+
+def candidates_in_flight(client: Client, run_id: str, round_number: int) -> list[str]:
+    """The approaches of ``run_id``'s candidates of ``round_number`` being measured now
+    (their rows begun, not finished: several with ``--parallel``); read-only, ``[]`` for
+    none, or a run that is not auto-research."""
+    try:
+        study = check_study_name(study_of_run(client, run_id))
+        record = ResearchRecords(client.workspace, study).read_round(round_number)
+    except (StudyError, RunNotFound, ValueError):
+        return []
+    return in_flight(record.passes if record else [], run_id)
+
+
+def in_flight(passes: Sequence[RoundPass], run_id: str) -> list[str]:
+    """The approaches of ``run_id``'s begun, unfinished passes among ``passes``."""
+    return [
+        p.change.approach if p.change else "a change"
+        for p in passes
+        if p.status == "started" and p.pass_id.startswith(f"{run_id}/")
+    ]
+
+
+def in_flight_text(approaches: Sequence[str]) -> str:
+    """`` · measuring 3 candidates: a, b, c`` (``""`` for fewer than two)."""
+    if len(approaches) < 2:
+        return ""
+    shown = ", ".join(a[:40] for a in approaches[:4])
+    more = f" and {len(approaches) - 4} more" if len(approaches) > 4 else ""
+    return f" · measuring {len(approaches)} candidates: {shown}{more}"
 
 
 def round_in_progress(view: ResearchView, offset: int) -> int:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from zeroshot_kernel.auto_research.pruning import PrunerSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.contract.reading import DocumentError, loads_document, read_text
 from zeroshot_kernel.exceptions import InvalidInput
@@ -131,6 +132,10 @@ class TaskSpec(ContractModel):
     view says "self-scored"); a code task needs this or ``score``."""
     budget_seconds: Annotated[float, Field(gt=0, le=3600)]
     repeats: Annotated[int, Field(ge=2, le=20)]
+    max_seeds: Annotated[int, Field(ge=2, le=200)] | None = None
+    """Racing's budget: the most paired seeds one comparison may be measured on while its
+    evidence is undecided (default: three times ``repeats``; a discriminating measurement
+    doubles it). Below ``repeats``, ``repeats`` is used."""
     search_space: list[SearchParameter] = Field(default_factory=list)
     """The tunable parameters; empty for a code task (one with only ``editable`` files)."""
     params_file: str = "params.json"
@@ -144,6 +149,10 @@ class TaskSpec(ContractModel):
     """Globs of the files inside ``candidate/`` a change may edit, matched against the whole
     relative path (``fnmatch``: ``*`` also matches ``/``); empty: parameters only."""
     limits: TaskLimits = Field(default_factory=TaskLimits)
+    pruner: PrunerSpec | None = None
+    """Stops experiments whose learning curve (``ZEROSHOT_METRIC`` lines with a ``step``)
+    cannot beat the earlier runs' (``{kind: median}`` or ``{kind: successive-halving}``;
+    see ``pruning``); off when absent."""
     gpu: bool = False
     """The experiment uses the machine's NVIDIA GPUs: their device nodes are bound into
     its box, and its memory is limited by cgroup only (an address-space limit breaks

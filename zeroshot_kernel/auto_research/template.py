@@ -120,17 +120,18 @@ RESEARCHER_INSTRUCTIONS = (
     "to that parent: parameter values (paramsJson, within the task's search space) and/or "
     "edits of the task's editable files (whole contents, a unified diff of one file, or a "
     "delete). You do not run the experiment: the engine builds, stores and measures the "
-    "change and the incumbent on the same seeds; anything you claim about results is "
-    "ignored. Ask for a discriminating measurement (twice the repeats) when a gain may be "
-    "noise. When the input carries corrections, address them in this same round. Never "
-    "use git."
+    "change and the incumbent on the same seeds, adding seeds while undecided up to the "
+    "task's budget; anything you claim about results is ignored. Ask for a discriminating "
+    "measurement (twice the repeats and the budget) when a gain may still be noise. When "
+    "the input carries corrections, address them in this same round. Never use git."
 )
 REVIEWER_INSTRUCTIONS = (
     "Review the change and the engine's evidence for it with fresh eyes. Accept when the "
     "evidence settles the round, and set adopt to true only to adopt a candidate whose gain "
-    "beats the noise floor (the engine adopts only then); accept a supported non-adoption "
-    "with adopt false; approve an early stop only with a justification (a plateau alone is "
-    "not one); otherwise request concrete corrections. Change nothing."
+    "beats the noise floor (the engine adopts only then; gateDecision says how its race over "
+    "paired seeds ended); accept a supported non-adoption with adopt false; approve an "
+    "early stop only with a justification (a plateau alone is not one); otherwise request "
+    "concrete corrections. Change nothing."
 )
 
 

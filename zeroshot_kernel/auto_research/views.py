@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeroshot_kernel.auto_research.noise_floor import gate_summary
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome, VerifierOutcome
 from zeroshot_kernel.ledger.events import (
     NodeCompleted,
@@ -87,6 +88,20 @@ class RoundView:
     """Whether the round's experiments ran in a box (``None``: none ran, or not recorded)."""
     self_scored: bool = False
     """The metric came from the candidate's own code (a code task without a scorer)."""
+    seeds: int = 0
+    """The paired seeds the decided evidence rests on."""
+    gate_decision: str | None = None
+    """How the gate's race over paired seeds ended (``better``, ``worse``, ``not_better``,
+    ``budget_spent``, ``failed``; ``None``: not raced, or recorded before racing)."""
+    max_seeds: int | None = None
+    """The race's budget of paired seeds."""
+
+    @property
+    def gate(self) -> str:
+        """The gate's numbers and decision in words: gain, noise floor, seeds, decision."""
+        return gate_summary(
+            self.gain, self.noise_floor, self.seeds, self.gate_decision, self.max_seeds
+        )
 
     @property
     def adopted(self) -> bool:
@@ -258,6 +273,11 @@ class ResearchViewBuilder:
             diff=self._diff,
             contained=_flag(result.get("contained")),
             self_scored=result.get("selfScored") is True,
+            seeds=len(repeats) if isinstance(repeats := result.get("metricRepeats"), list) else 0,
+            gate_decision=gate if isinstance(gate := result.get("gateDecision"), str) else None,
+            max_seeds=budget
+            if isinstance(budget := result.get("maxSeeds"), int) and not isinstance(budget, bool)
+            else None,
         )
 
 

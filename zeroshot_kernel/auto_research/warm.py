@@ -25,7 +25,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +39,8 @@ _READY_SECONDS = 300.0
 """How long the preloaded imports may take."""
 _ANSWER_GRACE_SECONDS = 10.0
 """How long past a run's budget the interpreter may take to answer before it is ended."""
+WATCH_SECONDS = 0.05
+"""How often a watched run's ``watch`` is called (see :meth:`WarmInterpreter.run`)."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,11 @@ class WarmInterpreter:
         env: Mapping[str, str],
         log: Path,
         budget: float,
+        watch: Callable[[], object] | None = None,
     ) -> WarmEnd:
-        """Run ``script`` in a fork and wait for its end (or the interpreter's)."""
+        """Run ``script`` in a fork and wait for its end (or the interpreter's). ``watch``
+        is called every :data:`WATCH_SECONDS` while it runs; once it returns something
+        true, the fork's process group is killed (a pruned run) and its end awaited."""
         request: dict[str, object] = {
             "script": script,
             "args": list(args),
@@ -104,18 +109,11 @@ class WarmInterpreter:
         started = time.monotonic()
         with self._lock:
             ident = request["id"] = next(self._ids)
-            stdin = self._stdin()
-            try:
-                stdin.write(json.dumps(request) + "\n")
-                stdin.flush()
-            except (OSError, ValueError):
+            if not self._send(request):
                 return WarmEnd(
                     False, None, 0.0, f"the warm interpreter is gone{self._last_error()}"
                 )
-        with self._changed:
-            answered = self._changed.wait_for(
-                lambda: ident in self._answers or self._ended, budget + _ANSWER_GRACE_SECONDS
-            )
+        answered = self._await(ident, started + budget + _ANSWER_GRACE_SECONDS, watch)
         answer = self._answers.pop(ident, None)
         if answer is None:
             seconds = round(time.monotonic() - started, 4)
@@ -129,6 +127,35 @@ class WarmInterpreter:
             exit_code if isinstance(exit_code, int) else None,
             float(answer.get("seconds") or 0.0),
         )
+
+    def _send(self, request: Mapping[str, object]) -> bool:
+        """Write one request (the caller holds the lock); ``False`` when it is gone."""
+        try:
+            stdin = self._stdin()
+            stdin.write(json.dumps(request) + "\n")
+            stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _await(self, ident: int, deadline: float, watch: Callable[[], object] | None) -> bool:
+        """Wait for the answer to ``ident`` (or the interpreter's end) until ``deadline``,
+        asking ``watch`` between waits whether to stop the run; ``False`` at the deadline."""
+        stopping = False
+        while True:
+            remaining = deadline - time.monotonic()
+            step = remaining if watch is None or stopping else min(WATCH_SECONDS, remaining)
+            with self._changed:
+                if self._changed.wait_for(
+                    lambda: ident in self._answers or self._ended, max(0.0, step)
+                ):
+                    return True
+            if remaining <= step:
+                return False
+            if watch is not None and not stopping and watch():
+                stopping = True
+                with self._lock:
+                    self._send({"stop": ident})
 
     def close(self) -> None:
         """Closing its stdin ends the interpreter and what it runs; the box goes after."""

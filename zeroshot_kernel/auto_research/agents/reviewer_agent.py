@@ -3,8 +3,9 @@ trusted evidence the measure step recorded for it.
 
 It asks to adopt only a candidate whose paired gain beats the noise floor, accepts a
 non-adoption the evidence supports (a refused change, a failed or clearly worse run, a
-re-measurement), asks for a discriminating measurement (twice the repeats) when a gain is
-within the noise, and approves a stop only when the incumbent meets the charter's target.
+re-measurement), asks for a discriminating measurement (twice the repeats and twice the
+racing budget) when a gain is still within the noise after the race, and approves a stop
+only when the incumbent meets the charter's target.
 Whatever it says, trusted adoption moves the incumbent only when the evidence supports it.
 """
 
@@ -52,16 +53,19 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
         return _verdict("accepted", e, False, "supported: a re-measurement of the incumbent")
     if e.supports_adoption:
         return _verdict("accepted", e, True, "the gain beats the noise floor: " + described)
-    if e.gain > 0 and e.measurement == "standard" and len(e.seeds) >= spec.repeats:
+    undecided = e.gate_decision in (None, "budget_spent", "undecided")
+    if e.gain > 0 and undecided and e.measurement == "standard" and len(e.seeds) >= spec.repeats:
         return _verdict(
             "corrections",
             e,
             False,
-            f"the gain {fmt(e.gain)} is within the noise floor {fmt(e.noise_floor)}",
+            f"the gain {fmt(e.gain)} is within the noise floor {fmt(e.noise_floor)} "
+            f"after {len(e.seeds)} paired seeds",
             corrections=f"Round {r}: the gain of {e.candidate_id} over {e.incumbent_id} "
             f"({fmt(e.gain)}) does not beat the noise floor "
-            f"({fmt(e.noise_floor)}). Take a discriminating measurement (twice "
-            f"the repeats, both on the same seeds) before deciding.",
+            f"({fmt(e.noise_floor)}) on {len(e.seeds)} paired seeds. Take a "
+            f"discriminating measurement (twice the repeats and twice the racing budget, "
+            f"both on the same seeds) before deciding.",
         )
     return _verdict("accepted", e, False, "supported non-adoption: " + described)
 
