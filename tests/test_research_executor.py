@@ -148,7 +148,8 @@ KILLABLE = """
 import json, os, pathlib, time
 marks = pathlib.Path(os.environ["MARKS"])
 (marks / f"{os.environ['ZEROSHOT_SEED']}-{os.getpid()}").touch()
-while not (marks / "release").exists():
+deadline = time.monotonic() + 120  # never outlive a test that failed before releasing it
+while not (marks / "release").exists() and time.monotonic() < deadline:
     time.sleep(0.02)
 print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": 1.0}))
 """
@@ -171,12 +172,14 @@ def test_a_worker_killed_mid_experiment_is_retried_and_recorded_once(
         def started() -> list[str]:
             return sorted(p.name.split("-")[0] for p in marks.iterdir() if p.name != "release")
 
-        wait_until(lambda: len(started()) == 2, 60, "both experiments to start")
-        worker, keys = next((w, k) for w, k in client.processing().items() if k)
-        seed = int(str(keys[0]).rsplit("-", 1)[1])
-        (pid,) = client.run(os.getpid, workers=[worker]).values()
-        os.kill(pid, signal.SIGKILL)
-        (marks / "release").touch()
+        try:
+            wait_until(lambda: len(started()) == 2, 60, "both experiments to start")
+            worker, keys = next((w, k) for w, k in client.processing().items() if k)
+            seed = int(str(keys[0]).rsplit("-", 1)[1])
+            (pid,) = client.run(os.getpid, workers=[worker]).values()
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            (marks / "release").touch()  # the lost run and its retry end alike
         measured.result(timeout=120)
     assert started().count(str(seed)) == 2, "the lost experiment ran again"
     recorded = seeds_recorded(tmp_path, BASELINE_ID)
