@@ -240,3 +240,55 @@ def test_research_run_with_parallel_candidates_through_the_engine(tmp_path: Path
     for candidate_id, manifest in study.candidates().items():
         seeds = [m.experiment.seed for m in manifest.measurements]
         assert len(seeds) == len(set(seeds)), f"{candidate_id} measured a seed twice"
+
+
+HELD_BEYOND_BASELINE = HELD.replace("while not", "while x != 1.0 and not")
+"""The baseline (x = 1.0) runs at once; every other candidate waits for the release."""
+
+
+def test_the_study_browser_rows_say_which_candidates_are_in_flight(tmp_path: Path) -> None:
+    """While a ``--parallel 3`` run measures its candidates, its row in the study browser
+    says how many and which; once it ended, nothing is in flight. Uncontained, so that the
+    test sees each experiment start."""
+    from zeroshot_kernel import Client
+    from zeroshot_kernel.auto_research.study_table import RunRow, study_rows
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / ".zeroshot").mkdir()
+    task = line_task(tmp_path / "t", budget=60.0, env={"MARKS": str(marks)})
+    (task / "candidate" / "objective.py").write_text(HELD_BEYOND_BASELINE)
+    argv = ["research", "run", "t", "--iterations", "1", "--parallel", "3", "--sandbox", "none"]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "zeroshot_kernel", *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)},
+    )
+    try:
+
+        def held() -> set[str]:
+            return {p.name.split("-")[0] for p in marks.iterdir()} - {"1.0", "release"}
+
+        def row() -> RunRow | None:
+            rows = [r for s in study_rows(Client(workspace=str(tmp_path))) for r in s.runs]
+            return rows[0] if rows else None
+
+        def several_in_flight() -> bool:
+            now = row()
+            return now is not None and len(now.in_flight) >= 2 and len(held()) >= 2
+
+        wait_until(several_in_flight, 120, "candidates measured at once")
+        in_flight = row()
+        assert in_flight is not None
+        label = in_flight.status_label
+        assert label.startswith(f"running · measuring {len(in_flight.in_flight)} candidates: ")
+        assert all(approach in label for approach in in_flight.in_flight)
+    finally:
+        (marks / "release").touch()
+        output, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, output
+    ended = row()
+    assert ended is not None and ended.in_flight == () and "measuring" not in ended.status_label

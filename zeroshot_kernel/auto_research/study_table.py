@@ -26,7 +26,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from zeroshot_kernel.auto_research.studies import list_studies, study_of
+from zeroshot_kernel.auto_research.studies import (
+    candidates_in_flight,
+    in_flight_text,
+    list_studies,
+    round_in_progress,
+    study_of,
+    study_round_offset,
+)
 from zeroshot_kernel.auto_research.task import TaskError, resolve_task
 from zeroshot_kernel.auto_research.views import ResearchViewBuilder
 from zeroshot_kernel.contract.outcome import VerifierOutcome
@@ -101,6 +108,8 @@ class RunRow:
     """The incumbent's metric the run started from."""
     uncontained: bool = False
     """Its experiments ran without a box (``--sandbox none``, or a round recorded so)."""
+    in_flight: tuple[str, ...] = ()
+    """The approaches of the candidates it is measuring now (several with ``--parallel``)."""
 
     @property
     def tokens(self) -> int | None:
@@ -108,8 +117,10 @@ class RunRow:
 
     @property
     def status_label(self) -> str:
-        """Its status, marked ``UNCONTAINED`` when its experiments ran without a box."""
-        return f"{self.status} · {UNCONTAINED}" if self.uncontained else self.status
+        """Its status, with the candidates it measures at once, marked ``UNCONTAINED`` when
+        its experiments ran without a box."""
+        label = self.status + in_flight_text(self.in_flight)
+        return f"{label} · {UNCONTAINED}" if self.uncontained else label
 
 
 @dataclass(frozen=True)
@@ -334,6 +345,15 @@ def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None)
         curve=tuple(curve),
         start_metric=view.rounds[0].incumbent_metric if view.rounds else None,
         uncontained=runtime.get("sandbox") == "none" or view.uncontained,
+        in_flight=()
+        if summary.terminal is not None
+        else tuple(
+            candidates_in_flight(
+                client,
+                summary.run_id,
+                round_in_progress(view, study_round_offset(client, summary.run_id)),
+            )
+        ),
     )
 
 
