@@ -5,6 +5,7 @@ noise; a controller killed with candidates in flight carries the pass on when re
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
@@ -246,10 +247,14 @@ HELD_BEYOND_BASELINE = HELD.replace("while not", "while x != 1.0 and not")
 """The baseline (x = 1.0) runs at once; every other candidate waits for the release."""
 
 
-def test_the_study_browser_rows_say_which_candidates_are_in_flight(tmp_path: Path) -> None:
+def test_the_study_browser_and_the_report_say_which_candidates_are_in_flight(
+    tmp_path: Path,
+) -> None:
     """While a ``--parallel 3`` run measures its candidates, its row in the study browser
-    says how many and which; once it ended, nothing is in flight. Uncontained, so that the
-    test sees each experiment start."""
+    and its report say how many and which; once it ended, nothing is in flight.
+    Uncontained, so that the test sees each experiment start."""
+    from zeroshot_widgets.report import report_html
+
     from zeroshot_kernel import Client
     from zeroshot_kernel.auto_research.study_table import RunRow, study_rows
 
@@ -286,9 +291,13 @@ def test_the_study_browser_rows_say_which_candidates_are_in_flight(tmp_path: Pat
         label = in_flight.status_label
         assert label.startswith(f"running · measuring {len(in_flight.in_flight)} candidates: ")
         assert all(approach in label for approach in in_flight.in_flight)
+        page = report_html(Client(workspace=str(tmp_path)), in_flight.run_id)
+        assert "Round 1 in progress · measuring " in page
+        assert all(html.escape(approach) in page for approach in in_flight.in_flight)
     finally:
         (marks / "release").touch()
         output, _ = run.communicate(timeout=300)
     assert run.returncode == 0, output
     ended = row()
     assert ended is not None and ended.in_flight == () and "measuring" not in ended.status_label
+    assert "in progress" not in report_html(Client(workspace=str(tmp_path)), ended.run_id)

@@ -97,7 +97,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.info = RunInfo.load(client, run_id, client.workspace)
         # The study's rounds before this run, read once: the label numbers the round in
         # progress study-wide, as the table does.
-        self._offset = study_round_offset(client, run_id)
+        self._offset = study_round_offset(client, client.workspace, run_id)
         self.interval_s = interval_s
         self._tail_lines = tail_lines
         self._feed = RunFeed(client, run_id, tail_lines=tail_lines)
@@ -313,7 +313,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         with self._lock:
             self.run_id = run_id
             self.info = RunInfo.load(self.client, run_id, self.client.workspace)
-            self._offset = study_round_offset(self.client, run_id)
+            self._offset = study_round_offset(self.client, self.client.workspace, run_id)
             self._feed = RunFeed(self.client, run_id, tail_lines=self._tail_lines)
             self._last = None
             self._cause = None
@@ -400,7 +400,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         )
         active = round_in_progress(view, self._offset)
         in_flight = (
-            candidates_in_flight(self.client, self.run_id, active)
+            candidates_in_flight(self.client, self.client.workspace, self.run_id, active)
             if self.is_research and poll.terminal is None
             else []
         )  # several with --parallel

@@ -18,6 +18,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from zeroshot_kernel.auto_research.studies import (
+    candidates_in_flight,
+    in_flight_text,
+    round_in_progress,
+    study_round_offset,
+)
 from zeroshot_kernel.auto_research.views import ResearchView, load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger import Ledger
@@ -42,6 +48,8 @@ class Report:
     table_html: str
     failure_html: str = ""
     """Why the run failed (empty when it did not)."""
+    progress_html: str = ""
+    """The round in progress and the candidates being measured (empty once it ended)."""
 
     def html(self) -> str:
         """One standalone HTML page."""
@@ -52,7 +60,7 @@ class Report:
             f"<title>{title}</title></head>"
             '<body style="font-family:sans-serif;max-width:1100px;margin:1em auto">'
             f"<h1>{title}</h1>"
-            f"{self.failure_html}"
+            f"{self.progress_html}{self.failure_html}"
             f'<img alt="plateau chart" src="data:image/png;base64,{image}">'
             f"{self.card_html}<h2>Rounds</h2>{self.table_html}</body></html>\n"
         )
@@ -65,6 +73,7 @@ def build_report(source: Source, run_id: str) -> Report:
         info = RunInfo.load(ledger, run_id, workspace)
         view = load_research_view(ledger, run_id)
         cause = explain_failure(event for _, event in ledger.snapshot_and_tail(run_id, None)[1])
+        progress = "" if view.terminal else _progress_html(ledger, workspace, run_id, view)
     finally:
         if not isinstance(source, Client | Ledger):
             ledger.close()
@@ -75,6 +84,7 @@ def build_report(source: Source, run_id: str) -> Report:
         png=plateau_png(view, metric=info.metric),
         card_html=incumbent_card_html(view, metric=info.metric),
         table_html=rounds_table_html(rounds_table(view)),
+        progress_html=progress,
         failure_html=""
         if cause is None
         else (
@@ -102,12 +112,24 @@ def show_report(source: Source, run_id: str) -> None:
     report = build_report(source, run_id)
     png = base64.b64encode(report.png).decode("ascii")
     display(  # type: ignore[no-untyped-call]
-        {"text/html": f"<h3>{html.escape(report.title)}</h3>{report.failure_html}"},
+        {
+            "text/html": f"<h3>{html.escape(report.title)}</h3>"
+            f"{report.progress_html}{report.failure_html}"
+        },
         {"image/png": png, "text/plain": "<plateau chart>"},
         {"text/html": report.card_html},
         {"text/html": report.table_html},
         raw=True,
     )
+
+
+def _progress_html(ledger: Ledger, workspace: Path, run_id: str, view: ResearchView) -> str:
+    """``Round 7 in progress · measuring 3 candidates: ...`` for a run still going: a
+    report of a live run says what it is doing (several candidates with ``--parallel``)."""
+    active = round_in_progress(view, study_round_offset(ledger, workspace, run_id))
+    flight = candidates_in_flight(ledger, workspace, run_id, active)
+    text = f"Round {active} in progress" + in_flight_text(flight)
+    return f'<p class="zeroshot-progress"><b>{html.escape(text)}</b></p>'
 
 
 def _ledger(source: Source) -> tuple[Ledger, Path]:

@@ -413,12 +413,14 @@ def show(
     except RunNotFound:
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
     cause = explain_failure(event for _, event in client.run(run_id).events())
-    active = round_in_progress(view, study_round_offset(client, run_id))
+    active = round_in_progress(view, study_round_offset(client, client.workspace, run_id))
     if as_json:
         document = camel_keys(asdict(view))
         document["terminal"] = view.terminal.to_wire() if view.terminal else None
         document["failure"] = cause.to_wire() if cause else None
-        document["inFlight"] = [] if view.terminal else candidates_in_flight(client, run_id, active)
+        document["inFlight"] = (
+            [] if view.terminal else candidates_in_flight(client, client.workspace, run_id, active)
+        )
         print_json(json.loads(json.dumps(document, default=str)))
         return
     typer.echo(
@@ -427,7 +429,7 @@ def show(
             ""
             if view.terminal
             else f", round {active} in progress"
-            + in_flight_text(candidates_in_flight(client, run_id, active))
+            + in_flight_text(candidates_in_flight(client, client.workspace, run_id, active))
         )
     )
     for round_view in view.rounds:

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zeroshot_kernel.auto_research.lock_files import LockUnusable, locks_folder, open_lock
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords, RoundPass
@@ -211,31 +211,39 @@ def claimed(client: Client, run_input: Any) -> Iterator[None]:
         raise StudyError(f"{problem}. Nothing was started.") from None
 
 
-def study_of_run(client: Client, run_id: str) -> str:
+class Admissions(Protocol):
+    """Where a run's admitted submission is read: a ledger or a client."""
+
+    def admitted(self, run_id: str) -> dict[str, Any]: ...
+
+
+def study_of_run(reader: Admissions, run_id: str) -> str:
     """The study an auto-research run records into (``RunNotFound`` for an unknown run)."""
-    run_input = client.admitted(run_id).get("initialInput")
+    run_input = reader.admitted(run_id).get("initialInput")
     if not _is_research_input(run_input):
         raise StudyError(f"run {run_id} is not an auto-research run")
     return study_of(run_input)
 
 
-def study_round_offset(client: Client, run_id: str) -> int:
+def study_round_offset(reader: Admissions, workspace: Path, run_id: str) -> int:
     """How many of its study's rounds were recorded before ``run_id`` (0 for a run that
     is not auto-research); read-only."""
     try:
-        study = study_of_run(client, run_id)
-        return ResearchRecords(client.workspace, check_study_name(study)).recorded_offset(run_id)
+        study = study_of_run(reader, run_id)
+        return ResearchRecords(workspace, check_study_name(study)).recorded_offset(run_id)
     except (StudyError, RunNotFound):
         return 0
 
 
-def candidates_in_flight(client: Client, run_id: str, round_number: int) -> list[str]:
+def candidates_in_flight(
+    reader: Admissions, workspace: Path, run_id: str, round_number: int
+) -> list[str]:
     """The approaches of ``run_id``'s candidates of ``round_number`` being measured now
     (their rows begun, not finished: several with ``--parallel``); read-only, ``[]`` for
     none, or a run that is not auto-research."""
     try:
-        study = check_study_name(study_of_run(client, run_id))
-        record = ResearchRecords(client.workspace, study).read_round(round_number)
+        study = check_study_name(study_of_run(reader, run_id))
+        record = ResearchRecords(workspace, study).read_round(round_number)
     except (StudyError, RunNotFound, ValueError):
         return []
     return in_flight(record.passes if record else [], run_id)

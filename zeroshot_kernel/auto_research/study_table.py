@@ -350,8 +350,11 @@ def run_row(client: Client, summary: RunSummary, *, now: datetime | None = None)
         else tuple(
             candidates_in_flight(
                 client,
+                client.workspace,
                 summary.run_id,
-                round_in_progress(view, study_round_offset(client, summary.run_id)),
+                round_in_progress(
+                    view, study_round_offset(client, client.workspace, summary.run_id)
+                ),
             )
         ),
     )
