@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from research_driver import STUDY, line_task, measure_pass
+from research_driver import STUDY, change, line_task, measure_pass
 from support import wait_until
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task
@@ -185,6 +185,63 @@ def test_a_worker_killed_mid_experiment_is_retried_and_recorded_once(
     recorded = seeds_recorded(tmp_path, BASELINE_ID)
     assert sorted(recorded) == sorted(set(recorded)) and seed in recorded
     assert len(recorded) == 2, "each seed recorded once, the lost run never"
+
+
+PAIRED = """
+import json, os, pathlib, time
+marks = pathlib.Path(os.environ["MARKS"])
+import random
+x, seed = json.load(open("params.json"))["x"], os.environ["ZEROSHOT_SEED"]
+(marks / f"{seed}-{x}").touch()
+deadline = time.monotonic() + 15  # the other side's run of this seed, if it runs now
+while (marks / "pair").exists() and time.monotonic() < deadline:
+    if len(list(marks.glob(f"{seed}-*"))) == 2:
+        (marks / f"together-{seed}-{x}").touch()
+        break
+    time.sleep(0.02)
+noise = random.Random(seed + repr(x)).gauss(0.0, 0.1)  # undecided after two seeds
+print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x + noise}))
+"""
+
+
+def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
+    tmp_path: Path, cluster: Any, client: Any
+) -> None:
+    """The race's look at four seeds needs two the incumbent lacks: on the cluster their
+    runs and the candidate's runs of them are in flight together (one wave, not two; the
+    task holds no GPU, so the four fit on the workers' four threads). Uncontained, so
+    that the runs see each other's marks."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    task = gpu_task(tmp_path / "t", repeats=2, env={"MARKS": str(marks)})
+    spec = json.loads((task / "task.yaml").read_text())
+    del spec["resources"]
+    (task / "task.yaml").write_text(json.dumps(spec))
+    (task / "candidate" / "objective.py").write_text(PAIRED)
+    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
+    baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
+    (marks / "pair").touch()
+    evidence = measure(
+        MeasureRequest(
+            task=str(task),
+            study=STUDY,
+            workspace=str(tmp_path),
+            run_id="test",
+            round=1,
+            pass_number=2,
+            pass_id="test/round-1/pass-2",
+            seed=study_seed(STUDY),
+            change=change({"x": 0.99}).to_wire(),
+            dask=cluster.scheduler_address,
+            containment=Containment("none"),
+        )
+    )
+    assert evidence.candidate_id == "c001" and len(evidence.metric_repeats) >= 4
+    seeds = seeds_recorded(tmp_path, BASELINE_ID)
+    assert not (marks / f"together-{seeds[0]}-1.0").exists(), "the baseline ran before 'pair'"
+    for seed in seeds[2:4]:
+        together = sorted(p.name for p in marks.glob(f"together-{seed}-*"))
+        assert together == [f"together-{seed}-0.99", f"together-{seed}-1.0"], together
 
 
 def test_a_task_whose_resources_no_worker_has_is_refused_at_once(

@@ -325,8 +325,7 @@ class _Pass:
 
         def measure_look(look: Sequence[int]) -> Measured:
             looked.append(look)
-            self.record_runs(incumbent.candidate_id, look)
-            self.record_runs(built, look)
+            self.record_pair(incumbent.candidate_id, built, look)
             runs = by_seed(self.records, built)
             failed = next((runs[s].status for s in look if runs[s].status != "ok"), "")
             return _metrics(runs), _metrics(by_seed(self.records, incumbent.candidate_id)), failed
@@ -432,6 +431,20 @@ class _Pass:
             executor=executor_for(self.request.dask),
             pruning=pruning,
         )
+
+    def record_pair(self, incumbent_id: str, candidate_id: str, seeds: Sequence[int]) -> None:
+        """Both sides' missing runs of a look. On a cluster they run at once (its resources
+        bound what runs together, and a look whose incumbent lacks seeds then takes one wave,
+        not two); on this machine, or with a pruner (its median reads the incumbent's
+        curves), the incumbent's first."""
+        if not self.request.dask or self.task.spec.pruner is not None:
+            self.record_runs(incumbent_id, seeds)
+            self.record_runs(candidate_id, seeds)
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="zeroshot-incumbent") as pool:
+            incumbent_runs = pool.submit(self.record_runs, incumbent_id, seeds)
+            self.record_runs(candidate_id, seeds)
+            incumbent_runs.result()
 
     def borrowed(self, incumbent_id: str, seeds: Sequence[int]) -> Borrowed | None:
         """The sigma the race may borrow while it has one seed: from the study's earlier
