@@ -7,15 +7,19 @@ never guessed by an agent; a retried execution gets the same ones.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.studies import check_study_name, records_for, study_of
 from zeroshot_kernel.auto_research.study_hold import hold_study
+from zeroshot_kernel.auto_research.study_hold import release_run as release_study
 from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.harness.base import ExecutionRequest
+from zeroshot_kernel.ledger.events import RunEvent
 
 
 def research_context(request: ExecutionRequest) -> dict[str, Any]:
@@ -28,8 +32,9 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     researching, from any ledger, refuses the call before anything is recorded in it."""
     run_input = request.run_input or {}
     study = study_of(run_input)
-    hold_study(request.workspace, check_study_name(study), request.run_id)
-    view = _view(request)
+    with _lock:
+        run = _run(request, study, str(run_input.get("task", "")))
+        view = run.view(request.events())
     accepted = [
         {
             "disposition": r.disposition,
@@ -41,11 +46,8 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     ]
     options = run_input.get("options") or {}
     iterations = int(options.get("iterations") or DEFAULT_ITERATIONS)
-    offset = records_for(request.workspace, study).round_offset(
-        request.run_id, str(run_input.get("task", ""))
-    )
     return {
-        "round": offset + view.active_round,
+        "round": run.offset + view.active_round,
         "pass": view.passes_in_progress + 1,
         "measured": view.measured_in_progress,
         "verdict": view.review_in_progress[0],
@@ -59,20 +61,49 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     }
 
 
-_builders: dict[str, tuple[int, ResearchViewBuilder]] = {}
-"""Per run, how many of its events the cached view builder was fed: the controller's
-``request.events()`` only grows, so each call folds in just the new events (seven calls a
-round would otherwise fold the whole history every time)."""
+def release_run(run_id: str) -> None:
+    """Let go of the run's study and forget what its calls kept (its controller ended:
+    a controller that takes the run over holds the study again)."""
+    with _lock:
+        _runs.pop(run_id, None)
+    release_study(run_id)
 
 
-def _view(request: ExecutionRequest) -> ResearchView:
-    events = request.events()
-    fed, builder = _builders.get(request.run_id, (0, ResearchViewBuilder()))
-    if fed > len(events):  # not the history this builder saw: start again
-        fed, builder = 0, ResearchViewBuilder()
-    builder.feed(events[fed:])
-    _builders[request.run_id] = (len(events), builder)
-    return builder.view()
+@dataclass
+class _Run:
+    """One run's research facts in this controller process. The study's hold and the
+    run's round offset are taken once, on its first call (they stay until
+    :func:`release_run`: checking them again cost every call file system work); the view
+    builder is fed only the events since the last call (``request.events()`` only grows,
+    and seven calls a round would otherwise fold the whole history every time)."""
+
+    where: tuple[str, str]
+    """Workspace and study: a run seen in another of them starts again."""
+    offset: int
+    builder: ResearchViewBuilder = field(default_factory=ResearchViewBuilder)
+    fed: int = 0
+
+    def view(self, events: list[RunEvent]) -> ResearchView:
+        if self.fed > len(events):  # not the history this builder saw: start again
+            self.fed, self.builder = 0, ResearchViewBuilder()
+        self.builder.feed(events[self.fed :])
+        self.fed = len(events)
+        return self.builder.view()
+
+
+_runs: dict[str, _Run] = {}
+_lock = threading.Lock()
+"""Harnesses may compute contexts from threads (a role preparing a turn off the loop)."""
+
+
+def _run(request: ExecutionRequest, study: str, task: str) -> _Run:
+    where = (str(request.workspace), study)
+    run = _runs.get(request.run_id)
+    if run is None or run.where != where:
+        hold_study(request.workspace, check_study_name(study), request.run_id)
+        offset = records_for(request.workspace, study).round_offset(request.run_id, task)
+        run = _runs[request.run_id] = _Run(where, offset)
+    return run
 
 
 def _seed(run_id: str) -> int:

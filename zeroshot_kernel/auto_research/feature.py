@@ -7,7 +7,7 @@ _AGENTS = f"{_PACKAGE}.local_agents"
 _TRUSTED = f"{_PACKAGE}.trusted_nodes"
 _ROLES = f"{_PACKAGE}.llm_roles"
 _STRATEGIES = ("exploration", "synthesis", "challenge")
-_RELEASE = f"{_PACKAGE}.study_hold:release_run"
+_RELEASE = f"{_PACKAGE}.engine_context:release_run"
 
 FEATURE = Feature(
     name="auto_research",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -124,7 +124,60 @@ def check_value(
     ...     "n": RecordField(type=IntegerType(kind="integer"), required=True)}))[0].message
     'expected an integer without a fraction, got 1.5'
     """
+    if fits(value, payload_type):
+        return []
     return list(itertools.islice(iter_violations(value, payload_type), limit))
+
+
+def fits(value: Any, payload_type: PayloadType) -> bool:
+    """Whether ``value`` fits ``payload_type`` (exactly when :func:`iter_violations` finds
+    nothing), without building reasons: the engine checks payloads on every reduction,
+    and nearly all of them fit."""
+    check = _FITS.get(type(payload_type))
+    if check is None:
+        return next(_violations(value, payload_type, ()), None) is None
+    return check(value, payload_type)
+
+
+def _fits_record(value: Any, t: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    fields = t.fields
+    for name, declared in fields.items():
+        if name in value:
+            if not fits(value[name], declared.type):
+                return False
+        elif declared.required:
+            return False
+    return all(name in fields for name in value)
+
+
+def _fits_array(value: Any, t: Any) -> bool:
+    return isinstance(value, list) and all(fits(item, t.items) for item in value)
+
+
+def _fits_integer(value: Any, _: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not isinstance(value, float) or (math.isfinite(value) and value == int(value))
+
+
+def _fits_number(value: Any, _: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+_FITS: dict[type, Callable[[Any, Any], bool]] = {
+    NullType: lambda value, _: value is None,
+    BooleanType: lambda value, _: isinstance(value, bool),
+    IntegerType: _fits_integer,
+    NumberType: _fits_number,
+    StringType: lambda value, _: isinstance(value, str),
+    EnumType: lambda value, t: isinstance(value, str) and value in t.values,
+    ArrayType: _fits_array,
+    RecordType: _fits_record,
+}
 
 
 def iter_violations(value: Any, payload_type: PayloadType) -> Iterator[ValueViolation]:

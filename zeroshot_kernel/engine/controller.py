@@ -224,7 +224,10 @@ class Controller:
                 self._append([*self._logs.drain(), Terminal(result=decisions.terminal.result)])
                 return decisions.terminal.result
             elif decisions.dispatches:
-                self._dispatch(decisions.dispatches)
+                if self._dispatch(decisions.dispatches):
+                    # Reducing now would only find the executions just started running:
+                    # wait for one to settle (or a stop, or the poll's end) first.
+                    await self._settle_some()
             elif self._running:
                 await self._settle_some()
             else:
@@ -247,7 +250,8 @@ class Controller:
             )
         return events
 
-    def _dispatch(self, dispatches: tuple[Dispatch, ...]) -> None:
+    def _dispatch(self, dispatches: tuple[Dispatch, ...]) -> bool:
+        """Record the dispatches and start them; False when a stop refused them."""
         started: list[RunEvent] = []
         for dispatch in dispatches:
             reference = ExecutionReference(
@@ -273,12 +277,13 @@ class Controller:
             # Stopped since this cycle read the run, so node_started is refused: start
             # nothing; the next cycle closes the run (and records these lines).
             self._logs.pending[:0] = logs
-            return
+            return False
         for dispatch, event in zip(dispatches, started, strict=True):
             assert isinstance(event, NodeStarted)
             node = self._nodes[dispatch.occurrence.node]
             task = asyncio.create_task(self._execute(event.reference, node, dispatch))
             self._running[dispatch.execution] = _Running(event.reference, node, task)
+        return True
 
     async def _settle_some(self) -> None:
         if self._pending:  # nothing follows them this cycle: record them before waiting

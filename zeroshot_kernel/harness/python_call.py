@@ -9,7 +9,7 @@ import asyncio
 import importlib
 import inspect
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
@@ -48,10 +48,43 @@ async def call_worker(
             if inspect.isawaitable(result):  # an object with ``async def __call__``
                 result = await result
     except Refusal as refusal:
-        return ("refusal", refusal.reason, str(refusal))
+        return _refused(refusal)
     except Exception as error:
-        return ("crash", None, _last_frame(error))
+        return _crashed(error)
     return classify(result, verifier=verifier)
+
+
+def call_worker_here(
+    function: Callable[..., Any], value: Any, context: WorkerContext, *, verifier: bool
+) -> Reply:
+    """:func:`call_worker` on this thread, for a worker process that has nothing else to
+    run meanwhile: a sync function is called directly, with no event loop and no thread
+    started for it (each call's loop and thread cost as much as a short agent's hand-off);
+    a coroutine function (or an awaitable result) gets a loop of its own."""
+    if inspect.iscoroutinefunction(function):
+        return asyncio.run(call_worker(function, value, context, verifier=verifier))
+    kwargs = {"context": context} if wants_context(function) else {}
+    try:
+        result = function(value, **kwargs)
+        if inspect.isawaitable(result):  # an object with ``async def __call__``
+            result = asyncio.run(_awaited(result))
+    except Refusal as refusal:
+        return _refused(refusal)
+    except Exception as error:
+        return _crashed(error)
+    return classify(result, verifier=verifier)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _refused(refusal: Refusal) -> Reply:
+    return ("refusal", refusal.reason, str(refusal))
+
+
+def _crashed(error: Exception) -> Reply:
+    return ("crash", None, _last_frame(error))
 
 
 def classify(result: Any, *, verifier: bool) -> Reply:

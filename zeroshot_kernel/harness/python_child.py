@@ -8,7 +8,6 @@ file descriptor 1 or 2) reaches the parent as log lines, never as protocol. The 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import json
@@ -18,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from zeroshot_kernel.harness.python_call import Reply, call_worker, resolve
+from zeroshot_kernel.harness.python_call import Reply, call_worker_here, resolve
 from zeroshot_kernel.processes import die_with_parent
 from zeroshot_kernel.sandbox import Containment
 from zeroshot_kernel.workers import WorkerContext
@@ -100,7 +99,7 @@ def _answer(call: dict[str, Any], protocol: _Protocol) -> Reply:
         containment=Containment.from_wire(facts.get("containment")),
     )
     with _declared(facts["env"]):
-        return asyncio.run(call_worker(function, call["input"], context, verifier=call["verifier"]))
+        return call_worker_here(function, call["input"], context, verifier=call["verifier"])
 
 
 @contextlib.contextmanager
