@@ -9,6 +9,9 @@ cell after the ``parameters`` cell), then nbclient executes and keeps the widget
 from __future__ import annotations
 
 import base64
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ import nbformat
 import papermill
 from conftest import PROJECT_ROOT
 from nbclient import NotebookClient
-from workbench_support import PNG_SIGNATURE, finished_run
+from workbench_support import PNG_SIGNATURE, finished_run, research_workspace, start_research
 
 from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.auto_research import study_rows
@@ -221,6 +224,35 @@ def test_report_renders_a_finished_run_from_the_ledger_alone(tmp_path: Path) -> 
     assert report_rows(notebook) == len(load_research_view(done.client.ledger, done.run.id).rounds)
 
 
+def test_report_defaults_to_the_newest_auto_research_run(tmp_path: Path) -> None:
+    """A run of another kind after the research run: the report with no parameters still
+    shows the research run; an unknown run id gets a sentence that lists what exists."""
+    research = start_research(research_workspace(tmp_path), iterations=1)
+    research.run.wait(timeout=180)
+    shutil.copytree(PROJECT_ROOT / "examples", tmp_path / "examples")
+    arguments = ["--input", '{"topic": "ledgers"}', "--runtime", "@examples/headline-runtime.json"]
+    headline = subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", "run", "examples/headline.yaml", *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert headline.returncode == 0, headline.stderr
+    newest = max(research.client.runs(), key=lambda run: run.created_at)
+    assert newest.run_id != research.run.id  # the report must look past it
+    notebook = execute(NOTEBOOKS / "report.ipynb", tmp_path)
+    assert f"run {research.run.id} in " in text(notebook)
+    (chart,) = pngs(notebook)
+    assert chart.startswith(PNG_SIGNATURE) and report_rows(notebook) == 1
+
+    unknown = execute(NOTEBOOKS / "report.ipynb", tmp_path, run_id=newest.run_id)
+    assert f"no auto-research run {newest.run_id!r} in " in text(unknown)
+    assert f"its auto-research runs, newest first: {research.run.id}" in text(unknown)
+    assert not pngs(unknown)
+    assert not [o for o in outputs(unknown) if o["output_type"] == "error"]
+
+
 def test_the_research_notebook_records_its_result_for_the_caller(tmp_path: Path) -> None:
     workspace = tmp_path / "item"
     ledger = tmp_path / "shared.db"
@@ -257,7 +289,8 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
         workers=2,
         output_dir="out",
     )
-    ledger = tmp_path / "notebooks" / "out" / "ledger.db"
+    ledger = Client(workspace=str(tmp_path)).url  # the workspace's: the report finds it
+    assert not (tmp_path / "notebooks" / "out" / "ledger.db").exists()
     runs = Client(ledger).runs()
     assert sorted(run.title for run in runs) == [
         "auto-research: branin",
@@ -274,9 +307,7 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
         assert item.results["run_id"] in html(notebook)
     assert len(pngs(notebook)) == 1
 
-    report = execute(
-        NOTEBOOKS / "batch-report.ipynb", tmp_path / "report", ledger=str(ledger), metric="best"
-    )
+    report = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path, metric="best")  # no ledger
     assert batch.batch_id in text(report)
     assert html(report).count('<tr class="zeroshot-batch-succeeded"') == 2
     (chart,) = pngs(report)

@@ -4,7 +4,7 @@ what it recorded and why it failed; for report notebooks and the run browser.
 Example (a report notebook cell)::
 
     from zeroshot_widgets.batches import show_batch
-    show_batch("batch-output/ledger.db", "batch-abcdefghijkl")
+    show_batch(".zeroshot/ledger.db", "batch-abcdefghijkl")
 """
 
 from __future__ import annotations

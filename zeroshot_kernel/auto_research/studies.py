@@ -225,6 +225,17 @@ def study_of_run(reader: Admissions, run_id: str) -> str:
     return study_of(run_input)
 
 
+def research_runs(client: Client) -> list[str]:
+    """The ids of the ledger's auto-research runs, newest first: a report or a view that
+    is given no run shows the newest of these, whatever else ran after it."""
+    newest_first = sorted(client.runs(), key=lambda run: run.created_at, reverse=True)
+    return [
+        run.run_id
+        for run in newest_first
+        if _is_research_input(client.admitted(run.run_id).get("initialInput"))
+    ]
+
+
 def study_round_offset(reader: Admissions, workspace: Path, run_id: str) -> int:
     """How many of its study's rounds were recorded before ``run_id`` (0 for a run that
     is not auto-research); read-only."""
