@@ -72,7 +72,7 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
         assert not round_view.adopted and round_view.metric is None
         assert (round_view.disposition, round_view.verdict) == ("reject", "accepted")
         assert "timed_out" in round_view.justification
-        assert "timed_out" in round_view.reason
+        assert "kept the incumbent: the experiment ended timed out" in round_view.reason
         assert round_view.incumbent_id == "c000"
         in_ledger = ledger_results[round_view.round]
         assert in_ledger["experimentStatus"] == "timed_out" and "metric" not in in_ledger

@@ -94,6 +94,8 @@ def test_a_gain_within_the_noise_gets_a_discriminating_measurement(lab: Lab) -> 
         assert sorted(m.experiment.seed for m in manifest.measurements) == sorted(second.seeds)
     final = lab.review(again, second)
     assert final.verdict == "accepted" and final.adopt == second.supports_adoption
+    if not final.adopt:  # plain words for the user, not the rule's name
+        assert final.reason.startswith("kept the incumbent: the gain is within the noise: ")
     result = decide(lab.task, lab.workspace, second, final.verdict, final.adopt)
     assert result.disposition == ("adopt" if second.supports_adoption else "reject")
     assert lab.incumbent() == ("c001" if second.supports_adoption else "c000")
@@ -143,6 +145,7 @@ def test_a_clearly_worse_candidate_is_rejected_after_one_run(lab: Lab) -> None:
     assert "stopped after one run" in evidence.summary
     verdict = lab.review(proposed, evidence)
     assert verdict.verdict == "accepted" and not verdict.adopt
+    assert verdict.reason.startswith("kept the incumbent: the change is worse: ")
 
 
 def test_a_stop_is_approved_only_at_the_target(tmp_path: Path) -> None:

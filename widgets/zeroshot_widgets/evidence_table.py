@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 from zeroshot_kernel.ledger.events import was_stopped
 from zeroshot_widgets.charts import crashed
@@ -132,7 +133,9 @@ def row_html(row: RoundRow) -> str:
     """One ``<tr>``, one line: the round's outcome at a glance, and its reason as an
     expandable ``<details>`` holding the rest (every proposal, the chosen one bold, the
     verdict, the full reason, the passes and the change against its parent)."""
-    metric = _number(row.metric) if row.metric is not None else _e(row.experiment_status)
+    metric = (
+        _number(row.metric) if row.metric is not None else _e(status_words(row.experiment_status))
+    )
     disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
     cells = (
         str(row.round),

@@ -38,6 +38,7 @@ from zeroshot_kernel.auto_research.candidate_detail import (
     candidate_detail,
     candidate_for_round,
 )
+from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.importance import (
     Importances,
     MeasuredCandidate,
@@ -592,7 +593,7 @@ def diff_html(diff: str) -> str:
 def measurements_html(detail: CandidateDetail) -> str:
     rows = "".join(
         f"<tr><td>{m.seed}</td><td>{_number(m.value)}</td>"
-        f"<td title='{html.escape(m.pruned, quote=True)}'>{html.escape(m.status)}"
+        f"<td title='{html.escape(m.pruned, quote=True)}'>{html.escape(status_words(m.status))}"
         f"{html.escape(_pruned_at(m.pruned))}</td>"
         f"<td>{m.round}</td><td>{m.duration_s:.2f}s</td>"
         f"<td>{'box' if m.contained else UNCONTAINED}</td></tr>"

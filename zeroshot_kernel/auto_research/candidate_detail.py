@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from zeroshot_kernel.auto_research.candidates import RecordedSource, read_candidate
 from zeroshot_kernel.auto_research.change import diff_contents
+from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.noise_floor import decision_text, paired_seeds
 from zeroshot_kernel.auto_research.records import ResearchRecords, RoundRecord
 from zeroshot_kernel.auto_research.studies import records_for
@@ -219,7 +220,7 @@ def candidate_choices(workspace: str | os.PathLike[str], study: str) -> list[Can
         shown = "-" if metric is None else f"{metric:.4g}"
         parts = [f"round {manifest.round}", manifest.candidate_id, shown]
         if manifest.status != "ok":
-            parts.append(manifest.status)
+            parts.append(status_words(manifest.status))
         if decision:
             parts.append(decision)
         if state.incumbent is not None and state.incumbent.candidate_id == manifest.candidate_id:

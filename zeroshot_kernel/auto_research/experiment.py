@@ -72,6 +72,19 @@ ExperimentStatus = Literal["ok", "crashed", "timed_out", "no_metric", "resource_
 """``resource_limit``: the box's memory, process, file-size or CPU limit stopped it;
 ``pruned``: the task's pruner stopped it from its learning curve (see ``pruning``)."""
 
+STATUS_WORDS: dict[str, str] = {
+    "no_metric": "no metric",
+    "timed_out": "timed out",
+    "resource_limit": "over its limits",
+    "not_run": "not run",
+}
+
+
+def status_words(status: str) -> str:
+    """How views say an experiment's status (``no metric``, not ``no_metric``)."""
+    return STATUS_WORDS.get(status, status)
+
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -83,6 +96,7 @@ __all__ = [
     "parse_metric",
     "run_experiment",
     "run_repeats",
+    "status_words",
 ]
 
 

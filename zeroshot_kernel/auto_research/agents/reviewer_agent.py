@@ -30,7 +30,7 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
             "accepted",
             e,
             False,
-            f"supported: the change was not measured "
+            f"kept the incumbent: the change was not measured "
             f"({e.status.replace('_', ' ')}: {'; '.join(e.reasons)})",
         )
     if e.experiment_status != "ok":
@@ -38,7 +38,8 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
             "accepted",
             e,
             False,
-            f"supported: the experiment ended {e.experiment_status} and is recorded",
+            f"kept the incumbent: the experiment ended "
+            f"{e.experiment_status.replace('_', ' ')} (recorded)",
         )
     if e.candidate_id == e.incumbent_id:
         if e.target_met:
@@ -50,7 +51,7 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
                 f"{spec.metric} {fmt(e.metric)} on {len(e.seeds)} paired seeds "
                 f"against target {fmt(spec.target)}",
             )
-        return _verdict("accepted", e, False, "supported: a re-measurement of the incumbent")
+        return _verdict("accepted", e, False, "kept the incumbent: this round measured it again")
     if e.supports_adoption:
         return _verdict("accepted", e, True, "the gain beats the noise floor: " + described)
     undecided = e.gate_decision in (None, "budget_spent", "undecided")
@@ -67,7 +68,8 @@ def reviewer(request: ReviewerInput) -> ReviewVerdict:
             f"discriminating measurement (twice the repeats and twice the racing budget, "
             f"both on the same seeds) before deciding.",
         )
-    return _verdict("accepted", e, False, "supported non-adoption: " + described)
+    why = "the change is worse" if e.gate_decision == "worse" else "the gain is within the noise"
+    return _verdict("accepted", e, False, f"kept the incumbent: {why}: {described}")
 
 
 def _verdict(
