@@ -155,9 +155,22 @@ def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
         ]
     assert left.get_xlabel() == "candidates measured"
     assert right.get_xlabel() == "model calls (agent executions)"
-    assert "lower is better" in left.get_ylabel()
+    assert left.get_ylabel() == "best, change from its start (lower is better)"
     assert list(left.get_lines()[0].get_xdata()) == [0, 1, 2]
     assert list(right.get_lines()[0].get_xdata()) == [0, 5, 10]
+    # rosenbrock and branin share no scale: each curve starts at 0, relative to its start,
+    # and the chart and the widget say so
+    for line, row in zip(left.get_lines(), comparison.rows, strict=True):
+        bests = [p.best for p in row.curve if p.best is not None]
+        start = bests[0]
+        assert list(line.get_ydata()) == pytest.approx([(b - start) / abs(start) for b in bests])
+    warning = "different tasks: branin (branin), rosenbrock (rosenbrock); each curve is its best"
+    assert any(warning in text.get_text() for text in figure.texts)
+    assert warning in comparison.warning.value
+    one_task = comparison_figure([comparison.rows[0]])
+    assert not any("different tasks" in text.get_text() for text in one_task.texts)
+    assert "lower is better" in one_task.axes[0].get_ylabel()
+    assert not one_task.axes[0].get_ylabel().startswith("best, change")
 
     # the same from a script, by name; an unknown name is refused with the known ones
     assert compare_studies(client, ["beta"]).rows[0].name == "beta"

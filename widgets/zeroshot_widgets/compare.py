@@ -93,32 +93,43 @@ def comparison_figure(
 ) -> Figure:
     """Two panels, one step line per study in each: best so far against candidates measured
     (left) and against model cost (right; see :func:`cost_axis`). A study whose harness did
-    not report the chosen cost is left out of the right panel, which says so."""
+    not report the chosen cost is left out of the right panel, which says so. Studies of
+    different tasks or metrics share no scale: each curve is then drawn relative to its own
+    start, and the figure says so (see :func:`mixed_warning`)."""
     figure = Figure(figsize=size, dpi=dpi)
     left, right = figure.subplots(1, 2, sharey=True)
     measure = cost_axis(rows, cost)
-    figure.subplots_adjust(left=0.07, right=0.98, top=0.88, bottom=0.24, wspace=0.06)
+    figure.subplots_adjust(left=0.07, right=0.98, top=0.84, bottom=0.24, wspace=0.06)
     metric, direction = _metric_label(rows)
+    warning = mixed_warning(rows)
     figure.suptitle(
         title or f"best so far ({direction}): against candidates measured and against model cost",
         x=0.07,
         ha="left",
         fontsize="large",
     )
+    if warning:
+        figure.text(0.07, 0.905, warning, ha="left", fontsize="small", color="#b35900")
     left.set_xlabel("candidates measured")
-    left.set_ylabel(f"best {metric} ({direction})")
+    left.set_ylabel(
+        f"best, change from its start ({direction})" if warning else f"best {metric} ({direction})"
+    )
     right.set_xlabel(_COST_LABELS[measure])
     values: list[float] = []
     missing = []
     for index, row in enumerate(rows):
         color = COLORS[index % len(COLORS)]
         points = [p for p in row.curve if p.best is not None]
-        values += [p.best for p in points if p.best is not None]
+        ys = [p.best for p in points if p.best is not None]
+        if warning:
+            ys = _relative(ys)
+            points = points[: len(ys)]
+        values += ys
         label = f"{legend_label(row)}: best {format_metric(row.best)}"
-        _curve(left, [p.evaluations for p in points], points, color, label)
+        _curve(left, [p.evaluations for p in points], ys, color, label)
         xs = [_cost(p, measure) for p in points]
         if points and all(x is not None for x in xs):
-            _curve(right, xs, points, color, label)
+            _curve(right, xs, ys, color, label)
         else:
             missing.append(row.name)
     for axes in (left, right):
@@ -147,7 +158,7 @@ def comparison_figure(
             fontsize="small",
             color="#7f7f7f",
         )
-    if values and min(values) > 0 and max(values) / min(values) > LOG_RATIO:
+    if not warning and values and min(values) > 0 and max(values) / min(values) > LOG_RATIO:
         left.set_yscale("log")
     handles, labels = left.get_legend_handles_labels()
     if handles:
@@ -219,7 +230,13 @@ class StudyComparison(widgets.VBox):  # type: ignore[misc]
             value=self.png, format="png", layout=widgets.Layout(max_width="100%")
         )
         self.incumbents = widgets.HTML(incumbents_html(self.rows))
-        super().__init__(children=[self.chart, widgets.HTML("<b>incumbents</b>"), self.incumbents])
+        warning = mixed_warning(self.rows)
+        self.warning = widgets.HTML(
+            f"<span style='color:#b35900'>⚠ {html.escape(warning)}</span>" if warning else ""
+        )
+        super().__init__(
+            children=[self.warning, self.chart, widgets.HTML("<b>incumbents</b>"), self.incumbents]
+        )
 
 
 def compare_studies(
@@ -237,12 +254,31 @@ def compare_studies(
     return StudyComparison([found[name] for name in names], cost=cost)
 
 
+def mixed_warning(rows: Sequence[StudyRow]) -> str:
+    """What a comparison of studies on different tasks or metrics must say (``""`` when
+    they share one): their values are not on one scale, so each is drawn against its start."""
+    tasks = sorted({f"{r.task.rsplit('/', 1)[-1] or '-'} ({r.metric})" for r in rows})
+    if len(tasks) < 2:
+        return ""
+    return (
+        f"different tasks: {', '.join(tasks)}; each curve is its best relative to its own "
+        "start ((best - start) / |start|), not the metric itself"
+    )
+
+
+def _relative(values: Sequence[float]) -> list[float]:
+    """``values`` as changes relative to the first (none when the first is zero)."""
+    if not values or values[0] == 0:
+        return []
+    start = values[0]
+    return [(value - start) / abs(start) for value in values]
+
+
 def _curve(
-    axes: Axes, xs: Sequence[float | None], points: Sequence[CurvePoint], color: str, label: str
+    axes: Axes, xs: Sequence[float | None], ys: Sequence[float], color: str, label: str
 ) -> None:
-    if not points:
+    if not ys:
         return
-    ys = [p.best for p in points]
     axes.step(xs, ys, where="post", color=color, linewidth=1.8, label=label)
     axes.scatter(xs[:1], ys[:1], marker="D", s=22, color=color, zorder=3)  # the start
     axes.scatter(
