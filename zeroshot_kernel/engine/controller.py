@@ -145,6 +145,8 @@ class Controller:
         self._book = HistoryBook()
         """Rebuilds only the executions a cycle changed, so a cycle's cost follows what
         happened since the last one, not the whole history."""
+        self._reduced: tuple[ledger_state.RunSnapshot, Decisions] | None = None
+        """The last snapshot reduced and what it decided."""
 
     def interrupt(self, why: str) -> None:
         """Stop driving the run without ending it (a SIGTERM): the running executions are
@@ -216,8 +218,7 @@ class Controller:
             snapshot = self._with_pending(self.ledger.snapshot(self.run_id))
             if snapshot.force_stop_requested:
                 return await self._close(FailedResult(status="failed", reason="force_stopped"))
-            history = self._book.entries(snapshot)
-            decisions = reduce(self._ir, self._input, history, run_id=self.run_id)
+            decisions = self._decide(snapshot)
             if decisions.voids:
                 await self._void(decisions)
             elif decisions.terminal is not None and not self._running:
@@ -235,6 +236,16 @@ class Controller:
                     f"run {self.run_id} has nothing to do and no terminal: the reducer "
                     "and the ledger disagree"
                 )
+
+    def _decide(self, snapshot: ledger_state.RunSnapshot) -> Decisions:
+        """Reduce the run's history. A poll that finds nothing recorded since the last
+        reduction (the ledger hands back the very same snapshot) gets the same decisions
+        without reducing again: the reducer is a pure function of the history."""
+        if self._reduced is None or self._reduced[0] is not snapshot:
+            history = self._book.entries(snapshot)
+            decisions = reduce(self._ir, self._input, history, run_id=self.run_id)
+            self._reduced = (snapshot, decisions)
+        return self._reduced[1]
 
     def _attach_events(self, snapshot: ledger_state.RunSnapshot) -> list[RunEvent]:
         resumed = snapshot.phase != "admitted"
