@@ -20,6 +20,7 @@ import papermill
 from conftest import PROJECT_ROOT
 from nbclient import NotebookClient
 from workbench_support import PNG_SIGNATURE, finished_run, research_workspace, start_research
+from zeroshot_widgets.batches import recorded_values
 
 from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.auto_research import study_rows
@@ -310,8 +311,12 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
     report = execute(NOTEBOOKS / "batch-report.ipynb", tmp_path, metric="best")  # no ledger
     assert batch.batch_id in text(report)
     assert html(report).count('<tr class="zeroshot-batch-succeeded"') == 2
+    assert "task: branin" in html(report) and "{&quot;" not in html(report)  # not raw JSON
     (chart,) = pngs(report)
     assert chart.startswith(PNG_SIGNATURE)
+    bars = recorded_values(batch, "best")  # one panel per metric: they share no scale
+    assert sorted(bars) == ["best (branin)", "best (rosenbrock)"]
+    assert [label for label, _ in bars["best (branin)"]] == ["1: task=branin, workspace=branin"]
 
 
 def test_batch_report_without_a_batch_says_what_to_do(tmp_path: Path) -> None:

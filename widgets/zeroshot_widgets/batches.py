@@ -38,10 +38,10 @@ def batch_table_html(status: BatchStatus) -> str:
         last = item.error or (os.path.basename(item.output) if item.output else "")
         cells = [
             str(item.index),
-            _json(item.parameters),
+            _fields(item.parameters),
             item.status,
             duration,
-            _json(item.results) if item.results else "",
+            _fields(item.results) if item.results else "",
             html.escape(last),
         ]
         tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
@@ -65,28 +65,43 @@ def batch_table_html(status: BatchStatus) -> str:
     )
 
 
-def recorded_values(status: BatchStatus, name: str) -> list[tuple[int, float]]:
-    """(item, value) for every item that recorded a number under ``name``."""
-    return [
-        (item.index, float(item.results[name]))
-        for item in status.items
-        if item.results
-        and isinstance(item.results.get(name), Real)
-        and not isinstance(item.results.get(name), bool)
-    ]
+def recorded_values(status: BatchStatus, name: str) -> dict[str, list[tuple[str, float]]]:
+    """(item label, value) for every item that recorded a number under ``name``, grouped by
+    the metric the item says it measured (its recorded ``metric``, if any): values of
+    different metrics share no scale. An item is labelled by the parameters that tell it
+    from the others (``3: task=branin``)."""
+    varying = _varying_parameters(status)
+    groups: dict[str, list[tuple[str, float]]] = {}
+    for item in status.items:
+        results = item.results or {}
+        value = results.get(name)
+        if not isinstance(value, Real) or isinstance(value, bool):
+            continue
+        label = ", ".join(f"{k}={_short(item.parameters[k])}" for k in varying)
+        metric = results.get("metric")
+        group = f"{name} ({metric})" if isinstance(metric, str) and metric != name else name
+        groups.setdefault(group, []).append(
+            (f"{item.index}: {label}" if label else str(item.index), float(value))
+        )
+    return groups
 
 
 def recorded_png(status: BatchStatus, name: str) -> bytes | None:
-    """A bar per item of the value it recorded under ``name``; None when none did."""
-    values = recorded_values(status, name)
-    if not values:
+    """A bar per item of the value it recorded under ``name``, one panel per metric the
+    items measured; None when none recorded it."""
+    groups = recorded_values(status, name)
+    if not groups:
         return None
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(max(4.0, 0.5 * len(values) + 2), 3), dpi=100)
-    axes = figure.subplots()
-    axes.bar([str(index) for index, _ in values], [value for _, value in values], color="#1f77b4")
-    axes.set(xlabel="item", ylabel=name, title=f"{name} recorded per item")
+    widest = max(len(values) for values in groups.values())
+    figure = Figure(figsize=(max(4.0, 1.2 * widest + 2) * len(groups), 3.4), dpi=100)
+    for axes, (group, values) in zip(
+        figure.subplots(1, len(groups), squeeze=False)[0], groups.items(), strict=True
+    ):
+        axes.bar([label for label, _ in values], [value for _, value in values], color="#1f77b4")
+        axes.set(xlabel="item", ylabel=group, title=f"{group} recorded per item")
+        axes.tick_params(axis="x", labelsize="small")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
@@ -119,5 +134,31 @@ def _common_number(status: BatchStatus) -> str | None:
     return None
 
 
-def _json(value: object) -> str:
-    return f"<code>{html.escape(json.dumps(value, sort_keys=True))}</code>"
+def _varying_parameters(status: BatchStatus) -> list[str]:
+    """The parameter names whose values differ between the batch's items."""
+    names = sorted({name for item in status.items for name in item.parameters})
+    return [
+        name
+        for name in names
+        if len({json.dumps(item.parameters.get(name), sort_keys=True) for item in status.items}) > 1
+    ]
+
+
+def _short(value: object) -> str:
+    """A parameter or recorded value as a person reads it: numbers to 4 significant digits,
+    paths by their last part, anything longer than 40 characters cut."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if isinstance(value, str) and "/" in value:
+        text = value.rstrip("/").rsplit("/", 1)[-1]
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _fields(values: dict[str, object]) -> str:
+    """``name: value`` lines, not raw JSON; the full value is the line's tooltip."""
+    return "<br>".join(
+        f"<span title='{html.escape(json.dumps(value, sort_keys=True), quote=True)}'>"
+        f"{html.escape(name)}: {html.escape(_short(value))}</span>"
+        for name, value in sorted(values.items())
+    )
