@@ -113,9 +113,19 @@ def test_sorting_and_filtering_change_the_rows(two_studies: tuple[Client, dict[s
     assert "1 of 2 studies" in browser.summary.value
     rendered = "".join(c.value for c in browser.grid.children if c.__class__.__name__ == "HTML")
     assert "alpha" in rendered and "beta" not in rendered
+    browser.filter.value = "nosuchstudy"
+    assert "none of the 2 studies matches <code>nosuchstudy</code>" in browser.summary.value
     browser.filter.value = ""
     browser.show_runs.value = False
     assert len(browser.grid.children) == 13 * 3  # the header and one line per study
+    browser.close()
+
+
+def test_an_empty_workspace_says_how_to_start_a_study(tmp_path: Path) -> None:
+    (tmp_path / ".zeroshot").mkdir()
+    browser = StudyBrowser(Client(workspace=str(tmp_path)), interval_s=0.1)
+    assert browser.summary.value.startswith("no study in this workspace's ledger yet: start one")
+    assert "zeroshot research run" in browser.summary.value
     browser.close()
 
 

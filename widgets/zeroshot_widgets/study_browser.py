@@ -105,6 +105,8 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         )
         self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
         self.summary = widgets.HTML()
+        self._hidden = 0
+        """Studies the filter matches beyond those shown."""
         self.message = widgets.HTML()
         self.exported = widgets.HTML()
         """The files the last export wrote (or why it wrote none)."""
@@ -269,12 +271,8 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
                 for run in reversed(row.runs):
                     cells += self._run_cells(run)
         self.grid.children = tuple(cells)
-        hidden = len(shown) - len(self.rows)
-        self.summary.value = (
-            f"{len(self.rows)} of {len(self.all_rows)} studies"
-            + (f" ({hidden} more: narrow the filter)" if hidden else "")
-            + (f"; {len(self.selected)} selected" if self.selected else "")
-        )
+        self._hidden = len(shown) - len(self.rows)
+        self._summarise()
         self.compare_button.disabled = self.export_button.disabled = not self.selected
 
     def _header(self, column: str) -> widgets.Button:
@@ -363,10 +361,28 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
 
     def _checked(self, name: str, value: bool) -> None:
         self._toggle(name, value)
-        self.summary.value = f"{len(self.rows)} of {len(self.all_rows)} studies" + (
-            f"; {len(self.selected)} selected" if self.selected else ""
-        )
+        self._summarise()
         self.compare_button.disabled = self.export_button.disabled = not self.selected
+
+    def _summarise(self) -> None:
+        """The line above the table; an empty table says why and what to do."""
+        if not self.all_rows:
+            self.summary.value = (
+                "no study in this workspace's ledger yet: start one with "
+                "<code>zeroshot research run rosenbrock --iterations 5</code> or the Launcher"
+            )
+            return
+        if not self.rows:
+            self.summary.value = (
+                f"none of the {len(self.all_rows)} studies matches "
+                f"<code>{html.escape(self.filter.value)}</code>: change or clear the filter"
+            )
+            return
+        self.summary.value = (
+            f"{len(self.rows)} of {len(self.all_rows)} studies"
+            + (f" ({self._hidden} more: narrow the filter)" if self._hidden else "")
+            + (f"; {len(self.selected)} selected" if self.selected else "")
+        )
 
     def _toggle(self, name: str, value: bool) -> None:
         if value:
