@@ -175,6 +175,12 @@ def write_results(reports: Sequence[Report], path: Path = RESULTS) -> None:
     hand-written analysis, refresh the header (machine and date)."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     sections = dict(re.findall(r"<!-- (B\d+) -->\n(.*?)<!-- /\1 -->", text, flags=re.S))
+    unclosed = [key for key in re.findall(r"<!-- (B\d+) -->", text) if key not in sections]
+    if unclosed:  # rewriting would drop them
+        raise ValueError(
+            f"{path}: section {', '.join(unclosed)} has no closing marker; "
+            "fix it by hand (nothing was written)"
+        )
     analysis = re.search(r"<!-- analysis -->\n.*?<!-- /analysis -->\n", text, flags=re.S)
     for report in reports:
         sections[report.key] = report.markdown()
