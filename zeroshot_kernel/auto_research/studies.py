@@ -146,6 +146,7 @@ class StudySummary(ContractModel):
     """The task folder the study's runs researched (``None``: records from before studies)."""
     runs: int
     rounds: int
+    """Reviewed rounds (the baseline's measurement is not one)."""
     candidates: int
     incumbent_id: str | None
     incumbent_metric: float | None
@@ -179,7 +180,9 @@ def _summary(records: ResearchRecords) -> StudySummary:
         name=records.study,
         task=study.task if study else None,
         runs=len(study.run_offsets) if study else 0,
-        rounds=len(list((records.root / "rounds").glob("*.json"))),
+        rounds=sum(  # reviewed rounds: the baseline's round 0 is not one (as the views count)
+            1 for path in (records.root / "rounds").glob("*.json") if path.stem != "000"
+        ),
         candidates=len(list((records.root / "candidates").glob("*/manifest.json"))),
         incumbent_id=incumbent.candidate_id if incumbent else None,
         incumbent_metric=incumbent.metric if incumbent else None,
