@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import struct
 
@@ -218,6 +219,10 @@ def test_table_html_escapes_and_marks_outcomes() -> None:
     oldest_first = rounds_table_html(rounds_table(HAND_MADE), newest_first=False)
     assert re.findall(r'<tr class="zeroshot-(\w+)"', oldest_first) == outcomes[::-1]
     assert "crashed</td>" in html  # a crashed round shows its status for a metric
+    assert ">adopted</td>" in html and ">kept the incumbent</td>" in html  # words, not codes
+    again = dataclasses.replace(make_round(7, 9.0, 9.0), candidate_id="c000")
+    remeasured = rounds_table_html(rounds_table(made_view([again])))
+    assert ">re-measured</td>" in remeasured and "kept the incumbent" not in remeasured
 
 
 def test_incumbent_card(view: ResearchView) -> None:

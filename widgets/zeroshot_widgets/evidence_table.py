@@ -136,7 +136,7 @@ def row_html(row: RoundRow) -> str:
     metric = (
         _number(row.metric) if row.metric is not None else _e(status_words(row.experiment_status))
     )
-    disposition = row.disposition + (" · reconsidered" if row.reconsidered else "")
+    disposition = disposition_words(row) + (" · reconsidered" if row.reconsidered else "")
     cells = (
         str(row.round),
         _e(disposition),
@@ -148,6 +148,16 @@ def row_html(row: RoundRow) -> str:
     )
     tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
     return f'<tr class="zeroshot-{row.outcome}" style="{_ROW_STYLES[row.outcome]}">{tds}</tr>'
+
+
+def disposition_words(row: RoundRow) -> str:
+    """What the round did, in words: ``adopted``, ``re-measured`` (the incumbent measured
+    again: nothing to adopt or reject), ``kept the incumbent``, or the recorded word."""
+    if row.disposition == "adopt":
+        return "adopted"
+    if row.candidate and row.candidate == row.parent:
+        return "re-measured"
+    return {"reject": "kept the incumbent", "stop": "stopped"}.get(row.disposition, row.disposition)
 
 
 def _details_html(row: RoundRow) -> str:
