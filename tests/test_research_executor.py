@@ -22,6 +22,7 @@ from support import wait_until
 from zeroshot_kernel.auto_research import ResearchRecords, load_task
 from zeroshot_kernel.auto_research.executor import DaskExecutor, ExperimentsLost
 from zeroshot_kernel.auto_research.measure import BASELINE_ID, MeasureRequest, measure
+from zeroshot_kernel.auto_research.protocol import Evidence
 from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.task import TaskError
 from zeroshot_kernel.sandbox import Containment
@@ -64,22 +65,36 @@ def gpu_task(root: Path, **fields: Any) -> Path:
     return root
 
 
-def baseline(task: Path, workspace: Path, dask: str, **fields: Any) -> None:
-    measure(
+def measure_on_cluster(
+    task: Path,
+    workspace: Path,
+    dask: str,
+    change: dict[str, Any],
+    *,
+    pass_number: int = 1,
+    **fields: Any,
+) -> Evidence:
+    """One pass of the trusted measure step of round 1, its experiments on ``dask``."""
+    return measure(
         MeasureRequest(
             task=str(task),
             study=STUDY,
             workspace=str(workspace),
             run_id="test",
             round=1,
-            pass_number=1,
-            pass_id="test/round-1/pass-1",
+            pass_number=pass_number,
+            pass_id=f"test/round-1/pass-{pass_number}",
             seed=study_seed(STUDY),
-            change={"not": "a change"},  # rejected: only the baseline is measured
+            change=change,
             dask=dask,
             **fields,
         )
     )
+
+
+def baseline(task: Path, workspace: Path, dask: str, **fields: Any) -> None:
+    """The baseline alone: the change is rejected before anything else is measured."""
+    measure_on_cluster(task, workspace, dask, {"not": "a change"}, **fields)
 
 
 def seeds_recorded(workspace: Path, candidate: str) -> list[int]:
@@ -123,20 +138,7 @@ def test_a_pass_measured_on_the_cluster_reads_as_one_measured_locally(
     }
     for workspace in (remote, local):
         workspace.mkdir()
-    on_cluster = measure(
-        MeasureRequest(
-            task=str(task),
-            study=STUDY,
-            workspace=str(remote),
-            run_id="test",
-            round=1,
-            pass_number=1,
-            pass_id="test/round-1/pass-1",
-            seed=study_seed(STUDY),
-            change=changed,
-            dask=cluster.scheduler_address,
-        )
-    )
+    on_cluster = measure_on_cluster(task, remote, cluster.scheduler_address, changed)
     here = measure_pass(task, local, 1, changed)
     assert on_cluster.candidate_id == here.candidate_id == "c001"
     assert on_cluster.metric_repeats == here.metric_repeats  # same seeds, same bytes
@@ -221,20 +223,13 @@ def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
     wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
     baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
     (marks / "pair").touch()
-    evidence = measure(
-        MeasureRequest(
-            task=str(task),
-            study=STUDY,
-            workspace=str(tmp_path),
-            run_id="test",
-            round=1,
-            pass_number=2,
-            pass_id="test/round-1/pass-2",
-            seed=study_seed(STUDY),
-            change=change({"x": 0.99}).to_wire(),
-            dask=cluster.scheduler_address,
-            containment=Containment("none"),
-        )
+    evidence = measure_on_cluster(
+        task,
+        tmp_path,
+        cluster.scheduler_address,
+        change({"x": 0.99}).to_wire(),
+        pass_number=2,
+        containment=Containment("none"),
     )
     assert evidence.candidate_id == "c001" and len(evidence.metric_repeats) >= 4
     seeds = seeds_recorded(tmp_path, BASELINE_ID)
