@@ -132,52 +132,79 @@ def check_value(
 def fits(value: Any, payload_type: PayloadType) -> bool:
     """Whether ``value`` fits ``payload_type`` (exactly when :func:`iter_violations` finds
     nothing), without building reasons: the engine checks payloads on every reduction,
-    and nearly all of them fit."""
-    check = _FITS.get(type(payload_type))
-    if check is None:
-        return next(_violations(value, payload_type, ()), None) is None
-    return check(value, payload_type)
+    and nearly all of them fit. Each type is compiled once into nested checks."""
+    return _checker(payload_type)(value)
 
 
-def _fits_record(value: Any, t: Any) -> bool:
-    if not isinstance(value, dict):
-        return False
-    fields = t.fields
-    for name, declared in fields.items():
-        if name in value:
-            if not fits(value[name], declared.type):
-                return False
-        elif declared.required:
+Check = Callable[[Any], bool]
+_MAX_CHECKERS = 4096
+_checkers: dict[int, tuple[PayloadType, Check]] = {}
+"""Compiled checks by the identity of their type (kept alive here, so an id is never
+reused while it is known; types are immutable)."""
+
+
+def _checker(payload_type: PayloadType) -> Check:
+    known = _checkers.get(id(payload_type))
+    if known is not None and known[0] is payload_type:
+        return known[1]
+    check = _compile(payload_type)
+    if len(_checkers) >= _MAX_CHECKERS:
+        _checkers.clear()
+    _checkers[id(payload_type)] = (payload_type, check)
+    return check
+
+
+def _compile(t: PayloadType) -> Check:
+    """The check for ``t``, case by case as :func:`_violations` decides."""
+    if isinstance(t, NullType):
+        return lambda value: value is None
+    if isinstance(t, BooleanType):
+        return lambda value: isinstance(value, bool)
+    if isinstance(t, IntegerType):
+        return _fits_integer
+    if isinstance(t, NumberType):
+        return _fits_number
+    if isinstance(t, StringType):
+        return lambda value: isinstance(value, str)
+    if isinstance(t, EnumType):
+        values = t.values
+        return lambda value: isinstance(value, str) and value in values
+    if isinstance(t, ArrayType):
+        items = _compile(t.items)
+        return lambda value: isinstance(value, list) and all(map(items, value))
+    if isinstance(t, RecordType):
+        return _record_check(t)
+    return lambda value: next(_violations(value, t, ()), None) is None
+
+
+def _record_check(t: RecordType) -> Check:
+    fields = [(name, field.required, _compile(field.type)) for name, field in t.fields.items()]
+    names = frozenset(t.fields)
+
+    def check(value: Any) -> bool:
+        if not isinstance(value, dict):
             return False
-    return all(name in fields for name in value)
+        for name, required, fits_field in fields:
+            if name in value:
+                if not fits_field(value[name]):
+                    return False
+            elif required:
+                return False
+        return names.issuperset(value)
+
+    return check
 
 
-def _fits_array(value: Any, t: Any) -> bool:
-    return isinstance(value, list) and all(fits(item, t.items) for item in value)
-
-
-def _fits_integer(value: Any, _: Any) -> bool:
+def _fits_integer(value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return not isinstance(value, float) or (math.isfinite(value) and value == int(value))
 
 
-def _fits_number(value: Any, _: Any) -> bool:
+def _fits_number(value: Any) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return not isinstance(value, float) or math.isfinite(value)
-
-
-_FITS: dict[type, Callable[[Any, Any], bool]] = {
-    NullType: lambda value, _: value is None,
-    BooleanType: lambda value, _: isinstance(value, bool),
-    IntegerType: _fits_integer,
-    NumberType: _fits_number,
-    StringType: lambda value, _: isinstance(value, str),
-    EnumType: lambda value, t: isinstance(value, str) and value in t.values,
-    ArrayType: _fits_array,
-    RecordType: _fits_record,
-}
 
 
 def iter_violations(value: Any, payload_type: PayloadType) -> Iterator[ValueViolation]:
