@@ -174,6 +174,17 @@ def test_records_without_a_study_file_need_the_task_named(tmp_path: Path) -> Non
     assert [c.candidate_id for c in named.candidates] == ["c000", "c001"]
 
 
+def test_an_unknown_study_says_so_and_names_the_workspaces_studies(branin: Path) -> None:
+    unknown = load_measured(branin, "nosuch")
+    assert unknown.problem == f"study 'nosuch' has no records yet; its studies: {STUDY}"
+    insights = StudyInsights(str(branin), study="nosuch")  # the charts say it, no crash
+    assert insights.importances is not None and insights.importances.reason == unknown.problem
+    empty = load_measured(branin / "nowhere", "nosuch")
+    assert "this workspace has no study yet: start one with `zeroshot research run" in (
+        empty.problem or ""
+    )
+
+
 def test_an_unknown_evaluator_is_refused(measured: MeasuredStudy) -> None:
     with pytest.raises(ValueError, match="ped-anova"):
         parameter_importance(measured, evaluator="shap")  # type: ignore[arg-type]

@@ -139,6 +139,21 @@ def load_measured(
     return measured_study(records_for(workspace, study), task=task)
 
 
+def _other_studies(records: ResearchRecords) -> str:
+    """The workspace's studies, for a name that matches none (read only, never migrated)."""
+    others = sorted(
+        folder.name
+        for folder in records.root.parent.glob("*")
+        if folder.name != records.study
+        and not folder.is_symlink()
+        and (folder / "candidates").is_dir()
+    )
+    if not others:
+        return "this workspace has no study yet: start one with `zeroshot research run TASK`"
+    more = f" and {len(others) - 10} more" if len(others) > 10 else ""
+    return f"its studies: {', '.join(others[:10])}{more}"
+
+
 def measured_study(records: ResearchRecords, *, task: str | None = None) -> MeasuredStudy:
     """The measured candidates of the study ``records`` holds, read with its task (the one
     its ``study.json`` names, unless ``task`` is given)."""
@@ -152,7 +167,7 @@ def measured_study(records: ResearchRecords, *, task: str | None = None) -> Meas
     task = task or (recorded.task if recorded is not None else None)
     if task is None:
         why = (
-            "has no records yet"
+            f"has no records yet; {_other_studies(records)}"
             if not manifests
             else "does not say which task it researches (no study.json); pass task="
         )
