@@ -188,7 +188,7 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     monitor = RunMonitor(client, run_id, interval_s=0.1)
     assert monitor.progress.max == 12 and monitor.header.value.count(run_id) == 1
     assert monitor.continue_button.layout.display == "none"
-    wait_until(lambda: "started   scout" in monitor.log_tail.value, 60, "the first scouts")
+    wait_until(lambda: monitor.view.rounds, 120, "a reviewed round")  # history to continue
     # the live view's heartbeat (set just after each poll's values)
     wait_until(lambda: "zeroshot-stale-note" in monitor.liveness.value, 30, "a heartbeat")
 
@@ -224,14 +224,21 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     admitted, before = client.admitted(monitor.run_id), client.admitted(run_id)
     assert admitted["initialInput"]["task"] == before["initialInput"]["task"]
     assert admitted["runtime"]["harness"] == before["runtime"]["harness"]
-    assert monitor.progress.max == 12 - done and monitor.header.value.count(monitor.run_id)
+    assert monitor.header.value.count(monitor.run_id)
     assert not monitor.continuable and monitor.continue_button.layout.display == "none"
+    # the continued view starts from the study: its rounds, incumbent and count
+    assert monitor.view.earlier == done and len(monitor.view.rounds) >= done
+    assert monitor.progress.max == 12 and monitor.progress_label.value.startswith(
+        f"{len(monitor.view.rounds)} / 12 rounds"
+    )
+    assert "no reviewed rounds yet" not in monitor.card.value
+    assert [row.round for row in monitor.table.rows][:done] == list(range(1, done + 1))
     monitor.join(timeout=300)
     assert isinstance(monitor.terminal, SucceededResult)
     assert ">succeeded</span>" in monitor.phase_html.value
-    assert len(monitor.view.rounds) == 12 - done
+    assert len(monitor.view.run_rounds) == 12 - done and len(monitor.view.rounds) == 12
     # the study's rounds go on where the stopped run's ended
-    assert [row.round for row in monitor.table.rows] == list(range(done + 1, 13))
+    assert [row.round for row in monitor.table.rows] == list(range(1, 13))
     assert [r.run_id for r in client.runs()] == [run_id, monitor.run_id]
     monitor.close()
 

@@ -15,9 +15,10 @@ Example::
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
+from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder, RoundView
 from zeroshot_kernel.console.event_lines import EventRenderer
 from zeroshot_kernel.ledger import RunSnapshot
 from zeroshot_kernel.ledger.events import TerminalResult
@@ -40,12 +41,21 @@ class Poll:
 class RunFeed:
     """Follows one run in a ledger; not thread-safe (a monitor serialises its polls)."""
 
-    def __init__(self, ledger: RunReader, run_id: str, *, tail_lines: int = TAIL_LINES) -> None:
+    def __init__(
+        self,
+        ledger: RunReader,
+        run_id: str,
+        *,
+        tail_lines: int = TAIL_LINES,
+        earlier: Sequence[RoundView] = (),
+    ) -> None:
+        """``earlier``: the rounds of the study's earlier runs that the view starts with
+        (a continued run)."""
         self.ledger = ledger
         self.run_id = run_id
         self.cursor: str | None = None
         self.snapshot: RunSnapshot | None = None
-        self._builder = ResearchViewBuilder()
+        self._builder = ResearchViewBuilder.after(earlier)
         self._renderer = EventRenderer()
         self._tail: deque[str] = deque(maxlen=tail_lines)
         self.view: ResearchView = self._builder.view()

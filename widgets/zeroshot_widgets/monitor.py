@@ -27,6 +27,7 @@ import base64
 import html
 import secrets
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -37,7 +38,7 @@ from zeroshot_kernel.auto_research.studies import (
     round_in_progress,
     study_round_offset,
 )
-from zeroshot_kernel.auto_research.views import ResearchView
+from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.exceptions import ZeroshotError
 from zeroshot_kernel.ledger import LedgerError
@@ -286,7 +287,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         if not self.continuable:
             self._say("only a stopped auto-research run can be continued", error=True)
             return None
-        left = max((self.info.round_limit or 1) - len(self.view.rounds), 1)
+        left = max((self.info.round_limit or 1) - len(self.view.run_rounds), 1)
         try:
             options = continuation_options(self.client.admitted(self.run_id), iterations=left)
             expansion = expand_template("auto-research", options)
@@ -300,21 +301,22 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             self._say(f"could not continue: {problem}", error=True)
             return None
         previous = self.run_id
-        self.attach(run.id)
+        self.attach(run.id, earlier=self.view.rounds)
         self._say(
             f"continued study {options.study} as {run.id} (after {previous}, "
             f"{left} round{'s' if left != 1 else ''})"
         )
         return run.id
 
-    def attach(self, run_id: str) -> RunMonitor:
-        """Follow another run in this same view (and in its displayed output)."""
+    def attach(self, run_id: str, *, earlier: Sequence[RoundView] = ()) -> RunMonitor:
+        """Follow another run in this same view (and in its displayed output); a run that
+        continues a study is shown after ``earlier``, the rounds its study already had."""
         self.stop()
         with self._lock:
             self.run_id = run_id
             self.info = RunInfo.load(self.client, run_id, self.client.workspace)
             self._offset = study_round_offset(self.client, self.client.workspace, run_id)
-            self._feed = RunFeed(self.client, run_id, tail_lines=self._tail_lines)
+            self._feed = RunFeed(self.client, run_id, tail_lines=self._tail_lines, earlier=earlier)
             self._last = None
             self._cause = None
             self.chart.reset(metric=self.info.metric)
@@ -388,8 +390,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.header.value = _header(
             self.info, self.run_id, self.client.display_url
         ) + self._cause_html(poll)
+        limit = self._study_limit(view)
         done = len(view.rounds)
-        self.progress.max = max(self.info.round_limit or 1, done, 1)
+        self.progress.max = max(limit or 1, done, 1)
         self.progress.value = done
         self.progress.bar_style = (
             ""
@@ -404,9 +407,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             if self.is_research and poll.terminal is None
             else []
         )  # several with --parallel
-        self.progress_label.value = _progress_text(
-            view, self.info.round_limit, active
-        ) + in_flight_text(in_flight)
+        self.progress_label.value = _progress_text(view, limit, active) + in_flight_text(in_flight)
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         continuable = self.is_research and was_stopped(poll.terminal)
@@ -424,6 +425,12 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
                 self.liveness.value = ""
             self._publish_snapshot()
             self._ended.set()
+
+    def _study_limit(self, view: ResearchView) -> int | None:
+        """The rounds the view will show at the run's end: the run's limit, after the
+        study's earlier rounds when it continues them."""
+        limit = self.info.round_limit
+        return None if limit is None else limit + view.earlier
 
     def _stop_requested(self) -> bool:
         return html.escape(STOP_MESSAGES["requested"]) in self.message.value

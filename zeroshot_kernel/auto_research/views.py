@@ -13,7 +13,7 @@ same whatever the run's length.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +136,14 @@ class ResearchView:
     review_in_progress: tuple[str, bool]
     """The latest verdict of the round in progress and whether it asked to adopt."""
     terminal: TerminalResult | None
+    earlier: int = 0
+    """Leading rounds that earlier runs of the study reviewed (a continued run's view
+    starts from its study's history); the run's own are ``rounds[earlier:]``."""
+
+    @property
+    def run_rounds(self) -> tuple[RoundView, ...]:
+        """The rounds this run reviewed."""
+        return self.rounds[self.earlier :]
 
     @property
     def adoptions(self) -> tuple[int, ...]:
@@ -176,6 +184,13 @@ class ResearchViewBuilder:
     _diff: str = ""
     _rounds: list[RoundView] = field(default_factory=list)
     _terminal: TerminalResult | None = None
+    _earlier: int = 0
+
+    @classmethod
+    def after(cls, earlier: Sequence[RoundView]) -> ResearchViewBuilder:
+        """A builder for a run that continues a study: its view starts with ``earlier``
+        (the rounds the study's earlier runs reviewed)."""
+        return cls(_rounds=list(earlier), _earlier=len(earlier))
 
     def feed(self, events: Iterable[RunEvent]) -> ResearchViewBuilder:
         for event in events:
@@ -212,6 +227,7 @@ class ResearchViewBuilder:
             measured_in_progress=self._measured,
             review_in_progress=(self._verdict[0], self._adopt),
             terminal=self._terminal,
+            earlier=self._earlier,
         )
 
     def _completed(self, node: str, event: NodeCompleted) -> None:
