@@ -22,7 +22,7 @@ from workbench_support import (
 from zeroshot_widgets import RunBrowser, RunFeed, RunMonitor
 from zeroshot_widgets.report import build_report
 
-from zeroshot_kernel.auto_research.studies import study_of_run
+from zeroshot_kernel.auto_research.studies import list_studies, study_of_run
 from zeroshot_kernel.auto_research.study_table import study_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.batch.storage import BatchOptions
@@ -240,6 +240,15 @@ def test_the_stop_button_stops_a_run_the_cli_started_and_continue_carries_on(
     # the study's rounds go on where the stopped run's ended
     assert [row.round for row in monitor.table.rows] == list(range(1, 13))
     assert [r.run_id for r in client.runs()] == [run_id, monitor.run_id]
+    # the round in progress at Stop was done again, not skipped: every count says 12
+    (continued,) = study_rows(client)
+    (summary,) = list_studies(workspace)
+    assert continued.rounds == summary.rounds == 12
+    reopened = RunMonitor(client, monitor.run_id, autostart=False)  # later, elsewhere
+    assert reopened.view == monitor.view and reopened.progress_label.value.startswith(
+        "12 / 12 rounds"
+    )
+    reopened.close()
     monitor.close()
 
 

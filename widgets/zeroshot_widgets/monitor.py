@@ -27,21 +27,22 @@ import base64
 import html
 import secrets
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from zeroshot_kernel.auto_research.studies import (
+    StudyError,
     candidates_in_flight,
     in_flight_text,
     round_in_progress,
+    study_of_run,
     study_round_offset,
 )
-from zeroshot_kernel.auto_research.views import ResearchView, RoundView
+from zeroshot_kernel.auto_research.views import ResearchView, RoundView, load_research_view
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.exceptions import ZeroshotError
-from zeroshot_kernel.ledger import LedgerError
+from zeroshot_kernel.ledger import LedgerError, RunNotFound
 from zeroshot_kernel.ledger.events import FailedResult, TerminalResult, was_stopped
 from zeroshot_kernel.ledger.failure import explain_failure
 from zeroshot_kernel.templates import TemplateOptions, expand_template
@@ -101,7 +102,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self._offset = study_round_offset(client, client.workspace, run_id)
         self.interval_s = interval_s
         self._tail_lines = tail_lines
-        self._feed = RunFeed(client, run_id, tail_lines=tail_lines)
+        self._feed = RunFeed(
+            client, run_id, tail_lines=tail_lines, earlier=study_history(client, run_id)
+        )
         self._lock = threading.Lock()
         self._poller: Poller | None = None
         self._ended = threading.Event()
@@ -301,22 +304,27 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             self._say(f"could not continue: {problem}", error=True)
             return None
         previous = self.run_id
-        self.attach(run.id, earlier=self.view.rounds)
+        self.attach(run.id)
         self._say(
             f"continued study {options.study} as {run.id} (after {previous}, "
             f"{left} round{'s' if left != 1 else ''})"
         )
         return run.id
 
-    def attach(self, run_id: str, *, earlier: Sequence[RoundView] = ()) -> RunMonitor:
-        """Follow another run in this same view (and in its displayed output); a run that
-        continues a study is shown after ``earlier``, the rounds its study already had."""
+    def attach(self, run_id: str) -> RunMonitor:
+        """Follow another run in this same view (and in its displayed output), after the
+        rounds its study already had (see :func:`study_history`)."""
         self.stop()
         with self._lock:
             self.run_id = run_id
             self.info = RunInfo.load(self.client, run_id, self.client.workspace)
             self._offset = study_round_offset(self.client, self.client.workspace, run_id)
-            self._feed = RunFeed(self.client, run_id, tail_lines=self._tail_lines, earlier=earlier)
+            self._feed = RunFeed(
+                self.client,
+                run_id,
+                tail_lines=self._tail_lines,
+                earlier=study_history(self.client, run_id),
+            )
             self._last = None
             self._cause = None
             self.chart.reset(metric=self.info.metric)
@@ -531,6 +539,26 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
     def _say(self, text: str, *, error: bool = False) -> None:
         colour = "#d62728" if error else "inherit"
         self.message.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
+
+
+def study_history(client: Client, run_id: str) -> tuple[RoundView, ...]:
+    """The rounds that the earlier runs of ``run_id``'s study in this ledger reviewed,
+    oldest first: a monitor starts from them, so a continued study shows its whole chart,
+    incumbent and count (none for a run that is not auto-research)."""
+    try:
+        study = study_of_run(client, run_id)
+    except (StudyError, RunNotFound):
+        return ()
+    rounds: list[RoundView] = []
+    for run in sorted(client.runs(), key=lambda summary: summary.created_at):
+        if run.run_id == run_id:
+            break
+        try:
+            if study_of_run(client, run.run_id) == study:
+                rounds += load_research_view(client, run.run_id).rounds
+        except (StudyError, RunNotFound):
+            continue
+    return tuple(rounds)
 
 
 def _gated_graph(client: Client, run_id: str) -> dict[str, Any] | None:

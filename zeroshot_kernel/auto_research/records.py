@@ -198,10 +198,21 @@ class ResearchRecords:
             return 0
 
     def _last_round(self) -> int:
-        return max(
+        """The study's last decided round. A round that its run was stopped in before it
+        was decided is not skipped: the next run does it again (the passes it began stay
+        in its record), so a study's rounds are numbered without gaps."""
+        numbers = sorted(
             (int(p.stem) for p in (self.root / "rounds").glob("*.json") if p.stem.isdigit()),
-            default=0,
+            reverse=True,
         )
+        for number in numbers:
+            try:
+                record = self.read_round(number)
+            except (OSError, ValueError):  # a record of an older layout: a decided round
+                return number
+            if number == 0 or record is None or record.result is not None:
+                return number
+        return 0
 
     @property
     def charter_path(self) -> Path:
