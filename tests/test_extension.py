@@ -158,10 +158,16 @@ def test_research_launches_and_shows_a_monitor_that_stop_stops(
     assert stopped.startswith(("stop requested", f"{monitor.run_id} closed"))
     monitor.join(timeout=60)
     assert monitor.terminal == FailedResult(status="failed", reason="force_stopped")
+    assert "stop it with" not in launched.stdout  # the monitor's Stop, for this run or the next
 
     assert widgets_shown(line(shell, f"monitor {monitor.run_id}")) == 1
     assert widgets_shown(line(shell, "browse")) == 1
     assert len(ours(shell).shown) == 3
+    reopened = ours(shell).shown[1]  # the monitor shown last: what wait defaults to
+    continued = reopened.continue_run()  # Continue: the view follows a new run of the study
+    assert continued is not None and reopened.run_id == continued != monitor.run_id
+    waited = line(shell, "wait --timeout 300")  # the run that monitor follows now
+    assert waited.stdout.startswith(f"{continued} succeeded"), waited.stdout + waited.stderr
 
 
 def test_unloading_stops_the_pollers_of_the_monitors_shown(

@@ -116,7 +116,7 @@ def research(
         sandbox=sandbox_mode(sandbox),
     )
     run = start_research(client, options, title=f"auto-research {task}")
-    typer.echo(f"started {run.id}; stop it with: %zeroshot stop {run.id}")
+    typer.echo(f"started {run.id}")  # the monitor below stops it, and continues it as another
     _show_monitor(ctx, client, run.id)
 
 
@@ -174,7 +174,7 @@ def report(
     magics = _invocation(ctx).magics
     client = open_client(ledger, target)
     handle = run_commands._run_handle(client, _chosen_run(magics, run_id))
-    magics.latest_run = handle.id
+    magics.remember(handle.id)
     show_report(client, handle.id)
 
 
@@ -254,7 +254,19 @@ class ZeroshotMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.shown: list[Any] = []
-        self.latest_run: str | None = None
+        self._latest: Any = None
+        """The run id these magics named last, or the monitor they showed last."""
+
+    @property
+    def latest_run(self) -> str | None:
+        """The run these magics launched or showed last; when that was a monitor whose
+        Continue moved it on to a new run, the run it follows now."""
+        latest = self._latest
+        return latest if latest is None or isinstance(latest, str) else str(latest.run_id)
+
+    def remember(self, latest: Any) -> None:
+        """Make ``latest`` (a run id, or a monitor) what ``wait`` and ``report`` default to."""
+        self._latest = latest
 
     @line_magic
     def zeroshot(self, line: str) -> None:
@@ -281,7 +293,7 @@ def _show_monitor(ctx: typer.Context, client: Any, run_id: str) -> None:
     widget = RunMonitor(client, run_id)
     magics = _invocation(ctx).magics
     magics.shown.append(widget)
-    magics.latest_run = run_id
+    magics.remember(widget)
     _display(widget)
 
 
