@@ -232,7 +232,9 @@ def test_incumbent_card(view: ResearchView) -> None:
     assert "run succeeded" in card
     assert "no reviewed rounds yet" in incumbent_card_html(research_view([]))
     assert "adopted in round 5" in incumbent_card_html(HAND_MADE)
-    assert "plateau 1 round " in incumbent_card_html(HAND_MADE)
+    assert "1 round without an adoption since round 5" in incumbent_card_html(HAND_MADE)
+    one_rejected = made_view([make_round(1, 12.0, 10.0)])
+    assert "1 round without an adoption since the start" in incumbent_card_html(one_rejected)
 
 
 def test_panels_redraw_only_what_changed() -> None:

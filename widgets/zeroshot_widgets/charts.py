@@ -199,7 +199,7 @@ def _summary(view: ResearchView) -> str:
     metric = "-" if view.incumbent.metric is None else f"{view.incumbent.metric:.4g}"
     return (
         f"{len(view.rounds)} rounds · incumbent {view.incumbent.candidate_id} = {metric}"
-        f" · plateau {view.plateau}"
+        f" · {view.plateau} without an adoption"
     )
 
 

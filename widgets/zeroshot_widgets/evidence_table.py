@@ -269,7 +269,8 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
             f" · {origin}<br>"
             f"rounds reviewed {len(view.rounds)} · adoptions {len(view.adoptions)}"
             f" · rejections {len(view.rejections)}<br>"
-            f"plateau {view.plateau} round{'s' if view.plateau != 1 else ''}"
+            f"{view.plateau} round{'s' if view.plateau != 1 else ''} without an adoption"
+            f" since {f'round {incumbent.round}' if incumbent.round else 'the start'}"
             f" · reconsiderations {len(view.reconsiderations)}"
         )
     for note in view.notes():
