@@ -70,9 +70,9 @@ def test_exploration_is_fed_the_recorded_evaluations(rosenbrock: tuple[Path, Pat
     state = ResearchRecords(workspace, STUDY).snapshot()
     measured = sum(m.metric is not None for m in state.candidates.values())
     proposal = _ask(task, workspace, "exploration", 7)
-    assert proposal.approach == "exploration:tpe"
+    assert proposal.approach == "exploration:ei"
     assert f"fitted to {measured} measured candidates" in proposal.rationale
-    assert "TPE sample" in proposal.rationale  # past optuna's start-up trials
+    assert "the highest expected improvement" in proposal.rationale
     fresh = _ask(task, workspace.parent / "empty", "exploration", 1)
     assert "random start-up sample" in fresh.rationale and "fitted to 0" in fresh.rationale
 

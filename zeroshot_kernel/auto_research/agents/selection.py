@@ -1,8 +1,8 @@
 """How the researcher chooses this round's proposal and parent.
 
 Normally: the incumbent is the parent, and the proposal is the one with the highest
-expected improvement, TPE's ratio ``l/g`` under the densities fitted to every candidate
-measured before this round, failures included (:mod:`parzen`). A scout's request to
+expected improvement under the Gaussian process fitted to every candidate measured before
+this round, failures included (:mod:`surrogate`), whichever scout made it. A scout's request to
 re-measure the incumbent comes first: it asks only when a rival sits within the noise of
 an incumbent measured few times, and a search built on a lucky incumbent is wasted. When
 reconsideration is due: a new mechanism (the best proposal of a strategy other than the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zeroshot_kernel.auto_research.agents.parzen import Landscape
+from zeroshot_kernel.auto_research.agents.surrogate import Surrogate
 from zeroshot_kernel.auto_research.noise_floor import ranked
 from zeroshot_kernel.auto_research.protocol import REMEASURE, STRATEGIES, ScoutProposal
 from zeroshot_kernel.auto_research.records import ResearchState
@@ -78,12 +78,12 @@ def plan_round(
             f"no usable proposal{note}: re-measuring the incumbent",
         )
     history = state.results(before=round_number)
-    landscape = Landscape.fit(spec, earlier.values())
+    surrogate = Surrogate.fit_to(spec, earlier.values())
     if reconsideration_due:
         last = history[-1].strategy if history else None
         fresh = [(p, q) for p, q in usable if p.strategy != last and p.approach != REMEASURE]
         if fresh:
-            (proposal, params), ratio = _most_promising(landscape, fresh)
+            (proposal, params), score = _most_promising(surrogate, fresh)
             archived = [
                 m.candidate_id for m in ranked(spec, earlier) if m.candidate_id != incumbent_id
             ]
@@ -96,7 +96,7 @@ def plan_round(
                 True,
                 2 * spec.repeats,
                 f"reconsideration: new mechanism {proposal.approach} (last round used "
-                f"{last}; log l/g {ratio:.3g}), archived parent {parent}, "
+                f"{last}; log EI {score:.3g}), archived parent {parent}, "
                 f"{2 * spec.repeats} repeats{note}",
             )
     remeasures = [(p, q) for p, q in usable if p.approach == REMEASURE]
@@ -111,7 +111,7 @@ def plan_round(
             spec.repeats,
             f"chose {proposal.approach}: a scout doubts the incumbent's lead{note}",
         )
-    (proposal, params), ratio = _most_promising(landscape, usable)
+    (proposal, params), score = _most_promising(surrogate, usable)
     return Plan(
         proposal,
         params,
@@ -120,16 +120,16 @@ def plan_round(
         False,
         spec.repeats,
         f"chose {proposal.approach}: the highest expected improvement of {len(usable)} "
-        f"(log l/g {ratio:.3g}; {landscape.describe()}){note}",
+        f"(log EI {score:.3g}; {surrogate.describe()}){note}",
     )
 
 
 def _most_promising(
-    landscape: Landscape, options: list[tuple[ScoutProposal, Params]]
+    surrogate: Surrogate, options: list[tuple[ScoutProposal, Params]]
 ) -> tuple[tuple[ScoutProposal, Params], float]:
-    """The option whose parameters have the highest ratio ``l/g``; among equals, the
-    earlier strategy (exploration, synthesis, challenge)."""
-    scores = landscape.scores([params for _, params in options])
+    """The option whose parameters have the highest expected improvement; among equals,
+    the earlier strategy (exploration, synthesis, challenge)."""
+    scores = surrogate.scores([params for _, params in options])
     best = max(
         range(len(options)),
         key=lambda i: (scores[i], -STRATEGIES.index(options[i][0].strategy), -i),

@@ -4,8 +4,9 @@ A Gaussian is fitted to the best candidates in the unit cube (rank-weighted mean
 covariance plus a small ridge) and several points are drawn from it; each categorical
 parameter is drawn by rank-weighted vote. The covariance is what combines them: when the
 best candidates line up along a valley, the proposal follows the valley. Of the draws it
-keeps the one with the highest expected-improvement ratio ``l/g`` (:mod:`parzen`), so
-failed and poor candidates elsewhere in the study steer it too. With fewer than two
+keeps the one with the highest expected improvement under the Gaussian process fitted to
+every measured candidate (:mod:`surrogate`), so failed and poor candidates elsewhere in the
+study steer it too. With fewer than two
 measured candidates the starting point and the centre of the space stand in.
 """
 
@@ -15,8 +16,8 @@ import math
 
 import numpy as np
 
-from zeroshot_kernel.auto_research.agents.parzen import Landscape
 from zeroshot_kernel.auto_research.agents.space import from_unit, to_unit
+from zeroshot_kernel.auto_research.agents.surrogate import Surrogate, reflect
 from zeroshot_kernel.auto_research.noise_floor import ranked
 from zeroshot_kernel.auto_research.protocol import ScoutProposal
 from zeroshot_kernel.auto_research.records import ResearchState
@@ -24,7 +25,7 @@ from zeroshot_kernel.auto_research.task import Params, ResearchTask
 
 ELITE = 3
 RIDGE = 0.02
-DRAWS = 16
+DRAWS = 64
 
 
 def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProposal:
@@ -57,18 +58,19 @@ def synthesize(task: ResearchTask, state: ResearchState, seed: int) -> ScoutProp
             draws, rng.multivariate_normal(mean, covariance, DRAWS), strict=True
         ):
             params.update(
-                {p.name: from_unit(p, float(u)) for p, u in zip(numeric, row, strict=True)}
+                {p.name: from_unit(p, reflect(float(u))) for p, u in zip(numeric, row, strict=True)}
             )
     for params in draws:
         for p in spec.search_space:
             if p.type == "categorical":
                 params[p.name] = parents[int(rng.choice(len(parents), p=weights))][p.name]
-    landscape = Landscape.fit(spec, state.candidates.values())
-    chosen, ratio = landscape.best([{p.name: d[p.name] for p in spec.search_space} for d in draws])
+    surrogate = Surrogate.fit_to(spec, state.candidates.values())
+    chosen, score = surrogate.best([{p.name: d[p.name] for p in spec.search_space} for d in draws])
     return ScoutProposal(
         strategy="synthesis",
         approach="synthesis:cem",
         params=chosen,
-        rationale=f"the best log l/g ({ratio:.3g}) of {DRAWS} draws from a Gaussian fitted "
-        f"to the {len(parents)} best ({', '.join(names)}), rank-weighted; " + landscape.describe(),
+        rationale=f"the highest expected improvement (log EI {score:.3g}) of {DRAWS} draws from "
+        f"a Gaussian fitted to the {len(parents)} best ({', '.join(names)}), rank-weighted; "
+        + surrogate.describe(),
     )
