@@ -1,0 +1,264 @@
+"""The JupyterLab extension in a real browser: JupyterLab on loopback in headless Debian
+chromium, driven by playwright (helpers in ``browser_support.py``), over a workspace where
+a real auto-research run is started from the public API, as the CLI would.
+
+- The Studies side panel, opened from its tab with no notebook and no kernel, lists the
+  study as its run starts and counts its rounds as they are reviewed (screenshots under
+  ``test-artifacts/browser/panel/``).
+- The study's dashboard (the ``zeroshot:open-study`` command): hovering a point of the
+  best-so-far chart shows Plotly's hover label, clicking it opens that candidate; the runs
+  table filters by an expression (``metric < X``), and a malformed one says so and keeps
+  the rows (screenshots under ``test-artifacts/browser/dashboard/``).
+
+One server and one run serve the module: the panel test watches the run go on, the
+dashboard tests read it once it has ended. Needs ``/usr/bin/chromium`` and the server and
+front-end extensions (``make .venv/.installed-test``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import (
+    ARTIFACTS,
+    Server,
+    browser_page,
+    jupyter_server,
+    require_the_lab_extension,
+)
+from support import wait_until
+from workbench_support import TASK, ResearchRun, research_workspace, start_research
+
+from zeroshot_kernel.ledger.events import SucceededResult
+
+ITERATIONS = 4
+"""Reviewed rounds of the module's run: enough to see the count grow, and rows on both
+sides of a filter."""
+STUDY = TASK  # a run that names no study records into the task's
+PANEL = "zeroshot-studies-panel"
+
+
+@dataclass
+class Lab:
+    """JupyterLab over a research workspace, and the module's run (started on demand)."""
+
+    server: Server
+    workspace: Path
+    runs: list[ResearchRun] = field(default_factory=list)
+
+    def study_run(self) -> ResearchRun:
+        """The module's run, started by the first test that asks."""
+        if not self.runs:
+            self.runs.append(start_research(self.workspace, iterations=ITERATIONS))
+        return self.runs[0]
+
+    def finished_run(self) -> ResearchRun:
+        started = self.study_run()
+        result = started.run.result(timeout=300)
+        assert isinstance(result, SucceededResult), result
+        return started
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    require_the_lab_extension()
+    scratch = tmp_path_factory.mktemp("lab-extension")
+    workspace = research_workspace(scratch / "workspace")
+    # the app on window.jupyterapp: the tests run its commands, as the palette would
+    with jupyter_server("lab", workspace, scratch, "--LabApp.expose_app_in_browser=True") as up:
+        shared = Lab(up, workspace)
+        try:
+            yield shared
+        finally:
+            for started in shared.runs:
+                if started.run.terminal is None:
+                    started.run.stop()
+
+
+def open_lab(page: Any, server: Server) -> None:
+    """JupyterLab with nothing open (a fresh layout), once its app has started."""
+    page.goto(server.home_url())
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('zeroshot:open-study')",
+        timeout=90_000,
+    )
+
+
+def execute(page: Any, command: str, args: dict[str, Any] | None = None) -> None:
+    page.evaluate(
+        "([command, args]) => window.jupyterapp.commands.execute(command, args)",
+        [command, args or {}],
+    )
+
+
+def no_kernels(server: Server) -> None:
+    assert server.api("kernels") == [], "a kernel is running"
+
+
+def rounds_in(row: Any) -> int | None:
+    """The rounds a study row counts: its ``data-rounds``, else "N rounds" in its text."""
+    counted = row.get_attribute("data-rounds")
+    if counted is not None and counted.isdigit():
+        return int(counted)
+    found = re.search(r"(\d+)\s*rounds?\b", row.inner_text())
+    return int(found[1]) if found else None
+
+
+def test_the_side_panel_lists_a_study_while_its_run_goes_on_with_no_kernel(lab: Lab) -> None:
+    from playwright.sync_api import expect
+
+    server = lab.server
+    artifacts = ARTIFACTS / "panel"
+    with browser_page(artifacts) as page:
+        open_lab(page, server)
+        page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{PANEL}']").click()
+        panel = page.locator(f"#{PANEL}")
+        expect(panel).to_be_visible(timeout=30_000)
+        page.screenshot(path=str(artifacts / "before-the-run.png"))
+        no_kernels(server)
+
+        started = lab.study_run()  # from the public API, as `zeroshot research run` does
+        row = panel.locator(f".zs-study-row[data-study='{STUDY}']")
+        expect(row).to_be_visible(timeout=120_000)
+        page.screenshot(path=str(artifacts / "run-started.png"))
+        counted: list[int] = []
+
+        def counts_a_round() -> bool:
+            rounds = rounds_in(row)
+            if rounds is None or rounds < 1:
+                return False
+            counted.append(rounds)
+            return True
+
+        wait_until(counts_a_round, 180, "the study row to count a reviewed round")
+        first = counted[-1]
+        assert started.run.terminal is None, "the run ended before the panel counted a round"
+        assert first < ITERATIONS
+        page.screenshot(path=str(artifacts / "first-round.png"))
+        wait_until(lambda: (rounds_in(row) or 0) > first, 180, "the round count to grow")
+        page.screenshot(path=str(artifacts / "rounds-growing.png"))
+        no_kernels(server)
+
+        result = started.run.result(timeout=300)
+        assert isinstance(result, SucceededResult), result
+        wait_until(lambda: rounds_in(row) == ITERATIONS, 60, f"{ITERATIONS} rounds in the row")
+        page.screenshot(path=str(artifacts / "run-ended.png"))
+        # the study's run is listed under it, by id
+        run_row = panel.locator(f".zs-run-row[data-run='{started.run.id}']")
+        if run_row.count() == 0:
+            row.click()  # a study row may fold its runs away
+        expect(run_row).to_be_attached(timeout=30_000)
+        no_kernels(server)
+
+
+def open_dashboard(page: Any, server: Server, study: str) -> Any:
+    open_lab(page, server)
+    execute(page, "zeroshot:open-study", {"study": study})
+    dashboard = page.locator(f".zs-dashboard[data-study='{study}']")
+    dashboard.wait_for(timeout=60_000)
+    return dashboard
+
+
+POINT_CENTRES_JS = """
+chart => Array.from(chart.querySelectorAll('.scatterlayer .trace')).map(trace =>
+  Array.from(trace.querySelectorAll('path.point')).map(point => {
+    const box = point.getBoundingClientRect();
+    return box.width > 0 ? [box.x + box.width / 2, box.y + box.height / 2] : null;
+  }))
+"""
+
+
+def test_hovering_and_clicking_a_chart_point_opens_its_candidate(lab: Lab) -> None:
+    from playwright.sync_api import expect
+
+    lab.finished_run()
+    server = lab.server
+    data = server.zeroshot(f"studies/{STUDY}")
+    candidates = set(data["chart"]["candidate_ids"])
+    assert len(candidates) >= ITERATIONS
+    artifacts = ARTIFACTS / "dashboard"
+    with browser_page(artifacts) as page:
+        dashboard = open_dashboard(page, server, STUDY)
+        best = dashboard.locator(".zs-chart-best")
+        expect(best.locator(".scatterlayer path.point").first).to_be_visible(timeout=60_000)
+        page.screenshot(path=str(artifacts / "dashboard.png"))
+        dashboard.screenshot(path=str(artifacts / "dashboard-full.png"))
+        for chart in ("parcoords", "slice", "importance", "contour"):
+            shown = dashboard.locator(f".zs-chart-{chart}")
+            if shown.count():
+                shown.first.scroll_into_view_if_needed()
+                shown.first.screenshot(path=str(artifacts / f"chart-{chart}.png"))
+
+        # the first trace holds one point per round, in round order: take the last round's
+        best.scroll_into_view_if_needed()
+        traces = best.evaluate(POINT_CENTRES_JS)
+        drawn = [centre for centre in traces[0] if centre is not None]
+        assert drawn, f"no point drawn in the best-so-far chart: {traces}"
+        x, y = drawn[-1]
+        page.mouse.move(x - 20, y - 20)
+        page.mouse.move(x, y)
+        hover = best.locator(".hoverlayer .hovertext")
+        expect(hover.first).to_be_visible(timeout=10_000)
+        page.screenshot(path=str(artifacts / "hover.png"))
+
+        page.mouse.click(x, y)
+        candidate = page.locator(".zs-candidate[data-candidate]")
+        expect(candidate.first).to_be_visible(timeout=30_000)
+        shown_id = candidate.first.get_attribute("data-candidate")
+        assert shown_id in candidates, f"{shown_id} is none of the chart's {sorted(candidates)}"
+        if len(traces[0]) == len(data["chart"]["candidate_ids"]):
+            assert shown_id == data["chart"]["candidate_ids"][-1]  # the point clicked
+        expect(candidate.first).to_contain_text(shown_id)
+        detail = server.zeroshot(f"studies/{STUDY}/candidates/{shown_id}")
+        assert detail["candidate_id"] == shown_id
+        page.screenshot(path=str(artifacts / "candidate.png"))
+
+
+def threshold(metrics: list[float]) -> str:
+    """A value between two of the metrics, near their middle, written plainly."""
+    distinct = sorted(set(metrics))
+    assert len(distinct) >= 2, f"the study's candidates all measured {distinct}"
+    middle = len(distinct) // 2
+    return f"{(distinct[middle - 1] + distinct[middle]) / 2:.9f}"
+
+
+def test_the_runs_table_filters_by_an_expression(lab: Lab) -> None:
+    from playwright.sync_api import expect
+
+    lab.finished_run()
+    server = lab.server
+    candidates = server.zeroshot(f"studies/{STUDY}")["candidates"]
+    metrics = [c["metric"] for c in candidates if c["metric"] is not None]
+    x = threshold(metrics)
+    kept = sum(1 for metric in metrics if metric < float(x))
+    assert 0 < kept < len(candidates)
+    artifacts = ARTIFACTS / "dashboard"
+    with browser_page(artifacts) as page:
+        dashboard = open_dashboard(page, server, STUDY)
+        table = dashboard.locator(".zs-runs-table")
+        rows = table.locator("tr.zs-row")
+        expect(rows).to_have_count(len(candidates), timeout=60_000)
+        table.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / "table.png"))
+
+        box = dashboard.locator(".zs-filter-input")
+        box.fill(f"metric < {x}")
+        box.press("Enter")
+        expect(rows).to_have_count(kept, timeout=10_000)
+        expect(dashboard.locator(".zs-filter-error")).to_be_hidden()
+        page.screenshot(path=str(artifacts / "table-filtered.png"))
+
+        box.fill("")
+        box.press("Enter")
+        expect(rows).to_have_count(len(candidates), timeout=10_000)
+        box.fill("metric < < 1")
+        box.press("Enter")
+        expect(dashboard.locator(".zs-filter-error")).to_be_visible(timeout=10_000)
+        expect(rows).to_have_count(len(candidates))
+        page.screenshot(path=str(artifacts / "table-filter-error.png"))
+        no_kernels(server)
