@@ -6,18 +6,44 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lab lint bench clean system-packages sandbox-package
+.PHONY: demo test lab lint bench clean system-packages sandbox-package labextension lab-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Stamp files re-run the install whenever pyproject.toml changes.
-$(VENV)/.installed-lab: pyproject.toml | $(BIN)/python
+# The JupyterLab / Notebook 7 extension (labextension/, TypeScript): `npm ci` from the
+# committed package-lock.json, then `npm run build` (tsc and @jupyterlab/builder) writes the
+# prebuilt extension into zeroshot_kernel/labextension, which the pip install below ships to
+# share/jupyter/labextensions/zeroshot-workbench (pyproject.toml: wheel shared-data). The
+# build needs node and npm only (the JupyterLab core metadata comes from npm), so it runs
+# before pip; pip re-runs when the build is newer than the stamp.
+LABEXT := labextension
+LABEXT_BUILT := zeroshot_kernel/labextension/package.json
+LABEXT_SOURCES := $(wildcard $(LABEXT)/src/*.ts $(LABEXT)/style/*) $(LABEXT)/package.json \
+  $(LABEXT)/tsconfig.json $(LABEXT)/scripts/build-labextension.mjs
+
+$(LABEXT)/node_modules/.installed: $(LABEXT)/package.json $(LABEXT)/package-lock.json
+	@command -v npm >/dev/null || { echo "make: npm is missing (Node.js 20 or newer with npm builds the lab extension: sudo apt-get install nodejs npm)"; exit 1; }
+	cd $(LABEXT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(LABEXT_BUILT): $(LABEXT_SOURCES) $(LABEXT)/node_modules/.installed
+	cd $(LABEXT) && npm run --silent build
+	touch $@
+
+labextension: $(LABEXT_BUILT)
+
+# the front end's unit tests (vitest: the filter language, the runs table, the monitor's data)
+lab-test: $(LABEXT)/node_modules/.installed
+	cd $(LABEXT) && npm test
+
+# Stamp files re-run the install whenever pyproject.toml (or the lab extension's build) changes.
+$(VENV)/.installed-lab: pyproject.toml $(LABEXT_BUILT) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab,tasks]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml $(LABEXT_BUILT) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab,tasks,test]'
 	touch $@
 
@@ -51,7 +77,7 @@ system-packages:
 sandbox-package:
 	$(call install_packages,$(SANDBOX_PACKAGE_MISSING))
 
-test: $(VENV)/.installed-test system-packages
+test: $(VENV)/.installed-test system-packages lab-test
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
@@ -69,3 +95,4 @@ bench: $(VENV)/.installed-bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(LABEXT)/node_modules $(LABEXT)/lib $(LABEXT)/tsconfig.tsbuildinfo zeroshot_kernel/labextension
