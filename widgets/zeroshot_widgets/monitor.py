@@ -27,38 +27,47 @@ import base64
 import html
 import secrets
 import threading
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
+from zeroshot_kernel.auto_research.continuation import continuation_options, study_history
+from zeroshot_kernel.auto_research.run_feed import TAIL_LINES, Poll, RunFeed
+from zeroshot_kernel.auto_research.run_info import RunInfo
+from zeroshot_kernel.auto_research.run_words import STOP_MESSAGES, phase_key
+from zeroshot_kernel.auto_research.run_words import phase_text as _phase_text
+from zeroshot_kernel.auto_research.run_words import progress_text as _progress_text
 from zeroshot_kernel.auto_research.studies import (
-    StudyError,
     candidates_in_flight,
     in_flight_text,
     round_in_progress,
-    study_of_run,
     study_round_offset,
 )
-from zeroshot_kernel.auto_research.views import ResearchView, RoundView, load_research_view
+from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_kernel.client import Client, RunHeld
 from zeroshot_kernel.exceptions import ZeroshotError
-from zeroshot_kernel.ledger import LedgerError, RunNotFound
+from zeroshot_kernel.ledger import LedgerError
 from zeroshot_kernel.ledger.events import FailedResult, TerminalResult, was_stopped
 from zeroshot_kernel.ledger.failure import explain_failure
-from zeroshot_kernel.templates import TemplateOptions, expand_template
+from zeroshot_kernel.templates import expand_template
 from zeroshot_widgets._poller import Poller
 from zeroshot_widgets.charts import plateau_png
 from zeroshot_widgets.evidence_table import rounds_table_html, scrolling_box
-from zeroshot_widgets.feed import TAIL_LINES, Poll, RunFeed
 from zeroshot_widgets.panels import MAX_ROWS, IncumbentCard, PlateauChart, RoundsTable
-from zeroshot_widgets.run_info import RunInfo
+
+__all__ = [
+    "RUN_MIME",
+    "STOP_MESSAGES",
+    "RunMonitor",
+    "continuation_options",
+    "study_history",
+]
 
 INTERVAL_S = 1.0
-STOP_MESSAGES = {
-    "already_finished": "the run had already finished",
-    "requested": "stop requested; the run's controller is closing it",
-    "closed": "closed (no controller was running it)",
-}
+RUN_MIME = "application/vnd.zeroshot.run+json"
+"""The output a JupyterLab front end with the zeroshot extension renders live from the
+ledger, through the Jupyter server (no kernel needed): ``{"run_id", "workspace"}``."""
 _PHASE_COLOURS = {
     "admitted": "#7f7f7f",
     "running": "#1f77b4",
@@ -356,6 +365,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
                 data.update(
                     {k: v for k, v in self._bundle(widget=False).items() if k in SNAPSHOT_MIME}
                 )
+                data[RUN_MIME] = self._run_ref()
         return data
 
     def _ipython_display_(self) -> None:
@@ -467,6 +477,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         }
         if png is not None:
             bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        bundle[RUN_MIME] = self._run_ref()
         if widget and self._view_name is not None:
             bundle["application/vnd.jupyter.widget-view+json"] = {
                 "version_major": 2,
@@ -474,6 +485,11 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
                 "model_id": self._model_id,
             }
         return bundle
+
+    def _run_ref(self) -> dict[str, str]:
+        """The run mime's data: which run, in which workspace's ledger (absolute), so the
+        Lab front end renders it live whether or not this kernel is still there."""
+        return {"run_id": self.run_id, "workspace": str(Path(self.client.workspace).resolve())}
 
     def _status_text(self) -> str:
         status = _phase_text(self._last) if self._last else "admitted"
@@ -541,26 +557,6 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.message.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
 
 
-def study_history(client: Client, run_id: str) -> tuple[RoundView, ...]:
-    """The rounds that the earlier runs of ``run_id``'s study in this ledger reviewed,
-    oldest first: a monitor starts from them, so a continued study shows its whole chart,
-    incumbent and count (none for a run that is not auto-research)."""
-    try:
-        study = study_of_run(client, run_id)
-    except (StudyError, RunNotFound):
-        return ()
-    rounds: list[RoundView] = []
-    for run in sorted(client.runs(), key=lambda summary: summary.created_at):
-        if run.run_id == run_id:
-            break
-        try:
-            if study_of_run(client, run.run_id) == study:
-                rounds += load_research_view(client, run.run_id).rounds
-        except (StudyError, RunNotFound):
-            continue
-    return tuple(rounds)
-
-
 def _gated_graph(client: Client, run_id: str) -> dict[str, Any] | None:
     """The run's graph when it has a review gate (only those show a completion decision)."""
     from zeroshot_kernel.software_change.review.ledger import GATE_WORKER, workers
@@ -590,49 +586,8 @@ def _header(info: RunInfo, run_id: str, ledger: str) -> str:
     )
 
 
-def continuation_options(
-    admitted: dict[str, Any], *, iterations: int | None = None
-) -> TemplateOptions:
-    """The auto-research template options that continue a run's study: its task, study,
-    harness, provider, model and openai server, read from its admitted input and plan
-    (``iterations``: the new run's rounds; default the old run's)."""
-    given = admitted.get("initialInput") or {}
-    runtime = admitted.get("runtime") or {}
-    if not isinstance(given, dict) or not given.get("task"):
-        raise ValueError("not an auto-research run (its input names no task)")
-    connection = (runtime.get("connections") or {}).get("openai") or {}
-    return TemplateOptions(
-        task=str(given["task"]),
-        study=str(given.get("study") or "") or None,
-        iterations=iterations or (given.get("options") or {}).get("iterations"),
-        harness=str(runtime.get("harness") or "local"),
-        provider=runtime.get("provider"),
-        model=runtime.get("model"),
-        base_url=connection.get("baseUrl"),
-        max_tokens=runtime.get("maxTokens"),
-    )
-
-
-def _phase_text(poll: Poll) -> str:
-    """The phase, or the result in a few words (the full output is in the log)."""
-    if poll.terminal is None:
-        return poll.phase
-    if was_stopped(poll.terminal):
-        return "stopped"
-    if isinstance(poll.terminal, FailedResult):
-        return f"failed: {poll.terminal.reason}"
-    return "succeeded"
-
-
 def _phase_html(poll: Poll) -> str:
-    key = (
-        "stopped"
-        if was_stopped(poll.terminal)
-        else poll.terminal.status
-        if poll.terminal
-        else poll.phase
-    )
-    colour = _PHASE_COLOURS.get(key, "#7f7f7f")
+    colour = _PHASE_COLOURS.get(phase_key(poll), "#7f7f7f")
     return f'<span style="color:{colour};font-weight:bold">{html.escape(_phase_text(poll))}</span>'
 
 
@@ -659,15 +614,3 @@ def _heartbeat_html(token: str, beat: int, run_id: str, stale_after_s: float) ->
         "no longer updates it. Re-run the cell or <code>%zeroshot monitor "
         f"{html.escape(run_id)}</code>.</div>"
     )
-
-
-def _progress_text(view: ResearchView, limit: int | None, study_round: int) -> str:
-    """This run's rounds against its limit; the round in progress by its study-wide
-    number, as the rounds table numbers them."""
-    done = len(view.rounds)
-    text = f"{done} / {limit} rounds" if limit else f"{done} rounds"
-    if view.terminal is None and limit is not None and done < limit:
-        passes = view.passes_in_progress
-        text += f" · round {study_round} in progress"
-        text += f" (pass {passes + 1})" if passes else ""
-    return text

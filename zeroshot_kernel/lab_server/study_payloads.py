@@ -1,0 +1,291 @@
+"""The studies panel, a study's dashboard, a candidate and a study's CSV, as the JSON of
+``labextension/src/types.ts`` (``StudiesReply``, ``StudyDashboard``, ``CandidateDetail``).
+
+Built from the same readers the widgets and the CLI use (``list_studies``, ``study_rows``,
+``Study``, ``candidate_detail``, ``parameter_importance``), so every view counts alike:
+rounds are reviewed rounds, the baseline (round 0) is not one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zeroshot_kernel.auto_research.candidate_detail import CandidateDetail, candidate_detail
+from zeroshot_kernel.auto_research.experiment import status_words
+from zeroshot_kernel.auto_research.importance import (
+    Importances,
+    MeasuredStudy,
+    load_measured,
+    parameter_importance,
+)
+from zeroshot_kernel.auto_research.noise_floor import gate_summary
+from zeroshot_kernel.auto_research.records import ResearchRecords
+from zeroshot_kernel.auto_research.round_words import decision_words
+from zeroshot_kernel.auto_research.studies import StudyError, list_studies
+from zeroshot_kernel.auto_research.study import Study
+from zeroshot_kernel.auto_research.study_table import StudyRow, study_rows
+from zeroshot_kernel.client import Client
+from zeroshot_kernel.exceptions import NotFound
+from zeroshot_kernel.lab_server.json_values import number
+
+CSV_KINDS = ("rounds", "candidates")
+
+
+class UnknownStudy(NotFound):
+    """No study of that name in the workspace (HTTP 404, naming the ones there are)."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"no study {name!r} in this workspace")
+        self.known = known
+
+
+def studies_reply(client: Client) -> dict[str, Any]:
+    """``StudiesReply``: every study, by name."""
+    recorded = {summary.name: summary for summary in list_studies(client.workspace)}
+    updated = {summary.run_id: summary.updated_at for summary in client.runs()}
+    rows = []
+    for row in study_rows(client):
+        latest = row.runs[-1] if row.runs else None
+        summary = recorded.get(row.name)
+        rows.append(
+            {
+                "name": row.name,
+                "task": row.task,
+                "metric": row.metric,
+                "direction": row.direction or "minimize",
+                # as `zeroshot research studies` counts: the records' reviewed rounds
+                "rounds": summary.rounds if summary is not None else row.rounds,
+                "adopted": row.adoptions,
+                "incumbent": _incumbent(row),
+                "latest_run": latest.run_id if latest else None,
+                "running": latest is not None and not latest.finished,
+                "updated": updated.get(latest.run_id) if latest else None,
+            }
+        )
+    return {"workspace": str(client.workspace), "studies": rows}
+
+
+def study_names(client: Client) -> list[str]:
+    """The studies a 404 names: those with records in the workspace."""
+    return [summary.name for summary in list_studies(client.workspace)]
+
+
+def open_study(client: Client, name: str) -> Study:
+    """The study ``name`` (already a valid name); :class:`UnknownStudy` when absent."""
+    try:
+        return Study.open(client.workspace, name, client=client)
+    except StudyError:
+        raise UnknownStudy(name, study_names(client)) from None
+
+
+def study_dashboard(client: Client, name: str) -> dict[str, Any]:
+    """``StudyDashboard``: the chart, rounds, candidates, parameters and insights."""
+    study = open_study(client, name)
+    row = next((r for r in study_rows(client) if r.name == name), None)
+    rounds = [round_row(r) for r in study.rounds()]
+    measured = load_measured(client.workspace, name)
+    importances = parameter_importance(measured)
+    return {
+        "name": name,
+        "task": row.task if row else measured.task,
+        "metric": row.metric if row else measured.metric,
+        "direction": (row.direction if row else None) or measured.direction,
+        "incumbent": _incumbent(row) if row else None,
+        "chart": chart(rounds, earlier=0),
+        "rounds": rounds,
+        "candidates": [candidate_row(c) for c in study.candidates()],
+        "params": [_param_spec(p) for p in measured.search_space],
+        "importance": [
+            {"param": param, "importance": weight} for param, weight in importances.items()
+        ],
+        "runs": [run.run_id for run in row.runs] if row else [],
+        "insights": insights(measured, importances),
+    }
+
+
+def round_row(row: dict[str, Any]) -> dict[str, Any]:
+    """``RoundRow`` from a row of :meth:`Study.rounds`."""
+    words = decision_words(
+        str(row["disposition"] or ""),
+        str(row["candidate_id"]),
+        str(row["parent_id"]),
+        str(row["approach"]),
+    )
+    why = row.get("reason") or gate_summary(
+        number(row.get("gain")),
+        number(row.get("noise_floor")),
+        int(row.get("repeats") or 0),
+        row.get("gate_decision"),
+        row.get("max_seeds"),
+    )
+    return {
+        "round": row["round"],
+        "run_id": row["run_id"] or "",
+        "candidate_id": row["candidate_id"],
+        "approach": row["approach"],
+        "strategy": row["strategy"],
+        "params": row["params"],
+        "status": status_words(str(row["experiment_status"])),
+        "metric": number(row["metric"]),
+        "incumbent_id": row["incumbent_id"],
+        "incumbent_metric": number(row["incumbent_metric"]),
+        "best_so_far": number(row["best_so_far"]),
+        "adopted": bool(row["adopted"]),
+        "disposition": words,
+        "decision": f"{words}: {why}",
+        "gain": number(row.get("gain")),
+        "noise_floor": number(row.get("noise_floor")),
+        "seeds": int(row.get("repeats") or 0),
+        "gate_decision": row.get("gate_decision"),
+        "effect_size": number(row.get("effect_size")),
+    }
+
+
+def chart(rounds: list[dict[str, Any]], *, earlier: int) -> dict[str, Any]:
+    """``ChartSeries`` of ``RoundRow`` payloads, oldest first."""
+    return {
+        "rounds": [r["round"] for r in rounds],
+        "values": [r["metric"] if r["status"] == "ok" else None for r in rounds],
+        "best_so_far": [r["best_so_far"] for r in rounds],
+        "adopted": [r["adopted"] for r in rounds],
+        "candidate_ids": [r["candidate_id"] for r in rounds],
+        "earlier": earlier,
+    }
+
+
+def candidate_row(row: dict[str, Any]) -> dict[str, Any]:
+    """``CandidateRow`` from a row of :meth:`Study.candidates`."""
+    return {
+        "candidate_id": row["candidate_id"],
+        "round": row["round"],
+        "run_id": row["run_id"] or "",
+        "params": row["params"],
+        "metric": number(row["metric_mean"]),
+        "status": status_words(str(row["status"])),
+        "adopted": bool(row["adopted"]),
+        "harness": row["harness"],
+        "model": row["model"],
+        "cost_usd": None,  # usage is reported per run, not per candidate
+        "tokens": None,
+        "duration_s": None,
+    }
+
+
+def candidate_payload(client: Client, name: str, candidate: str) -> dict[str, Any]:
+    """``CandidateDetail``: the records' view of one candidate, with the reviewer's words."""
+    study = open_study(client, name)
+    detail = candidate_detail(client.workspace, name, candidate, client=client)
+    row = next((c for c in study.candidates() if c["candidate_id"] == candidate), None)
+    base = candidate_row(row) if row is not None else _bare_row(detail)
+    review = detail.review
+    words = (
+        "baseline"
+        if review is None
+        else decision_words(review.decision, detail.candidate_id, detail.parent_id, review.approach)
+    )
+    return {
+        **base,
+        "duration_s": sum(m.duration_s for m in detail.measurements) or None,
+        "approach": review.approach if review else "the task's starting candidate",
+        "strategy": review.strategy if review else "",
+        "rationale": review.rationale if review else "",
+        "decision": f"{words}: {review.noise_decision}" if review else words,
+        "review": _review_text(detail),
+        "evidence": review.evidence if review else "",
+        "diff": detail.diff,
+        "seeds": review.seeds if review else len(detail.measurements),
+        "gain": number(review.gain) if review else None,
+        "noise_floor": number(review.noise_floor) if review else None,
+        "gate_decision": review.gate_decision if review else None,
+        "curve": _curve(ResearchRecords(client.workspace, name), candidate),
+    }
+
+
+def export_csv(client: Client, name: str, kind: str = "rounds") -> str:
+    """The CSV the study browser's "Export CSV" writes (``Study.csv_text``)."""
+    return open_study(client, name).csv_text("candidates" if kind == "candidates" else "rounds")
+
+
+def insights(measured: MeasuredStudy, importances: Importances) -> list[str]:
+    """What the insights view says, as sentences."""
+    lines = [measured.problem] if measured.problem else []
+    if importances:
+        top, weight = next(iter(importances.items()))
+        lines.append(
+            f"{top} mattered most to {measured.metric} ({weight:.0%} of the importance, "
+            f"{importances.measured} measured candidates)"
+        )
+    elif importances.reason:
+        lines.append(importances.reason)
+    if importances.constant:
+        constant = ", ".join(importances.constant)
+        lines.append(f"held one value in every measured candidate: {constant}")
+    if importances.note:
+        lines.append(importances.note)
+    best, incumbent = measured.best(), measured.incumbent
+    if best is not None and incumbent is not None and best.candidate_id != incumbent.candidate_id:
+        lines.append(
+            f"the best single measurement is {best.candidate_id} ({best.metric:.4g}); the "
+            f"incumbent {incumbent.candidate_id} ({incumbent.metric:.4g}) is the one whose "
+            "gain beat the noise floor"
+        )
+    return lines
+
+
+def _incumbent(row: StudyRow) -> dict[str, Any] | None:
+    if row.incumbent is None:
+        return None
+    return {
+        "candidate_id": row.incumbent.candidate_id,
+        "metric": number(row.incumbent.metric),
+        "round": row.incumbent.round,
+    }
+
+
+def _param_spec(parameter: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": parameter.name, "kind": parameter.type}
+    if parameter.type == "categorical":
+        spec["choices"] = list(parameter.choices or [])
+    else:
+        spec.update(low=parameter.low, high=parameter.high, log=parameter.log)
+    return spec
+
+
+def _bare_row(detail: CandidateDetail) -> dict[str, Any]:
+    return {
+        "candidate_id": detail.candidate_id,
+        "round": detail.round,
+        "run_id": "",
+        "params": detail.params,
+        "metric": number(detail.mean),
+        "status": status_words(detail.measurements[0].status) if detail.measurements else "",
+        "adopted": False,
+        "harness": None,
+        "model": None,
+        "cost_usd": None,
+        "tokens": None,
+        "duration_s": None,
+    }
+
+
+def _review_text(detail: CandidateDetail) -> str:
+    review = detail.review
+    if review is None:
+        return "measured as the baseline (no review)"
+    parts = [
+        f"verdict: {review.verdict}" if review.verdict else "",
+        review.reason,
+        review.justification,
+        *(f"correction: {c}" for c in review.corrections),
+    ]
+    return "\n".join(part for part in parts if part)
+
+
+def _curve(records: ResearchRecords, candidate: str) -> list[dict[str, float]]:
+    """The learning curve its first measurement reported (empty when it reported none)."""
+    manifest = records.read_manifest(candidate)
+    for measurement in manifest.measurements if manifest else []:
+        curve = measurement.experiment.curve
+        if curve is not None:
+            return [{"step": step, "value": value} for step, value in curve.points().items()]
+    return []
