@@ -26,6 +26,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures, m
 from workbench_support import ResearchRun, research_workspace, start_research
 
 from zeroshot_kernel.auto_research.studies import list_studies
+from zeroshot_kernel.auto_research.study import Study
 from zeroshot_kernel.client import Client
 
 Fetch = Callable[..., Any]
@@ -99,8 +100,11 @@ def poll(api: Callable[..., Any], run_id: str, done: Callable[[dict[str, Any]], 
 
 
 def test_a_live_run_is_followed_until_it_ends(api, module_root: ResearchRun) -> None:
-    run_id = module_root.run.id
-    state, seen = poll(api, run_id, lambda s: s["phase"] in ("succeeded", "failed", "stopped"))
+    live = start_research(research_workspace(module_root.workspace / "live"), iterations=2)
+    run_id, where = live.run.id, {"workspace": str(live.workspace)}
+    state, seen = poll(
+        api, run_id, lambda s: s["phase"] in ("succeeded", "failed", "stopped"), params=where
+    )
     assert seen[0]["phase"] in ("admitted", "running"), "the first poll should see it live"
     assert seen[0]["can_stop"] is True and seen[0]["can_continue"] is False
     assert state["phase"] == "succeeded" and state["can_stop"] is False
@@ -119,11 +123,12 @@ def test_a_live_run_is_followed_until_it_ends(api, module_root: ResearchRun) -> 
         r["adopted"] for r in state["rounds"]
     )
     assert state["log_tail"] and state["cause"] is None and state["continued_by"] is None
-    assert state["workspace"] == str(module_root.workspace.resolve())
-    # a live poll in between said where it was, in the monitor's words
-    live = [s for s in seen if s["phase"] == "running" and s["round_in_progress"]]
-    if live:
-        assert "in progress" in live[0]["progress_text"]
+    assert state["workspace"] == str(live.workspace.resolve())
+    # the polls in between said where it was, in the monitor's words
+    running = [s for s in seen if s["phase"] == "running" and s["round_in_progress"]]
+    assert running and "in progress" in running[0]["progress_text"]
+    assert [s["rounds_done"] for s in seen] == sorted(s["rounds_done"] for s in seen)
+    live.client.close()
 
 
 def test_studies_agree_with_the_cli(api, finished: ResearchRun) -> None:
@@ -187,12 +192,14 @@ def test_candidate_detail(api, finished: ResearchRun) -> None:
 
 
 def test_export_csv(api, finished: ResearchRun) -> None:
-    status, text = api("studies", "rosenbrock", "export.csv")
-    assert status == 200 and isinstance(text, str)
+    study = Study.open(finished.workspace, "rosenbrock")
+    status, text = api("studies", "rosenbrock", "export.csv")  # the candidates, as types.ts
+    assert status == 200 and text == study.csv_text("candidates")
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert [int(r["round"]) for r in rows] == [1, 2]
-    status, text = api("studies", "rosenbrock", "export.csv", params={"kind": "candidates"})
-    assert status == 200 and "candidate_id" in text.splitlines()[0]
+    assert rows and "candidate_id" in rows[0] and "metric_mean" in rows[0]
+    status, text = api("studies", "rosenbrock", "export.csv", params={"kind": "rounds"})
+    assert status == 200 and text == study.csv_text("rounds")  # the study browser's export
+    assert [int(r["round"]) for r in csv.DictReader(io.StringIO(text))] == [1, 2]
     status, body = api("studies", "rosenbrock", "export.csv", params={"kind": "bogus"})
     assert status == 400 and "error" in body
 

@@ -9,7 +9,7 @@
  *   GET  studies                          -> StudiesReply
  *   GET  studies/{name}                   -> StudyDashboard
  *   GET  studies/{name}/candidates/{cid}  -> CandidateDetail
- *   GET  studies/{name}/export.csv        -> text/csv (the study's candidates)
+ *   GET  studies/{name}/export.csv        -> text/csv (the study's candidates; `?kind=rounds`: its rounds)
  *   GET  runs                             -> RunsReply
  *   GET  runs/{run_id}                    -> RunState
  *   POST runs/{run_id}/stop               -> ActionReply

@@ -4,7 +4,8 @@
     GET  studies                          StudiesReply
     GET  studies/{name}                   StudyDashboard
     GET  studies/{name}/candidates/{cid}  CandidateDetail
-    GET  studies/{name}/export.csv        text/csv (``?kind=rounds`` default, or candidates)
+    GET  studies/{name}/export.csv        text/csv: the candidates (``?kind=rounds``: the
+                                          rounds, as the study browser's Export CSV)
     GET  runs                             RunsReply
     GET  runs/{run_id}                    RunState
     POST runs/{run_id}/stop               ActionReply
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import tornado.web
@@ -28,6 +30,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from zeroshot_kernel.auto_research.studies import StudyError
+from zeroshot_kernel.auto_research.study_table import RunCache
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import NotFound, ZeroshotError
 from zeroshot_kernel.lab_server import inputs
@@ -95,6 +98,9 @@ class ZeroshotHandler(APIHandler):
         except Exception as problem:  # every failure becomes a JSON refusal, no traceback
             raise refusal_for(problem, self.log) from None
 
+    def _cache(self, client: Client) -> RunCache:
+        return self.workspaces.run_cache(Path(client.workspace))
+
     def _refuse(self, refusal: Refusal) -> None:
         self.set_status(refusal.status)
         self.set_header("Content-Type", "application/json")
@@ -127,13 +133,15 @@ def refusal_for(problem: Exception, log: Any) -> Refusal:
 class StudiesHandler(ZeroshotHandler):
     @tornado.web.authenticated
     async def get(self) -> None:
-        await self.answer(studies_reply)
+        await self.answer(lambda client: studies_reply(client, self._cache(client)))
 
 
 class StudyHandler(ZeroshotHandler):
     @tornado.web.authenticated
     async def get(self, name: str) -> None:
-        await self.answer(lambda client: study_dashboard(client, inputs.study_name(name)))
+        await self.answer(
+            lambda client: study_dashboard(client, inputs.study_name(name), self._cache(client))
+        )
 
 
 class CandidateHandler(ZeroshotHandler):
@@ -149,7 +157,7 @@ class CandidateHandler(ZeroshotHandler):
 class ExportHandler(ZeroshotHandler):
     @tornado.web.authenticated
     async def get(self, name: str) -> None:
-        kind = self.get_query_argument("kind", "rounds")
+        kind = self.get_query_argument("kind", "candidates")
         if kind not in CSV_KINDS:
             self._refuse(Refusal(400, {"error": "kind must be 'rounds' or 'candidates'"}))
             return

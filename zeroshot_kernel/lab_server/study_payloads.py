@@ -23,7 +23,7 @@ from zeroshot_kernel.auto_research.records import ResearchRecords
 from zeroshot_kernel.auto_research.round_words import decision_words
 from zeroshot_kernel.auto_research.studies import StudyError, list_studies
 from zeroshot_kernel.auto_research.study import Study
-from zeroshot_kernel.auto_research.study_table import StudyRow, study_rows
+from zeroshot_kernel.auto_research.study_table import RunCache, StudyRow, study_rows
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import NotFound
 from zeroshot_kernel.lab_server.json_values import number
@@ -39,12 +39,12 @@ class UnknownStudy(NotFound):
         self.known = known
 
 
-def studies_reply(client: Client) -> dict[str, Any]:
-    """``StudiesReply``: every study, by name."""
+def studies_reply(client: Client, cache: RunCache | None = None) -> dict[str, Any]:
+    """``StudiesReply``: every study, by name (``cache``: rows of finished runs)."""
     recorded = {summary.name: summary for summary in list_studies(client.workspace)}
     updated = {summary.run_id: summary.updated_at for summary in client.runs()}
     rows = []
-    for row in study_rows(client):
+    for row in study_rows(client, cache=cache):
         latest = row.runs[-1] if row.runs else None
         summary = recorded.get(row.name)
         rows.append(
@@ -78,10 +78,10 @@ def open_study(client: Client, name: str) -> Study:
         raise UnknownStudy(name, study_names(client)) from None
 
 
-def study_dashboard(client: Client, name: str) -> dict[str, Any]:
+def study_dashboard(client: Client, name: str, cache: RunCache | None = None) -> dict[str, Any]:
     """``StudyDashboard``: the chart, rounds, candidates, parameters and insights."""
     study = open_study(client, name)
-    row = next((r for r in study_rows(client) if r.name == name), None)
+    row = next((r for r in study_rows(client, cache=cache) if r.name == name), None)
     rounds = [round_row(r) for r in study.rounds()]
     measured = load_measured(client.workspace, name)
     importances = parameter_importance(measured)
@@ -201,9 +201,10 @@ def candidate_payload(client: Client, name: str, candidate: str) -> dict[str, An
     }
 
 
-def export_csv(client: Client, name: str, kind: str = "rounds") -> str:
-    """The CSV the study browser's "Export CSV" writes (``Study.csv_text``)."""
-    return open_study(client, name).csv_text("candidates" if kind == "candidates" else "rounds")
+def export_csv(client: Client, name: str, kind: str = "candidates") -> str:
+    """The study's rows as CSV, as ``Study.csv_text`` writes them (``rounds``: what the study
+    browser's "Export CSV" writes; ``candidates``: one row per candidate, the dashboard's)."""
+    return open_study(client, name).csv_text("rounds" if kind == "rounds" else "candidates")
 
 
 def insights(measured: MeasuredStudy, importances: Importances) -> list[str]:

@@ -14,6 +14,7 @@ import os
 import threading
 from pathlib import Path
 
+from zeroshot_kernel.auto_research.study_table import RunCache
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.lab_server.inputs import MAX_WORKSPACE_CHARS, BadInput, shown
 from zeroshot_kernel.workspace import find_workspace
@@ -30,6 +31,7 @@ class Workspaces:
     def __init__(self, root_dir: str | os.PathLike[str]) -> None:
         self.root = Path(root_dir).expanduser().resolve()
         self._clients: dict[Path, Client] = {}
+        self._caches: dict[Path, RunCache] = {}
         self._lock = threading.Lock()
 
     def resolve(self, requested: str | None) -> Path:
@@ -68,6 +70,12 @@ class Workspaces:
             if client is None:
                 client = self._clients[folder] = Client(workspace=str(folder))
             return client
+
+    def run_cache(self, folder: Path) -> RunCache:
+        """The study table's rows of ``folder``'s finished runs (read once: they never
+        change), shared by the requests on that workspace."""
+        with self._lock:
+            return self._caches.setdefault(folder, RunCache())
 
     def close(self) -> None:
         with self._lock:
