@@ -124,13 +124,16 @@ def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> Non
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"zeroshot_kernel/py.typed", "zeroshot_widgets/py.typed"} <= names  # typed package
-    # Jupyter's settings override: save widget state, so monitors reopen without a kernel
-    (override,) = [n for n in names if n.endswith("overrides.d/zeroshot-kernel.json")]
-    assert override.split(".data/data/", 1)[1] == (
-        "share/jupyter/lab/settings/overrides.d/zeroshot-kernel.json"
+    # the server extension is enabled on install (the Lab front end reads ledgers through
+    # it); no global settings override (saved widget state grew every notebook)
+    (enabling,) = [n for n in names if n.endswith("jupyter_server_config.d/zeroshot_kernel.json")]
+    assert enabling.split(".data/data/", 1)[1] == (
+        "etc/jupyter/jupyter_server_config.d/zeroshot_kernel.json"
     )
-    saved = json.loads(zipfile.ZipFile(wheel).read(override))
-    assert saved == {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+    config = json.loads(zipfile.ZipFile(wheel).read(enabling))
+    assert config == {"ServerApp": {"jpserver_extensions": {"zeroshot_kernel.lab_server": True}}}
+    assert not [n for n in names if "overrides.d" in n]
+    assert "zeroshot_kernel/lab_server/handlers.py" in names
     unpacked = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(unpacked)
     code = (
