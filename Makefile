@@ -21,7 +21,7 @@ $(BIN)/python:
 LABEXT := labextension
 LABEXT_BUILT := zeroshot_kernel/labextension/package.json
 LABEXT_SOURCES := $(wildcard $(LABEXT)/src/*.ts $(LABEXT)/style/*) $(LABEXT)/package.json \
-  $(LABEXT)/tsconfig.json $(LABEXT)/scripts/build-labextension.mjs
+  $(LABEXT)/tsconfig.json $(LABEXT)/webpack.config.js $(LABEXT)/scripts/build-labextension.mjs
 
 $(LABEXT)/node_modules/.installed: $(LABEXT)/package.json $(LABEXT)/package-lock.json
 	@command -v npm >/dev/null || { echo "make: npm is missing (Node.js 20 or newer with npm builds the lab extension: sudo apt-get install nodejs npm)"; exit 1; }
