@@ -138,7 +138,8 @@ export function bestSoFarFigure(chart: ChartSeries, options: BestChartOptions): 
   return {
     data,
     layout: {
-      xaxis: { title: { text: 'round' }, zeroline: false },
+      // whole rounds only (no 1.5 ticks), about ten of them
+      xaxis: { title: { text: 'round' }, zeroline: false, dtick: Math.max(1, Math.ceil(rounds.length / 10)) },
       yaxis: { title: { text: options.metric } },
       hovermode: 'closest',
       margin: { l: 60, r: 20, t: 30, b: 45 },
