@@ -9,17 +9,20 @@ export class ApiError extends Error {
   readonly status: number;
   /** From an unknown study's reply: the names that exist. */
   readonly studies?: string[];
+  /** The zeroshot server extension itself answered (a JSON `{error}`), not the Jupyter server. */
+  readonly fromExtension: boolean;
 
-  constructor(message: string, status: number, studies?: string[]) {
+  constructor(message: string, status: number, studies?: string[], fromExtension = false) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.studies = studies;
+    this.fromExtension = fromExtension;
   }
 
-  /** The server answered 404 for the API root itself: the extension is not installed. */
+  /** A 404 that no zeroshot handler gave: the server extension is not installed or not enabled. */
   get missingExtension(): boolean {
-    return this.status === 404 && /not found/i.test(this.message) && !this.studies;
+    return this.status === 404 && !this.fromExtension;
   }
 }
 
@@ -69,7 +72,7 @@ export async function requestAPI<T>(
     else if (response.status === 404)
       message = 'Not found: the zeroshot server extension is not running in this Jupyter server (pip install zeroshot-workbench, then restart Jupyter).';
     else message = `${response.status} ${response.statusText}`;
-    throw new ApiError(message, response.status, studies);
+    throw new ApiError(message, response.status, studies, typeof body.error === 'string');
   }
   if (data === null && text.length > 0) {
     throw new ApiError('The server answered something other than JSON.', response.status);

@@ -154,7 +154,7 @@ export class RunMonitor extends Widget {
   private showError(err: ApiError): void {
     this.error.hidden = false;
     const id = this.ref?.run_id ?? '';
-    if (err.status === 404 && !/run/i.test(err.message)) {
+    if (err.missingExtension) {
       this.error.textContent = `Cannot show run ${id}: the zeroshot server extension is not running in this Jupyter server (install zeroshot-workbench where Jupyter runs and restart Jupyter).`;
     } else if (err.status === 404) {
       this.error.textContent = `Run ${id} is unknown here: ${err.message}`;

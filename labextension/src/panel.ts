@@ -89,7 +89,7 @@ export class StudiesPanel extends Widget {
       const err = e as ApiError;
       this.message.className = 'zs-panel-message zs-error';
       this.message.textContent =
-        err.status === 404
+        err.missingExtension
           ? 'The zeroshot server extension is not running in this Jupyter server: install zeroshot-workbench in the environment Jupyter runs from and restart Jupyter.'
           : `Could not read the studies: ${err.message}`;
     } finally {
