@@ -15,6 +15,8 @@ from zeroshot_widgets.evidence_table import incumbent_card_html, rounds_table, r
 from zeroshot_widgets.panels import IncumbentCard, PlateauChart, RoundsTable
 from zeroshot_widgets.report import build_report, report_html, show_report
 
+from zeroshot_kernel.auto_research.commands import round_line
+from zeroshot_kernel.auto_research.protocol import REMEASURE
 from zeroshot_kernel.auto_research.views import (
     ResearchView,
     ResearchViewBuilder,
@@ -223,6 +225,48 @@ def test_table_html_escapes_and_marks_outcomes() -> None:
     again = dataclasses.replace(make_round(7, 9.0, 9.0), candidate_id="c000")
     remeasured = rounds_table_html(rounds_table(made_view([again])))
     assert ">re-measured</td>" in remeasured and "kept the incumbent" not in remeasured
+
+
+def remeasure_round(number: int, candidate: str, metric: float) -> RoundView:
+    """A round that measured the incumbent ``candidate`` again, as the challenge scout asks."""
+    return dataclasses.replace(
+        make_round(number, metric, metric),
+        parent_id=candidate,
+        candidate_id=candidate,
+        incumbent_id=candidate,
+        strategy="challenge",
+        approach=REMEASURE,
+        params={},
+    )
+
+
+def test_a_remeasurement_of_the_incumbent_reads_in_plain_words_everywhere() -> None:
+    """``challenge:remeasure c046 → c046`` marked as a rejection read as jargon: the rounds
+    table, the incumbent card, the plateau chart and ``research show``'s line say that the
+    incumbent was re-measured, and none marks it as a rejection."""
+    again = remeasure_round(7, "c046", 9.0)
+    view = made_view([make_round(6, 9.0, 10.0, adopt=True), again])
+    html = rounds_table_html(rounds_table(view))
+    assert "challenge:remeasure" not in html
+    assert ">re-measured the incumbent c046</td>" in html
+    assert re.findall(r'<tr class="zeroshot-(\w+)"', html) == ["remeasured", "adopted"]
+    assert ">kept the incumbent" not in html
+    card = incumbent_card_html(view)
+    assert "rejections 0 · re-measurements 1" in card
+    figure = plateau_figure(view)
+    assert marks(figure, "rejected") == 0 and marks(figure, "re-measured (the incumbent)") == 1
+    line = round_line(again)
+    assert "re-measured" in line and "re-measured the incumbent c046" in line
+    assert "challenge:remeasure" not in line and "kept incumbent" not in line
+    # a reconsidered round says what it did, not the word "reconsidered"
+    rethought = dataclasses.replace(make_round(8, 9.5, 9.0, reconsidered=True), parent_id="c003")
+    assert "reconsidered" not in round_line(rethought)
+    assert "a different approach, from c003" in round_line(rethought)
+    assert "a different approach, from c003" in rounds_table_html(
+        rounds_table(made_view([rethought]))
+    )
+    failed = make_round(9, None, 9.0, status="no_metric")
+    assert "no metric" in round_line(failed) and "no_metric" not in round_line(failed)
 
 
 def test_incumbent_card(view: ResearchView) -> None:

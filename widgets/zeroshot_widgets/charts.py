@@ -25,6 +25,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
+from zeroshot_kernel.auto_research.round_words import is_remeasure
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 
 ADOPTED = "#2ca02c"
@@ -53,6 +54,11 @@ CRASHED_Y = 0.05
 def crashed(round_view: RoundView) -> bool:
     """The experiment produced no usable metric (crashed, timed out, printed none)."""
     return round_view.metric is None or round_view.experiment_status not in ("", "ok")
+
+
+def _remeasure(round_view: RoundView) -> bool:
+    """The round measured the incumbent again: neither an adoption nor a rejection."""
+    return is_remeasure(round_view.approach, round_view.candidate_id, round_view.parent_id)
 
 
 def plateau_stretches(view: ResearchView, min_length: int = MIN_PLATEAU) -> list[tuple[int, int]]:
@@ -89,8 +95,9 @@ def plateau_figure(
     """Metric per round, the best-so-far step line, adoptions against rejections, crashed
     rounds, plateau stretches and reconsideration points.
 
-    Every mark carries a label (``adopted``, ``rejected``, ``crashed``, ``best so far``,
-    ``reconsidered``, ``plateau``) so a reader, or a test, can find it in ``fig.axes[0]``.
+    Every mark carries a label (``adopted``, ``rejected``, ``re-measured (the incumbent)``,
+    ``crashed``, ``best so far``, ``reconsidered``, ``plateau``) so a reader, or a test, can
+    find it in ``fig.axes[0]``.
 
     Example::
 
@@ -118,14 +125,15 @@ def plateau_figure(
 
     rounds = view.rounds
     adopted = _points(r for r in rounds if r.adopted)
-    rejected = _points(r for r in rounds if not r.adopted)
+    rejected = _points(r for r in rounds if not r.adopted and not _remeasure(r))
+    remeasured = _points(r for r in rounds if not r.adopted and _remeasure(r))
     start = rounds[0].incumbent_metric
     area = min(1.0, max(0.3, 60 / len(rounds)))  # smaller marks once rounds crowd the axis
     first = rounds[0].round - 1  # a run continuing a study starts after its rounds
     best_x = [first, *(r.round for r in rounds)]
     best_y = [start, *view.best_so_far]
     after = [v for v in view.best_so_far if v is not None]
-    zoom = y_range([*adopted[1], *rejected[1]], after, start)
+    zoom = y_range([*adopted[1], *rejected[1], *remeasured[1]], after, start)
     _plateau_bands(axes, plateau_stretches(view))
     axes.step(
         best_x,
@@ -150,6 +158,17 @@ def plateau_figure(
             label="rejected",
             zorder=3,
         )
+    if remeasured[0]:
+        axes.scatter(
+            remeasured[0],
+            [zoom.clamp(v) for v in remeasured[1]],
+            s=30 * area,
+            marker="s",
+            facecolors="none",
+            edgecolors=BEST,
+            label="re-measured (the incumbent)",
+            zorder=3,
+        )
     if adopted[0]:
         axes.scatter(
             adopted[0],
@@ -163,7 +182,15 @@ def plateau_figure(
         )
     _edge_marks(axes, [r.round for r in rounds if crashed(r)], CRASHED_Y, "X", CRASHED, "crashed")
     _reconsidered_marks(axes, view, zoom)
-    _beyond_marks(axes, [*zip(*adopted, strict=True), *zip(*rejected, strict=True)], zoom)
+    _beyond_marks(
+        axes,
+        [
+            *zip(*adopted, strict=True),
+            *zip(*rejected, strict=True),
+            *zip(*remeasured, strict=True),
+        ],
+        zoom,
+    )
     zoom.apply(axes)
     if zoom.clipped_start and start is not None:
         _start_note(axes, first, start, zoom)

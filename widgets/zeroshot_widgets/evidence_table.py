@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from zeroshot_kernel.auto_research.experiment import status_words
+from zeroshot_kernel.auto_research.protocol import REMEASURE
+from zeroshot_kernel.auto_research.round_words import (
+    REMEASURED,
+    approach_words,
+    is_remeasure,
+    reconsidered_words,
+)
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 from zeroshot_kernel.ledger.events import was_stopped
 from zeroshot_widgets.charts import crashed
@@ -54,6 +61,7 @@ _ROW_STYLES = {
     "adopted": "background:rgba(44,160,44,0.12)",
     "crashed": "background:rgba(214,39,40,0.10)",
     "rejected": "",
+    "remeasured": "background:rgba(31,119,180,0.07)",
 }
 
 
@@ -76,7 +84,8 @@ class RoundRow:
     reason: str
     passes: int
     outcome: str
-    """``adopted``, ``rejected`` or ``crashed``: how the chart marks this round."""
+    """``adopted``, ``rejected``, ``remeasured`` (the incumbent measured again: nothing
+    adopted or rejected) or ``crashed``: how the chart marks this round."""
     reconsidered: bool
     diff: str = ""
     """The change against its parent (unified diff), shown folded under the candidate."""
@@ -93,7 +102,13 @@ class RoundRow:
     @classmethod
     def of(cls, round_view: RoundView) -> RoundRow:
         outcome = (
-            "adopted" if round_view.adopted else "crashed" if crashed(round_view) else "rejected"
+            "adopted"
+            if round_view.adopted
+            else "crashed"
+            if crashed(round_view)
+            else "remeasured"
+            if remeasured(round_view)
+            else "rejected"
         )
         return cls(
             round=round_view.round,
@@ -136,14 +151,16 @@ def row_html(row: RoundRow) -> str:
     metric = (
         _number(row.metric) if row.metric is not None else _e(status_words(row.experiment_status))
     )
-    disposition = disposition_words(row) + (" · reconsidered" if row.reconsidered else "")
+    disposition = disposition_words(row) + (
+        f" · {reconsidered_words(row.parent)}" if row.reconsidered else ""
+    )
     cells = (
         str(row.round),
         _e(disposition),
         metric,
         f"{_number(row.gain)} / {_number(row.noise_floor)}{_seeds_html(row)}",
         f"{_e(row.parent)} → {_e(row.candidate)}",
-        _e(row.chosen),
+        _e(approach_words(row.chosen, row.candidate, row.parent)),
         _details_html(row),
     )
     tds = "".join(f'<td style="{_CELL_STYLE}">{cell}</td>' for cell in cells)
@@ -155,20 +172,20 @@ def disposition_words(row: RoundRow) -> str:
     again: nothing to adopt or reject), ``kept the incumbent``, or the recorded word."""
     if row.disposition == "adopt":
         return "adopted"
-    if row.candidate and row.candidate == row.parent:
-        return "re-measured"
+    if is_remeasure(row.chosen, row.candidate, row.parent):
+        return REMEASURED
     return {"reject": "kept the incumbent", "stop": "stopped"}.get(row.disposition, row.disposition)
 
 
 def _details_html(row: RoundRow) -> str:
     proposals = (
         "".join(
-            f"<li><b>{_e(text)}</b></li>"
+            f"<li><b>{_e(_proposal_words(text))}</b></li>"
             if text.startswith(row.chosen + " (")
-            else f"<li>{_e(text)}</li>"
+            else f"<li>{_e(_proposal_words(text))}</li>"
             for text in row.proposals
         )
-        or f"<li>{_e(row.chosen)}</li>"
+        or f"<li>{_e(approach_words(row.chosen, row.candidate, row.parent))}</li>"
     )
     passes = f"{row.passes} review pass{'es' if row.passes != 1 else ''}"
     return (
@@ -180,6 +197,17 @@ def _details_html(row: RoundRow) -> str:
         f'style="margin:0;padding-left:1.4em">{proposals}</ul>{_diff_html(row)}</div>'
         "</details>"
     )
+
+
+def remeasured(round_view: RoundView) -> bool:
+    """The round measured the incumbent again (nothing to adopt or reject)."""
+    return is_remeasure(round_view.approach, round_view.candidate_id, round_view.parent_id)
+
+
+def _proposal_words(text: str) -> str:
+    """A proposal's line, a scout's request to re-measure in words."""
+    prefix = REMEASURE + " ("
+    return "re-measure the incumbent (" + text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def _seeds_html(row: RoundRow) -> str:
@@ -264,11 +292,13 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
             f"adopted in round {incumbent.round}" if incumbent.round else "the starting candidate"
         )
         value = "-" if incumbent.metric is None else _number(incumbent.metric)
+        again = sum(1 for r in view.rounds if not r.adopted and remeasured(r))
         body = (
             f"<b>Incumbent</b> {_e(incumbent.candidate_id)} · {_e(metric)} {value}"
             f" · {origin}<br>"
             f"rounds reviewed {len(view.rounds)} · adoptions {len(view.adoptions)}"
-            f" · rejections {len(view.rejections)}<br>"
+            f" · rejections {len(view.rejections) - again}"
+            f"{f' · re-measurements {again}' if again else ''}<br>"
             f"{view.plateau} round{'s' if view.plateau != 1 else ''} without an adoption"
             f" since {f'round {incumbent.round}' if incumbent.round else 'the start'}"
             f" · reconsiderations {len(view.reconsiderations)}"

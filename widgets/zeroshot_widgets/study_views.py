@@ -46,6 +46,11 @@ from zeroshot_kernel.auto_research.importance import (
     load_measured,
     parameter_importance,
 )
+from zeroshot_kernel.auto_research.round_words import (
+    approach_words,
+    decision_words,
+    remeasured_words,
+)
 from zeroshot_kernel.auto_research.task import SearchParameter
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.sandbox import UNCONTAINED
@@ -424,9 +429,19 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
     def select_round(self, round_number: int) -> None:
         """Show the candidate ``round_number`` made."""
         try:
-            self.select(candidate_for_round(self.workspace, self.study, round_number))
+            candidate = candidate_for_round(self.workspace, self.study, round_number)
         except CandidateNotFound as missing:
             self.message.value = html.escape(str(missing))
+            return
+        self.message.value = ""
+        self.select(candidate)
+        shown = self.detail
+        if shown is not None and shown.candidate_id == candidate and shown.round != round_number:
+            # the round measured an earlier candidate: the incumbent, again
+            self.message.value = html.escape(
+                f"round {round_number} {remeasured_words(candidate)}: it made no new "
+                f"candidate, so {candidate} (made in round {shown.round}) is shown"
+            )
 
     def _picked(self, change: dict[str, Any]) -> None:
         if change["new"]:
@@ -625,13 +640,21 @@ def review_html(detail: CandidateDetail) -> str:
         else "<i>not in this ledger (records only)</i>"
     )
     corrections = "".join(f"<li>{html.escape(c)}</li>" for c in review.corrections)
+    change = approach_words(review.approach, detail.candidate_id, detail.parent_id)
     rows = [
-        ("decision", html.escape(review.decision or "undecided")),
+        (
+            "decision",
+            html.escape(
+                decision_words(
+                    review.decision, detail.candidate_id, detail.parent_id, review.approach
+                )
+            ),
+        ),
         ("why", html.escape(review.justification)),
         ("reviewer", verdict),
         ("corrections", f"<ol>{corrections}</ol>" if corrections else "none"),
         ("passes", str(review.passes)),
-        ("change", html.escape(f"{review.approach} ({review.strategy})")),
+        ("change", html.escape(f"{change} ({review.strategy})")),
         ("rationale", html.escape(review.rationale)),
         ("noise floor", html.escape(review.noise_decision)),
         ("effect size", _number(review.effect_size)),

@@ -331,19 +331,29 @@ def _round_lines(run_handle: Run) -> Iterator[Shown]:
 
 
 def round_line(r: RoundView) -> str:
+    from zeroshot_kernel.auto_research.experiment import status_words
+    from zeroshot_kernel.auto_research.round_words import (
+        REMEASURED,
+        approach_words,
+        is_remeasure,
+        reconsidered_words,
+    )
+
     metric = (
         f"{r.metric:.6g}"
         if r.metric is not None
-        else r.experiment_status
+        else status_words(r.experiment_status)
         if r.measure_status == "measured"
-        else r.measure_status
+        else r.measure_status.replace("_", " ")
     )
-    change = "ADOPTED" if r.adopted else "kept incumbent"
+    remeasure = is_remeasure(r.approach, r.candidate_id, r.parent_id)
+    change = "ADOPTED" if r.adopted else REMEASURED if remeasure else "kept incumbent"
+    approach = approach_words(r.approach, r.candidate_id, r.parent_id)
     extra = f", {r.passes} passes" if r.passes > 1 else ""
-    reconsider = ", reconsidered" if r.reconsidered else ""
+    reconsider = f"; {reconsidered_words(r.parent_id)}" if r.reconsidered else ""
     return (
         f"round {r.round:>3}  {r.candidate_id:<8} {metric:>12}  {change:<15} "
-        f"{r.approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}{_gate(r)}"
+        f"{approach[:40]:<40} reviewer {r.verdict}{extra}{reconsider}{_gate(r)}"
     )
 
 

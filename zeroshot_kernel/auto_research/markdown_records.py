@@ -6,9 +6,11 @@ and manifests they describe.
 
 from __future__ import annotations
 
+from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.noise_floor import fmt, noise_sigma, ranked
 from zeroshot_kernel.auto_research.protocol import ResearchResult
 from zeroshot_kernel.auto_research.records import ResearchRecords, ResearchState
+from zeroshot_kernel.auto_research.round_words import REMEASURED, approach_words, is_remeasure
 from zeroshot_kernel.auto_research.task import ResearchTask, params_key
 
 BACKLOG_LIMIT = 20
@@ -95,12 +97,15 @@ def summary(task: ResearchTask, state: ResearchState) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        metric = "pruned" if r.experiment_status == "pruned" else fmt(r.metric)
+        failed = r.experiment_status not in ("", "ok")
+        metric = status_words(r.experiment_status) if failed else fmt(r.metric)
+        remeasure = is_remeasure(r.approach, r.candidate_id, r.parent_id)
         lines.append(
-            f"| {r.round} | {r.candidate_id} | {r.parent_id} | {r.approach} | {metric} "
+            f"| {r.round} | {r.candidate_id} | {r.parent_id} | "
+            f"{approach_words(r.approach, r.candidate_id, r.parent_id)} | {metric} "
             f"| {fmt(r.gain)} | {fmt(r.noise_floor)} | {_seeds(r)} | "
-            f"{(r.gate_decision or '-').replace('_', ' ')} | {r.disposition} | "
-            f"{r.justification} |"
+            f"{(r.gate_decision or '-').replace('_', ' ')} | "
+            f"{REMEASURED if remeasure else r.disposition} | {r.justification} |"
         )
     return "\n".join(lines) + "\n"
 
