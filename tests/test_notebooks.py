@@ -100,6 +100,25 @@ def has_parameters_cells(notebook: nbformat.NotebookNode) -> bool:
     return ["parameters"] in tags and ["injected-parameters"] in tags
 
 
+def test_the_quickstart_as_shipped_improves_the_incumbent(tmp_path: Path) -> None:
+    """A newcomer's first run (the notebook's own parameters, nothing injected) adopts at
+    least one candidate that beats the start beyond the gate's noise floor, so its first
+    picture is a step down, not a flat line. (Measured before shipping: the bundled branin
+    task at 3 rounds adopted in 49 of 50 runs; the old rosenbrock default in 3 of 6.)"""
+    notebook = execute(NOTEBOOKS / "quickstart.ipynb", tmp_path)
+    (run,) = Client(workspace=str(tmp_path)).runs()
+    assert isinstance(run.terminal, SucceededResult), text(notebook)
+    view = load_research_view(Client(workspace=str(tmp_path)).ledger, run.run_id)
+    assert len(view.rounds) == 3
+    adopted = [r for r in view.rounds if r.adopted]
+    assert adopted, [(r.round, r.metric, r.gate_decision) for r in view.rounds]
+    start = view.rounds[0].incumbent_metric
+    assert start is not None and view.incumbent is not None
+    assert view.incumbent.metric is not None and view.incumbent.metric < start
+    for r in adopted:  # each adoption a real improvement: beyond the noise, by the gate
+        assert r.gate_decision == "better" and r.gain > r.noise_floor > 0, r
+
+
 def test_quickstart_launches_a_run_and_the_monitor_follows_it_to_the_end(
     tmp_path: Path,
 ) -> None:
