@@ -10,6 +10,7 @@ import html
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,10 @@ from pathlib import Path
 import pytest
 from workbench_support import PNG_SIGNATURE
 from zeroshot_widgets import StudyBrowser, compare_studies, comparison_figure
+from zeroshot_widgets.study_browser import CHAR_PX
 
 from zeroshot_kernel.auto_research import ResearchRecords, Study, StudyError, study_rows
-from zeroshot_kernel.auto_research.study_table import filter_rows, sort_rows
+from zeroshot_kernel.auto_research.study_table import COLUMNS, filter_rows, sort_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.ledger.events import SucceededResult
@@ -389,3 +391,36 @@ def test_study_rows_over_a_postgresql_ledger(postgres_url: str, tmp_path: Path) 
     assert browser.order == ["gamma"]
     browser.close()
     client.close()
+
+
+def test_the_table_shows_every_header_and_value_whole_at_1280_px(
+    two_studies: tuple[Client, dict[str, Run]],
+) -> None:
+    """Issue 30: at 1,280 px the headers read "r…", "a…", "c…", "dur…", "op…" and run ids
+    were cut. Each column is now at least as wide as its header and its widest value (at the
+    widest character of its 12 px font), narrower screens scroll the table sideways, and
+    "open" shows the monitor above the table, not below it."""
+    client, runs = two_studies
+    browser = StudyBrowser(client, sort="study", descending=False)
+    tracks = re.findall(r"minmax\((\d+)px, (\d+)fr\)", browser.grid.layout.grid_template_columns)
+    assert len(tracks) == len(COLUMNS)
+    least = {column: int(low) for column, (low, _) in zip(COLUMNS, tracks, strict=True)}
+    sorted_by = "study ▲"
+    for column in COLUMNS:
+        header = sorted_by if column == "study" else column
+        assert least[column] >= len(header) * CHAR_PX, column
+    for run in runs.values():
+        assert least["study"] >= len(f"  ↳ {run.id}") * CHAR_PX  # the run id, whole
+    cells = [c.value for c in browser.grid.children if isinstance(getattr(c, "value", 0), str)]
+    started = [v for v in cells if "title='20" in v]
+    assert started and all(re.search(r">\d\d-\d\d \d\d:\d\d<", v) for v in started)
+    assert browser.grid.layout.overflow == "auto"  # narrower: it scrolls, nothing is cut
+    opens = [c for c in browser.grid.children if getattr(c, "description", "") == "open"]
+    assert opens and all("zeroshot-open" in c._dom_classes for c in opens)
+    assert ".zeroshot-open" in browser.children[0].value and "padding:0 4px" in (
+        browser.children[0].value
+    )
+    opens[0].click()
+    assert browser.children.index(browser.monitor_box) < browser.children.index(browser.grid)
+    assert browser.monitor_box.children == (browser.monitor,)
+    browser.close()

@@ -9,6 +9,7 @@ import html
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import matplotlib.image
@@ -383,3 +384,61 @@ def test_with_a_client_the_review_carries_the_reviewers_verdict_from_the_ledger(
     assert html.escape(first.verdict) in candidate.review_html.value
     if first.diff:
         assert detail.diff == first.diff  # the same diff the rounds table shows
+
+
+def test_figures_have_readable_ticks_and_show_points_at_the_bounds(
+    measured: MeasuredStudy,
+) -> None:
+    """Issue 30: the parallel coordinates had ~7 px labels at the bounds only, and the
+    slice plots cut points sitting on a bound. Now each parallel axis has several labels of
+    at least 9 pt, and every point lies inside its axes' limits, with a margin."""
+    figure = parallel_figure(measured)
+    axes = figure.axes[0]
+    ticks = [t for t in axes.texts if t.get_gid() == "tick"]
+    space = measured.search_space
+    for x in range(len(space) + 1):
+        on_axis = [t for t in ticks if abs(t.get_position()[0] - (x - 0.03)) < 1e-9]
+        assert len(on_axis) >= 3, (x, [t.get_text() for t in on_axis])
+    assert all(t.get_fontsize() >= 9 for t in ticks)
+    assert all(label.get_fontsize() >= 9 for label in axes.get_xticklabels())
+    low, high = axes.get_ylim()
+    assert low < 0 and high > 1  # lines reaching a bound (0 or 1) show whole
+
+    edge = dataclasses.replace(
+        measured,
+        candidates=(
+            dataclasses.replace(
+                measured.candidates[0],
+                params={p.name: p.low for p in space},  # every parameter on its lower bound
+            ),
+            *measured.candidates[1:],
+        ),
+    )
+    slices = slice_figure(edge)
+    for parameter in space:
+        (axes,) = [a for a in slices.axes if a.get_label() == parameter.name]
+        left, right = axes.get_xlim()
+        assert parameter.low is not None and parameter.high is not None
+        assert left < parameter.low and right > parameter.high, parameter.name
+        labels = [t for t in axes.get_xticklabels() if left <= t.get_position()[0] <= right]
+        assert len(labels) >= 4 and all(t.get_fontsize() >= 9 for t in labels)
+        assert all(t.get_fontsize() >= 9 for t in axes.get_yticklabels())
+        bottom, top = axes.get_ylim()
+        for candidate in edge.candidates:
+            assert bottom < candidate.metric < top
+
+
+def test_the_candidate_view_wraps_the_review_at_its_edge(branin: Path) -> None:
+    """Issue 30: the review's reason and evidence ran off the right edge. The review is a
+    table as wide as the view (fixed layout) whose cells wrap, and the evidence box wraps."""
+    view = CandidateView(str(branin), study=STUDY, round=1)
+    review = view.review_html.value
+    assert 'class="zeroshot-review"' in review
+    table = re.search(r'<table class="zeroshot-review" style="([^"]*)"', review)
+    assert table and "width:100%" in table.group(1) and "table-layout:fixed" in table.group(1)
+    cells = re.findall(r"<td style='([^']*)'>", review)
+    assert cells and all("white-space:normal" in c and "overflow-wrap:anywhere" in c for c in cells)
+    evidence = re.search(r'<pre style="([^"]*)">', review)
+    assert evidence and "white-space:pre-wrap" in evidence.group(1)
+    assert "white-space:pre;" not in evidence.group(1)
+    assert view.review_html.layout.width == "100%"

@@ -7,7 +7,7 @@ type in "filter" to keep the rows whose study, task, harness/model or status con
 word; tick studies and press "Compare" for :func:`zeroshot_widgets.compare.compare_studies`,
 or "Export CSV" to write each one's rounds (``Study.write_csv``) to
 ``<workspace>/exports/<study>-rounds.csv``; "open" shows the row's :class:`RunMonitor` (a
-study's: its latest run's) below.
+study's: its latest run's) above the table, under the buttons.
 
 Example::
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,22 @@ from zeroshot_kernel.safe_files import FileRefused
 from zeroshot_widgets.compare import CostAxis, StudyComparison
 from zeroshot_widgets.monitor import RunMonitor
 
-GRID_COLUMNS = "28px 1.3fr 0.9fr 1.1fr 1.3fr 0.9fr 0.55fr 0.65fr 0.5fr 1fr 1.05fr 0.8fr 56px"
+CHECK_PX = 24
+OPEN_PX = 52
+CHAR_PX = 7.6
+"""The widest character of the table's 12 px font (digits of DejaVu Sans): a column at
+``CHAR_PX`` per character of its longest value shows it whole."""
+PAD_PX = 10
+MAX_COLUMN_PX = 260
+"""A column never takes more than this (a longer value is cut, in full in its title)."""
+GRID_COLUMNS = " ".join(["24px", *("minmax(60px, 1fr)" for _ in COLUMNS), "52px"])
+"""The grid's tracks before the first render; each render sizes them from what it shows
+(:func:`grid_columns`)."""
+FONT_PX = 12
+_BUTTON_CSS = (
+    "<style>.zeroshot-study-header, .zeroshot-open{padding:0 4px;font-size:12px}"
+    ".zeroshot-study-header{text-align:left}</style>"
+)
 _ARROWS = {"minimize": "↓", "maximize": "↑"}
 _STATUS_COLORS = {"succeeded": "#2ca02c", "failed": "#d62728", "running": "#1f77b4"}
 EXPORT_FOLDER = "exports"
@@ -114,7 +130,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.grid = widgets.GridBox(
             layout=widgets.Layout(
                 grid_template_columns=GRID_COLUMNS,
-                grid_gap="0px 6px",
+                grid_gap="0px 4px",
                 width="100%",
                 max_height="420px",
                 overflow="auto",
@@ -124,6 +140,8 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         self.compare_box = widgets.VBox()
         self.monitor_box = widgets.VBox()
         self._quiet = False
+        self._widths: dict[str, int] = {}
+        """Each column's least width in px, from what the last render showed."""
         for control in (self.filter, self.sort_column, self.descending, self.show_runs):
             control.observe(lambda _: None if self._quiet else self._render(), names="value")
         self.compare_button.on_click(lambda _: self.compare())
@@ -133,6 +151,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             children=[
                 widgets.HTML(
                     f"studies and runs in <code>{html.escape(self.client.display_url)}</code>"
+                    + _BUTTON_CSS
                 ),
                 widgets.HBox([self.filter, self.sort_column, self.descending, self.show_runs]),
                 widgets.HBox(
@@ -140,9 +159,9 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
                 ),
                 self.message,
                 self.exported,
+                self.monitor_box,
                 self.grid,
                 self.compare_box,
-                self.monitor_box,
             ]
         )
         self.refresh()
@@ -222,7 +241,8 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         return self.exported_paths
 
     def open_run(self, run_id: str) -> RunMonitor:
-        """Show a monitor on ``run_id`` below the table (closing the previous one)."""
+        """Show a monitor on ``run_id`` right above the table, under the buttons, where
+        it is seen without scrolling past the table (closing the previous one)."""
         if self.monitor is not None:
             if self.monitor.run_id == run_id:
                 return self.monitor
@@ -262,6 +282,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
         shown = self._ordered(filter_rows(self.all_rows, self.filter.value))
         self.rows = shown[: self.max_rows]
         cells: list[widgets.Widget] = [widgets.HTML("")]
+        self._widths = {}
         for column in COLUMNS:
             cells.append(self._header(column))
         cells.append(widgets.HTML(""))
@@ -271,6 +292,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
                 for run in reversed(row.runs):
                     cells += self._run_cells(run)
         self.grid.children = tuple(cells)
+        self.grid.layout.grid_template_columns = grid_columns(self._widths)
         self._hidden = len(shown) - len(self.rows)
         self._summarise()
         self.compare_button.disabled = self.export_button.disabled = not self.selected
@@ -285,6 +307,7 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto", height="28px"),
         )
         button.add_class("zeroshot-study-header")
+        self._fit(column, column + arrow)
         button.on_click(lambda _, c=column: self.sort_by(c))
         return button
 
@@ -309,9 +332,10 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             str(row.adoptions),
             str(row.model_calls),
             html.escape(row.cost_label),
-            row.started.strftime("%Y-%m-%d %H:%M") if row.started else "-",
+            _started(row.started) if row.started else "-",
             format_duration(row.duration_s) if row.runs else "-",
         ]
+        self._fit_all(values)
         return [
             check,
             *(_cell(v) for v in values),
@@ -340,22 +364,32 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             str(run.adoptions),
             str(run.model_calls),
             html.escape(usage),
-            run.started.strftime("%Y-%m-%d %H:%M"),
+            _started(run.started),
             format_duration(run.duration_s),
         ]
+        self._fit_all(values)
         return [
             widgets.HTML(""),
             *(_cell(v, muted=True) for v in values),
             self._open_button(lambda r=run.run_id: self.open_run(r), False),
         ]
 
+    def _fit(self, column: str, shown: str) -> None:
+        """Widen ``column`` to show ``shown`` (HTML) whole."""
+        self._widths[column] = max(self._widths.get(column, 0), text_px(shown))
+
+    def _fit_all(self, values: list[str]) -> None:
+        for column, value in zip(COLUMNS, values, strict=True):
+            self._fit(column, value)
+
     def _open_button(self, action: Any, disabled: bool) -> widgets.Button:
         button = widgets.Button(
             description="open",
             disabled=disabled,
-            tooltip="open its monitor below",
-            layout=widgets.Layout(width="52px", height="26px"),
+            tooltip="open its monitor above the table",
+            layout=widgets.Layout(width=f"{OPEN_PX}px", height="26px"),
         )
+        button.add_class("zeroshot-open")
         button.on_click(lambda _: action())
         return button
 
@@ -391,10 +425,30 @@ class StudyBrowser(widgets.VBox):  # type: ignore[misc]
             self.selected.discard(name)
 
 
+def text_px(shown: str) -> int:
+    """The width that shows ``shown`` (HTML: its text) whole in the table's font, at most
+    ``MAX_COLUMN_PX``."""
+    text = html.unescape(re.sub(r"<[^>]*>", "", shown))
+    return min(MAX_COLUMN_PX, round(len(text) * CHAR_PX) + PAD_PX)
+
+
+def grid_columns(widths: dict[str, int]) -> str:
+    """The grid's tracks: the check box, each column at least as wide as its widest value
+    (sharing what is left in proportion: ``minmax(120px, 120fr)``) and the "open"
+    button. Narrower than their sum, the table scrolls sideways instead of cutting."""
+    tracks = [f"minmax({widths.get(c, 60)}px, {widths.get(c, 60)}fr)" for c in COLUMNS]
+    return " ".join([f"{CHECK_PX}px", *tracks, f"{OPEN_PX}px"])
+
+
+def _started(when: Any) -> str:
+    """``12-05 16:59`` with the year in its title (the column stays narrow)."""
+    return f"<span title='{when.strftime('%Y-%m-%d %H:%M')}'>{when.strftime('%m-%d %H:%M')}</span>"
+
+
 def _cell(value: str, *, muted: bool = False) -> widgets.HTML:
-    style = "white-space:nowrap;overflow:hidden;text-overflow:ellipsis"
+    style = f"white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-size:{FONT_PX}px"
     if muted:
-        style += ";color:#666;font-size:90%"
+        style += ";color:#666"
     return widgets.HTML(
         f"<div style='{style}'>{value}</div>", layout=widgets.Layout(overflow="hidden")
     )

@@ -28,9 +28,9 @@ from matplotlib import colormaps
 from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogLocator, MaxNLocator
 
-from zeroshot_kernel.auto_research.agents.space import to_unit
+from zeroshot_kernel.auto_research.agents.space import from_unit, to_unit
 from zeroshot_kernel.auto_research.candidate_detail import (
     CandidateDetail,
     CandidateNotFound,
@@ -60,6 +60,13 @@ INCUMBENT = "#d62728"
 MUTED = "#7f7f7f"
 ROUND_MAP = "viridis"
 METRIC_MAP = "plasma"
+TICK_PT = 9
+"""The least font size of the figures' tick labels, in points."""
+AXIS_TICKS = 5
+"""Labelled values on each parallel-coordinates axis."""
+MARGIN = 0.05
+"""The slice plots' margin beyond a parameter's bounds, as a part of its range: a point at
+a bound is drawn whole."""
 SOURCE_HEIGHT = "360px"
 """Height of the scrolling source and diff boxes."""
 
@@ -146,6 +153,8 @@ def slice_figure(
                 zorder=3,
             )
         _parameter_axis(axes, parameter)
+        axes.tick_params(labelsize=TICK_PT)
+        axes.margins(y=2 * MARGIN)  # the ringed incumbent at the lowest value too
         axes.set_title(parameter.name, fontsize="medium")
         if index % columns == 0:
             axes.set_ylabel(measured.metric)
@@ -230,15 +239,14 @@ def parallel_figure(
     for x in range(len(names)):
         axes.axvline(x, color=MUTED, linewidth=0.8, zorder=1)
     for x, parameter in enumerate(space):
-        bottom, top = _bounds_labels(parameter)
-        axes.text(x, -0.06, bottom, ha="center", va="top", fontsize="x-small", color=MUTED)
-        axes.text(x, 1.06, top, ha="center", va="bottom", fontsize="x-small", color=MUTED)
-    axes.text(len(space), -0.06, f"{low:.4g}", ha="center", va="top", fontsize="x-small")
-    axes.text(len(space), 1.06, f"{high:.4g}", ha="center", va="bottom", fontsize="x-small")
-    axes.set_xticks(range(len(names)), names)
+        for unit, label in _axis_ticks(parameter):
+            _tick(axes, x, unit, label)
+    for unit, label in _metric_ticks(low, high, log):
+        _tick(axes, len(space), unit, label)
+    axes.set_xticks(range(len(names)), names, fontsize=TICK_PT)
     axes.set_yticks([])
-    axes.set_xlim(-0.3, len(names) - 0.7)
-    axes.set_ylim(-0.15, 1.15)
+    axes.set_xlim(-0.45, len(names) - 0.85)
+    axes.set_ylim(-0.06, 1.06)  # points at a bound (0 or 1) show whole
     for side in ("left", "right", "top"):
         axes.spines[side].set_visible(False)
     marked = f" · incumbent {incumbent.candidate_id} in red" if drawn and incumbent else ""
@@ -253,6 +261,44 @@ def parallel_figure(
     bar.ax.set_label("metric")
     bar.set_label(measured.metric)
     return figure
+
+
+def _tick(axes: Any, x: float, unit: float, label: str) -> None:
+    """A labelled tick on a parallel axis: a short mark and its value to its left."""
+    axes.plot([x - 0.02, x], [unit, unit], color=MUTED, linewidth=0.8, zorder=1)
+    axes.text(
+        x - 0.03, unit, label, ha="right", va="center", fontsize=TICK_PT, color="#444", gid="tick"
+    )
+
+
+def _axis_ticks(parameter: SearchParameter) -> list[tuple[float, str]]:
+    """Where a parameter's axis is labelled: every choice of a categorical parameter (at
+    most ``AXIS_TICKS``, evenly), else ``AXIS_TICKS`` values from bound to bound."""
+    if parameter.type == "categorical":
+        choices = parameter.choices or [""]
+        if len(choices) == 1:
+            return [(0.5, str(choices[0]))]
+        step = max(1, math.ceil((len(choices) - 1) / (AXIS_TICKS - 1)))
+        shown = sorted({*range(0, len(choices), step), len(choices) - 1})
+        return [(i / (len(choices) - 1), str(choices[i])) for i in shown]
+    units = [i / (AXIS_TICKS - 1) for i in range(AXIS_TICKS)]
+    return [(u, f"{from_unit(parameter, u):.3g}") for u in units]
+
+
+def _metric_ticks(low: float, high: float, log: bool) -> list[tuple[float, str]]:
+    """``AXIS_TICKS`` labelled values on the metric's axis, from its lowest to its highest."""
+    if high == low:
+        return [(0.5, f"{low:.4g}")]
+    ticks = []
+    for index in range(AXIS_TICKS):
+        unit = index / (AXIS_TICKS - 1)
+        value = (
+            math.exp(math.log(low) + unit * (math.log(high) - math.log(low)))
+            if log
+            else (low + unit * (high - low))
+        )
+        ticks.append((unit, f"{value:.4g}"))
+    return ticks
 
 
 def figure_png(figure: Figure) -> bytes:
@@ -337,10 +383,17 @@ def _parameter_axis(axes: Any, parameter: SearchParameter) -> None:
         axes.set_xticks(range(len(choices)), [str(c) for c in choices])
         axes.set_xlim(-0.5, len(choices) - 0.5)
         return
+    assert parameter.low is not None and parameter.high is not None
     if parameter.log:
         axes.set_xscale("log")
-    assert parameter.low is not None and parameter.high is not None
-    axes.set_xlim(parameter.low, parameter.high)
+        ratio = (parameter.high / parameter.low) ** MARGIN
+        axes.set_xlim(parameter.low / ratio, parameter.high * ratio)
+    else:
+        span = (parameter.high - parameter.low) * MARGIN
+        axes.set_xlim(parameter.low - span, parameter.high + span)
+    axes.xaxis.set_major_locator(
+        LogLocator(numticks=6) if parameter.log else MaxNLocator(nbins=5, min_n_ticks=4)
+    )
 
 
 def _log_scale(values: Sequence[float]) -> bool:
@@ -357,6 +410,11 @@ def _workspace(source: Client | str | os.PathLike[str] | None) -> tuple[str, Cli
         client = Client()
         return str(client.workspace), client
     return os.fspath(source), None
+
+
+def _full_width() -> widgets.Layout:
+    """As wide as the view and no wider, so the HTML inside wraps at its edge."""
+    return widgets.Layout(width="100%", max_width="100%", overflow="hidden")
 
 
 class CandidateView(widgets.VBox):  # type: ignore[misc]
@@ -382,12 +440,12 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
         self.picker = widgets.Dropdown(
             description="candidate", layout=widgets.Layout(width="480px")
         )
-        self.header = widgets.HTML()
-        self.source_html = widgets.HTML()
-        self.diff_html = widgets.HTML()
-        self.measurements_html = widgets.HTML()
-        self.review_html = widgets.HTML()
-        self.message = widgets.HTML()
+        self.header = widgets.HTML(layout=_full_width())
+        self.source_html = widgets.HTML(layout=_full_width())
+        self.diff_html = widgets.HTML(layout=_full_width())
+        self.measurements_html = widgets.HTML(layout=_full_width())
+        self.review_html = widgets.HTML(layout=_full_width())
+        self.message = widgets.HTML(layout=_full_width())
         self.sections = widgets.Tab(
             children=[self.source_html, self.diff_html, self.measurements_html, self.review_html]
         )
@@ -529,6 +587,17 @@ _BOX = (
 )
 
 
+_WRAPPED_BOX = _BOX.replace("white-space:pre", "white-space:pre-wrap;overflow-wrap:anywhere")
+"""The source box's look for text that must wrap at the view's edge (the evidence)."""
+_REVIEW_TABLE = "width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse"
+_REVIEW_HEAD = "text-align:left;vertical-align:top;width:8em;white-space:nowrap;padding-right:8px"
+_REVIEW_CELL = (
+    "text-align:left;vertical-align:top;white-space:normal;overflow-wrap:anywhere;"
+    "word-break:break-word;line-height:1.4"
+)
+"""The review's cells wrap at the view's edge: a long reason or rationale never runs off it."""
+
+
 def importance_html(importances: Importances) -> str:
     if not importances:
         return f"<i>{html.escape(importances.reason)}</i>"
@@ -559,7 +628,8 @@ def header_html(detail: CandidateDetail) -> str:
     )
     return (
         f"<b>{html.escape(detail.candidate_id)}</b> · round {detail.round} · parent "
-        f"{html.escape(parent)}{incumbent}{marks}<br>{html.escape(params)}<br>"
+        f"{html.escape(parent)}{incumbent}{marks}<br><span style='{_REVIEW_CELL}'>"
+        f"{html.escape(params)}</span><br>"
         f"<small>content sha256 {detail.content_sha256[:12]}… · {state}</small>"
     )
 
@@ -658,14 +728,13 @@ def review_html(detail: CandidateDetail) -> str:
         ("rationale", html.escape(review.rationale)),
         ("noise floor", html.escape(review.noise_decision)),
         ("effect size", _number(review.effect_size)),
-        ("evidence", f'<pre style="{_BOX}">{html.escape(review.evidence)}</pre>'),
+        ("evidence", f'<pre style="{_WRAPPED_BOX}">{html.escape(review.evidence)}</pre>'),
     ]
     body = "".join(
-        f"<tr><th style='text-align:left;vertical-align:top'>{k}</th>"
-        f"<td style='text-align:left'>{v}</td></tr>"
+        f"<tr><th style='{_REVIEW_HEAD}'>{k}</th><td style='{_REVIEW_CELL}'>{v}</td></tr>"
         for k, v in rows
     )
-    return f"<table>{body}</table>"
+    return f'<table class="zeroshot-review" style="{_REVIEW_TABLE}">{body}</table>'
 
 
 def _number(value: float | None) -> str:
