@@ -115,9 +115,10 @@ class Server:
         return True
 
 
-def require_the_lab_extension() -> None:
+def require_the_lab_extension(server: Server | None = None) -> None:
     """Skip loudly (fail under ZEROSHOT_STRICT=1) unless chromium, the server extension
-    and the front-end extension are all installed (``make .venv/.installed-test``)."""
+    and the front-end extension are all installed (``make .venv/.installed-test``), and
+    ``server``, when given, serves the extension's JSON."""
     require(CHROMIUM.is_file(), f"no chromium at {CHROMIUM} (make test installs Debian's)")
     require(
         importlib.util.find_spec(SERVER_EXTENSION) is not None,
@@ -128,14 +129,19 @@ def require_the_lab_extension() -> None:
         f"the front-end extension {LAB_EXTENSION} is not installed "
         "(make .venv/.installed-test builds labextension/ into zeroshot_kernel/labextension)",
     )
+    if server is not None:
+        require(
+            server.extension_answers(),
+            f"the jupyter server does not serve {server.base}/zeroshot/api/studies "
+            f"(is {SERVER_EXTENSION} enabled? jupyter server extension list)",
+        )
 
 
 def lab_extension_installed() -> bool:
     """The built front-end extension is where JupyterLab looks for prebuilt extensions."""
-    for prefix in {sys.prefix, sys.base_prefix}:
-        if (Path(prefix) / "share" / "jupyter" / "labextensions" / LAB_EXTENSION).is_dir():
-            return True
-    return False
+    from jupyter_core.paths import jupyter_path
+
+    return any((Path(d) / LAB_EXTENSION).is_dir() for d in jupyter_path("labextensions"))
 
 
 @contextlib.contextmanager

@@ -36,9 +36,9 @@ from workbench_support import TASK, ResearchRun, research_workspace, start_resea
 
 from zeroshot_kernel.ledger.events import SucceededResult
 
-ITERATIONS = 4
-"""Reviewed rounds of the module's run: enough to see the count grow, and rows on both
-sides of a filter."""
+ITERATIONS = 20
+"""Reviewed rounds of the module's run (about 0.5 to 1 s each): enough for the panel, which
+polls every 2 s, to see the count grow, and rows on both sides of a filter."""
 STUDY = TASK  # a run that names no study records into the task's
 PANEL = "zeroshot-studies-panel"
 
@@ -71,6 +71,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     workspace = research_workspace(scratch / "workspace")
     # the app on window.jupyterapp: the tests run its commands, as the palette would
     with jupyter_server("lab", workspace, scratch, "--LabApp.expose_app_in_browser=True") as up:
+        require_the_lab_extension(up)
         shared = Lab(up, workspace)
         try:
             yield shared
@@ -194,28 +195,33 @@ def test_hovering_and_clicking_a_chart_point_opens_its_candidate(lab: Lab) -> No
                 shown.first.scroll_into_view_if_needed()
                 shown.first.screenshot(path=str(artifacts / f"chart-{chart}.png"))
 
-        # the first trace holds one point per round, in round order: take the last round's
+        # a candidate's point (the last drawn): its hover label names it, a click opens it
         best.scroll_into_view_if_needed()
         traces = best.evaluate(POINT_CENTRES_JS)
-        drawn = [centre for centre in traces[0] if centre is not None]
+        drawn = [centre for trace in traces for centre in trace if centre is not None]
         assert drawn, f"no point drawn in the best-so-far chart: {traces}"
         x, y = drawn[-1]
-        page.mouse.move(x - 20, y - 20)
-        page.mouse.move(x, y)
+        page.mouse.move(x - 30, y - 30)
+        page.mouse.move(x, y, steps=5)
         hover = best.locator(".hoverlayer .hovertext")
         expect(hover.first).to_be_visible(timeout=10_000)
+        label: list[str] = hover.first.evaluate(
+            "h => { const lines = Array.from(h.querySelectorAll('tspan.line'));"
+            " return (lines.length ? lines : [h]).map(t => t.textContent); }"
+        )
+        named = re.fullmatch(r"round (\d+) · (\S+)", label[0].strip())
         page.screenshot(path=str(artifacts / "hover.png"))
+        assert named, f"the hover label names no candidate: {label!r}"
+        hovered = named[2]
+        assert hovered in candidates, f"{hovered} is none of the chart's {sorted(candidates)}"
 
         page.mouse.click(x, y)
-        candidate = page.locator(".zs-candidate[data-candidate]")
-        expect(candidate.first).to_be_visible(timeout=30_000)
-        shown_id = candidate.first.get_attribute("data-candidate")
-        assert shown_id in candidates, f"{shown_id} is none of the chart's {sorted(candidates)}"
-        if len(traces[0]) == len(data["chart"]["candidate_ids"]):
-            assert shown_id == data["chart"]["candidate_ids"][-1]  # the point clicked
-        expect(candidate.first).to_contain_text(shown_id)
-        detail = server.zeroshot(f"studies/{STUDY}/candidates/{shown_id}")
-        assert detail["candidate_id"] == shown_id
+        candidate = page.locator(f".zs-candidate[data-candidate='{hovered}']")
+        expect(candidate).to_be_visible(timeout=30_000)
+        expect(candidate).to_contain_text(hovered)
+        detail = server.zeroshot(f"studies/{STUDY}/candidates/{hovered}")
+        assert detail["candidate_id"] == hovered
+        candidate.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "candidate.png"))
 
 
@@ -250,7 +256,7 @@ def test_the_runs_table_filters_by_an_expression(lab: Lab) -> None:
         box.fill(f"metric < {x}")
         box.press("Enter")
         expect(rows).to_have_count(kept, timeout=10_000)
-        expect(dashboard.locator(".zs-filter-error")).to_be_hidden()
+        expect(dashboard.locator(".zs-filter-error")).to_have_text("")
         page.screenshot(path=str(artifacts / "table-filtered.png"))
 
         box.fill("")
