@@ -59,7 +59,7 @@ STUDY_ROUNDS = 2  # the studies notebook's default, per study
 MID_RUN_ROUNDS = 40
 """Enough rounds (about 0.5 to 1 s each) that a notebook saved as its run starts is
 reopened well before the last."""
-STOPPED_ROUNDS = 200
+STOPPED_ROUNDS = 100  # the most `--iterations` takes
 """More rounds than the test waits for: the run is stopped from its monitor."""
 MAX_NOTEBOOK_BYTES = 100_000
 
@@ -149,9 +149,11 @@ def phase_is(phase: str) -> Any:
     return lambda state: state["phase"] is not None and phase in state["phase"].lower()
 
 
-def saved_monitor_output(notebook: dict[str, Any], server: Server) -> dict[str, Any]:
+def saved_monitor_output(
+    notebook: dict[str, Any], server: Server, *, small: bool = True
+) -> dict[str, Any]:
     """The saved notebook holds the monitor as a run reference, no widget state, and
-    stays small; returns the reference."""
+    (``small``: nothing but the monitor in it) stays small; returns the reference."""
     assert "widgets" not in notebook["metadata"], "the notebook saved widget state"
     references = [
         output["data"][RUN_MIME]
@@ -163,7 +165,7 @@ def saved_monitor_output(notebook: dict[str, Any], server: Server) -> dict[str, 
     (reference,) = references
     assert Path(reference["workspace"]).resolve() == server.root.resolve()
     size = len(json.dumps(notebook, indent=1))
-    assert size < MAX_NOTEBOOK_BYTES, f"the saved notebook is {size} bytes"
+    assert not small or size < MAX_NOTEBOOK_BYTES, f"the saved notebook is {size} bytes"
     return dict(reference)
 
 
@@ -179,7 +181,7 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
         # the live monitor, while the run goes on
         monitor = page.locator(".zs-monitor").first
         monitor.wait_for(timeout=90_000)
-        live = await_monitor(page, lambda s: s["run"], 30, "the monitor's run id")
+        live = await_monitor(page, lambda s: s["run"] and s["phase"], 60, "the live monitor")
         monitor.screenshot(path=str(artifacts / "monitor-live.png"))
         # it follows the run to its end
         ended = await_monitor(page, phase_is("succeeded"), 240, "the run to succeed")
@@ -196,7 +198,8 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
         page.screenshot(path=str(artifacts / "quickstart.png"), full_page=True)
 
         # saved, kernel shut down, reloaded: the monitor shows the finished run
-        reference = saved_monitor_output(save(page, path), server)
+        # (the report's chart and tables make this one large: no size bound)
+        reference = saved_monitor_output(save(page, path), server, small=False)
         assert reference["run_id"] == live["run"]
         shut_down_kernels(server)
         page.reload()
@@ -234,7 +237,9 @@ def reopen_without_the_kernel(page: Any, server: Server) -> dict[str, Any]:
     shut_down_kernels(server)
     page.reload()
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-    return await_monitor(page, lambda s: s["run"], 60, "the reopened monitor")
+    return await_monitor(
+        page, lambda s: s["run"] and s["phase"], 60, "the reopened monitor's first state"
+    )
 
 
 def kernel_gone_again(page: Any, server: Server) -> None:
