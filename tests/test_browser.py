@@ -145,8 +145,12 @@ def await_monitor(page: Any, predicate: Any, timeout: float, message: str) -> di
     return state
 
 
-def phase_is(phase: str) -> Any:
-    return lambda state: state["phase"] is not None and phase in state["phase"].lower()
+def phase_is(phase: str, points: int = 0) -> Any:
+    """The monitor says ``phase``, its chart drawn with ``points`` points at least (Plotly
+    is loaded and draws after the words)."""
+    return lambda state: (
+        state["phase"] is not None and phase in state["phase"].lower() and state["points"] >= points
+    )
 
 
 def saved_monitor_output(
@@ -184,7 +188,7 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
         live = await_monitor(page, lambda s: s["run"] and s["phase"], 60, "the live monitor")
         monitor.screenshot(path=str(artifacts / "monitor-live.png"))
         # it follows the run to its end
-        ended = await_monitor(page, phase_is("succeeded"), 240, "the run to succeed")
+        ended = await_monitor(page, phase_is("succeeded", ROUNDS), 240, "the run to succeed")
         assert (ended["done"], ended["total"]) == (ROUNDS, ROUNDS), ended
         assert ended["run"] == live["run"]
         expect(monitor.locator("button.zs-stop")).to_be_disabled()
@@ -204,7 +208,7 @@ def test_quickstart_runs_and_the_monitor_ends_and_survives_its_kernel(
         shut_down_kernels(server)
         page.reload()
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-        reopened = await_monitor(page, phase_is("succeeded"), 60, "the reopened monitor")
+        reopened = await_monitor(page, phase_is("succeeded", ROUNDS), 60, "the reopened monitor")
         assert reopened["run"] == live["run"]
         assert (reopened["done"], reopened["total"]) == (ROUNDS, ROUNDS), reopened
         assert reopened["points"] >= ROUNDS
@@ -280,7 +284,9 @@ def test_a_notebook_saved_mid_run_reopens_without_its_kernel_to_a_live_monitor(
             "the reopened monitor's progress to grow",
         )
         assert server.api("kernels") == []
-        ended = await_monitor(page, phase_is("succeeded"), 240, "the run to succeed")
+        ended = await_monitor(
+            page, phase_is("succeeded", MID_RUN_ROUNDS), 240, "the run to succeed"
+        )
         assert (ended["done"], ended["total"]) == (MID_RUN_ROUNDS, MID_RUN_ROUNDS), ended
         assert ended["run"] == started["run"] and grown["run"] == started["run"]
         assert ended["points"] >= MID_RUN_ROUNDS
