@@ -72,6 +72,9 @@ def api(jp_fetch: Fetch, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Callable
         options: dict[str, Any] = {"method": method, "params": params, "headers": headers}
         if method == "POST":
             options["body"] = b""
+        # a run started in this thread (asyncio.run) unsets the current loop; tornado's
+        # client needs it back
+        asyncio.set_event_loop(jp_asyncio_loop)
         try:
             response = jp_asyncio_loop.run_until_complete(jp_fetch(*API, *parts, **options))
         except tornado.httpclient.HTTPClientError as error:

@@ -81,6 +81,8 @@ BUILT_IN_BASES: dict[str, type[BaseException]] = {
     "zeroshot_kernel.engine.controller.LeaseLost": RuntimeError,
     "zeroshot_kernel.harness.agent_cli.CliMissing": FileNotFoundError,
     "zeroshot_kernel.harness.registry.HarnessUnavailable": LookupError,
+    "zeroshot_kernel.lab_server.inputs.BadInput": ValueError,
+    "zeroshot_kernel.lab_server.workspaces.OutsideRoot": PermissionError,
     "zeroshot_kernel.ledger.errors.PayloadRejected": ValueError,
     "zeroshot_kernel.ledger.errors.InvalidArgument": ValueError,
     "zeroshot_kernel.ledger.errors.InvalidCursor": ValueError,

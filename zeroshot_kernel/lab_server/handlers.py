@@ -52,7 +52,7 @@ from zeroshot_kernel.ledger import LedgerError, RunNotFound
 _SEGMENT = r"([^/]+)"
 
 
-class Refusal(Exception):
+class Refusal(ZeroshotError):
     """An answer other than 200: its status and JSON body."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:

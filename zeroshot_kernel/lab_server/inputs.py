@@ -7,9 +7,10 @@ import re
 
 from zeroshot_kernel.auto_research.studies import StudyError, check_study_name
 from zeroshot_kernel.contract.values import IDENTIFIER_PATTERN, MAX_IDENTIFIER_LENGTH
+from zeroshot_kernel.exceptions import InvalidInput
 
 
-class BadInput(ValueError):
+class BadInput(InvalidInput):
     """A path parameter or query argument that cannot name anything (HTTP 400)."""
 
 
