@@ -18,6 +18,7 @@ from bench import (
     b9_parallel,
     b10_gate,
     b11_pruning,
+    b12_cli_startup,
 )
 from bench.harness import Report, write_results
 
@@ -32,15 +33,16 @@ BENCHMARKS: dict[str, tuple[Callable[[int], Report], int]] = {
     "B9": (b9_parallel.run, 3),
     "B10": (b10_gate.run, 5),
     "B11": (b11_pruning.run, 5),
+    "B12": (b12_cli_startup.run, 9),
 }
 """Each benchmark and its default number of repeats (B5: seeds; B7: one sample per case,
 of full length when repeats > 1, a quarter otherwise; B10: batches of 1,000 comparisons;
-B11: seeds, each a pair of studies)."""
+B11: seeds, each a pair of studies; B12: cold processes per command)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B11 (default: all)")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="B1 ... B12 (default: all)")
     parser.add_argument("--repeats", type=int, help="override every benchmark's repeats")
     parser.add_argument("--no-write", action="store_true", help="leave results.md alone")
     args = parser.parse_args(argv)

@@ -18,7 +18,7 @@ from zeroshot_kernel.cli import (
     validate_command,
 )
 from zeroshot_kernel.cli.crash_reports import write_report
-from zeroshot_kernel.features import contributions, resolve
+from zeroshot_kernel.features import contributions
 
 app = typer.Typer(
     name="zeroshot",
@@ -39,8 +39,8 @@ app = typer.Typer(
 validate_command.register(app)
 run_commands.register(app)
 provider_commands.register(app)
-for _name, _reference in contributions("commands").items():  # the features' sub-apps
-    app.add_typer(resolve(_reference), name=_name)
+for _name, _load in contributions("commands").items():  # the features' sub-apps
+    app.add_typer(_load(), name=_name)
 app.add_typer(template_commands.template_app, name="template")
 app.add_typer(batch_commands.batch_app, name="batch")
 app.add_typer(profile_commands.profile_app, name="profile")
@@ -60,9 +60,6 @@ def main() -> None:
     with its problem, exit 2; anything unexpected is reported in one line that says where
     the full report (with its traceback) was written, exit 2.
     """
-    from zeroshot_kernel.ledger.errors import LedgerError
-    from zeroshot_kernel.sandbox import SandboxUnavailable
-
     for position, argument in enumerate(sys.argv[1:], start=1):
         try:
             argument.encode("utf-8")
@@ -70,14 +67,18 @@ def main() -> None:
             _fail(f"argument {position} is not valid UTF-8 text")
     try:
         app()
-    except (LedgerError, SandboxUnavailable) as problem:
-        _fail(str(problem))
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as bug:
+        # imported here, not above: a command that ends well never loads the ledger's errors
+        from zeroshot_kernel.ledger.errors import LedgerError
+        from zeroshot_kernel.sandbox.bwrap import SandboxUnavailable
+
+        if isinstance(bug, LedgerError | SandboxUnavailable):
+            _fail(str(bug))
         report = write_report()
         where = f"; the full report is in {report}" if report else ""
         _fail(f"internal error: {type(bug).__name__}: {_first_line(bug)}{where}")

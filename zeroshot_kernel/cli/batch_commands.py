@@ -11,7 +11,6 @@ from typer.core import TyperGroup
 
 from zeroshot_kernel.console.options import LedgerOption, TargetOption, chosen_ledger
 from zeroshot_kernel.console.output import fail_usage, print_json
-from zeroshot_kernel.contract.reading import shorten
 
 if TYPE_CHECKING:
     from zeroshot_kernel.batch import BatchStatus
@@ -232,6 +231,8 @@ def list_batches(ledger: LedgerOption = None, target: TargetOption = None) -> No
 
 
 def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) -> None:
+    from zeroshot_kernel.contract.reading import shorten
+
     if as_json:
         print_json(found.to_wire())
     else:

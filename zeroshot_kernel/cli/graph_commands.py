@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
 
 from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
@@ -14,11 +13,9 @@ from zeroshot_kernel.console.output import (
     print_json,
     read_document,
 )
-from zeroshot_kernel.contract.canonical import graph_identity
-from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
-from zeroshot_kernel.contract.outcome import ArtifactRef
-from zeroshot_kernel.contract.parse import parse_compiled_ir
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 graph_app = typer.Typer(help="Inspect graphs.", no_args_is_help=True)
 schema_app = typer.Typer(help="Print the JSON Schema of a contract document.", no_args_is_help=True)
@@ -35,6 +32,9 @@ def identity(
 
     Example: zeroshot graph identity compiled.json
     """
+    from zeroshot_kernel.contract.canonical import graph_identity
+    from zeroshot_kernel.contract.parse import parse_compiled_ir
+
     result = parse_compiled_ir(read_document(graph))
     if result.value is None:
         print_diagnostics(result.diagnostics)
@@ -42,19 +42,29 @@ def identity(
     typer.echo(graph_identity(result.value))
 
 
-_SCHEMAS: dict[str, type[BaseModel]] = {
-    "graph": GraphSpec,
-    "compiled-ir": CompiledGraphIr,
-    "diagnostic": GraphDiagnostic,
-    "artifact": ArtifactRef,
+_SCHEMAS: dict[str, str] = {
+    "graph": "GraphSpec",
+    "compiled-ir": "CompiledGraphIr",
+    "diagnostic": "GraphDiagnostic",
+    "artifact": "ArtifactRef",
 }
+"""Command -> the contract model whose schema it prints (imported when it runs)."""
 
 
-def _schema_command(name: str, model: type[BaseModel]) -> None:
+def _models() -> dict[str, type[BaseModel]]:
+    from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+    from zeroshot_kernel.contract.graph import CompiledGraphIr, GraphSpec
+    from zeroshot_kernel.contract.outcome import ArtifactRef
+
+    models: tuple[type[BaseModel], ...] = (GraphSpec, CompiledGraphIr, GraphDiagnostic, ArtifactRef)
+    return {model.__name__: model for model in models}
+
+
+def _schema_command(name: str, model: str) -> None:
     def show() -> None:
-        print_json(model.model_json_schema(by_alias=True))
+        print_json(_models()[model].model_json_schema(by_alias=True))
 
-    show.__doc__ = f"JSON Schema of {model.__name__}, generated from the models."
+    show.__doc__ = f"JSON Schema of {model}, generated from the models."
     schema_app.command(name)(show)
 
 

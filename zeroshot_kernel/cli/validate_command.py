@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from zeroshot_kernel.admission.admit import admit, verify_document
-from zeroshot_kernel.admission.worker_registry import FileRegistry, RegistryFileError
 from zeroshot_kernel.console.output import (
     EXIT_OK,
     EXIT_REJECTED,
@@ -19,9 +17,9 @@ from zeroshot_kernel.console.output import (
     read_input,
     read_runtime,
 )
-from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.contract.reading import DocumentError, DocumentUnreadable, load_document
-from zeroshot_kernel.workspace import find_workspace
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.contract.reading import DocumentError
 
 
 def validate(
@@ -51,6 +49,8 @@ def validate(
 
     Example: zeroshot validate graph.json --input '{"task": "x"}' --runtime @plan.json --json
     """
+    from zeroshot_kernel.contract.reading import DocumentError, DocumentUnreadable, load_document
+
     try:
         document = load_document(graph)
     except DocumentUnreadable as unreadable:
@@ -68,6 +68,8 @@ def validate(
 
 
 def _reject(refused: DocumentError, as_json: bool) -> NoReturn:
+    from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+
     diagnostic = GraphDiagnostic(
         code="invalid_graph_shape", path=[], message=f"the graph document was refused: {refused}"
     )
@@ -89,6 +91,10 @@ def report_validation(
 ) -> None:
     """Run the admission checks on a parsed document, print the outcome and exit with
     its status (shared by ``zeroshot validate`` and ``%%zeroshot_graph``)."""
+    from zeroshot_kernel.admission.admit import admit, verify_document
+    from zeroshot_kernel.admission.worker_registry import FileRegistry, RegistryFileError
+    from zeroshot_kernel.workspace import find_workspace
+
     workers = None
     if registry is not None:
         try:

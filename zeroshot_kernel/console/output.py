@@ -6,20 +6,14 @@ import json
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from pydantic import BaseModel
-from pydantic.alias_generators import to_camel
 
-from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.contract.reading import (
-    MAX_PRINTED_DIAGNOSTICS,
-    DocumentError,
-    load_document,
-    loads_document,
-    shorten,
-)
+if TYPE_CHECKING:  # imported where used: a command's --help loads neither pydantic nor yaml
+    from pydantic import BaseModel
+
+    from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -54,6 +48,8 @@ def fail_usage(message: str) -> NoReturn:
 
 def read_document(path: Path) -> Any:
     """A graph document from a file (a file that is no graph document is not quoted)."""
+    from zeroshot_kernel.contract.reading import DocumentError, load_document
+
     try:
         document = load_document(path)
     except DocumentError as error:
@@ -65,6 +61,7 @@ def graph_document(document: Any, path: Path) -> Any:
     """``document`` if it could be a graph; a file without any graph field (a private file
     named by mistake) is refused without quoting it."""
     from zeroshot_kernel.contract.graph import GraphSpec
+    from zeroshot_kernel.contract.reading import shorten
 
     return _of_kind(document, model_fields(GraphSpec), "a graph document", shorten(str(path)))
 
@@ -76,6 +73,13 @@ def read_inline_or_file(
 
     ``fields``: the top-level fields ``kind`` can have; a file with none of them is
     refused without quoting it (naming a private file by mistake must not print it)."""
+    from zeroshot_kernel.contract.reading import (
+        DocumentError,
+        load_document,
+        loads_document,
+        shorten,
+    )
+
     try:
         path = (
             value[1:]
@@ -144,7 +148,10 @@ def print_json(value: Any) -> None:
 
 def print_diagnostics(diagnostics: Sequence[GraphDiagnostic]) -> None:
     """One block per diagnostic: severity, code, readable path, then what to change; past
-    :data:`MAX_PRINTED_DIAGNOSTICS`, only how many more there are."""
+    :data:`~zeroshot_kernel.contract.reading.MAX_PRINTED_DIAGNOSTICS`, only how many more
+    there are."""
+    from zeroshot_kernel.contract.reading import MAX_PRINTED_DIAGNOSTICS, shorten
+
     for diagnostic in diagnostics[:MAX_PRINTED_DIAGNOSTICS]:
         nodes = ", ".join(shorten(name) for name in diagnostic.related_nodes[:10])
         related = f"  (nodes: {nodes})" if nodes else ""
@@ -163,6 +170,8 @@ def print_diagnostics(diagnostics: Sequence[GraphDiagnostic]) -> None:
 def camel_keys(value: Any) -> Any:
     """``value`` with every mapping's keys in camelCase, as the graph contract and every
     ``--json`` output write them."""
+    from pydantic.alias_generators import to_camel
+
     if isinstance(value, dict):
         return {to_camel(str(key)): camel_keys(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
