@@ -1,0 +1,219 @@
+"""The documentation site: it builds with warnings as errors, and its examples run.
+
+The site (``mkdocs.yml``, ``docs/``) is built strictly into a temporary folder: a broken
+link or anchor, a page missing from the navigation, a docstring reference that does not
+resolve or a generated page that fails is a failure, with MkDocs' own words.
+
+An example is runnable when the line before its fence is ``<!-- run -->`` (in ``docs/`` and
+in ``README.md``). A ``console`` block runs each ``$ `` line with bash (a trailing ``\\``
+continues it; the other lines are output, shown to readers and not run); a ``python`` block
+runs as a script. The blocks of one page run in order, in one fresh workspace holding a copy
+of ``examples/`` and ``research_templates/``, with the embedded default: no API key, no
+ledger or target from the environment. Each must succeed within its time limit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def _project_root() -> Path:
+    here = Path(__file__).resolve().parent
+    while not (here / "mkdocs.yml").is_file():
+        if here.parent == here:
+            raise RuntimeError("no mkdocs.yml above the tests")
+        here = here.parent
+    return here
+
+
+ROOT = _project_root()
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+BUILD_TIMEOUT_S = 300
+BLOCK_TIMEOUT_S = 240
+MARKER = "<!-- run -->"
+# what the examples must not inherit: credentials, and a ledger, target or box chosen by
+# the caller's shell
+SCRUBBED = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "GH_TOKEN")
+
+
+def _strict() -> bool:
+    return os.environ.get("ZEROSHOT_STRICT", "") not in ("", "0", "false")
+
+
+def _require_mkdocs() -> None:
+    try:
+        import mkdocs  # noqa: F401
+        import mkdocstrings  # noqa: F401
+    except ImportError as missing:
+        message = f"MISSING REAL COMPONENT: the docs extra ({missing.name}): pip install -e '.[docs]'"
+        if _strict():
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+# --- the examples -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    language: str
+    body: str
+
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def examples(page: Path) -> list[Example]:
+    """The runnable blocks of ``page``, in order. A marker inside a fence (an example of
+    the convention itself) does not count."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found: list[Example] = []
+    fence: str | None = None
+    marked = False
+    start = 0
+    language = ""
+    body: list[str] = []
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if fence is None:
+            opening = re.match(r"(`{3,}|~{3,})\s*([\w-]*)", stripped)
+            if opening:
+                fence, language, start, body = opening.group(1), opening.group(2), number, []
+                continue
+            if stripped == MARKER:
+                marked = True
+            elif stripped:
+                marked = False
+            continue
+        if stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+            if marked:
+                found.append(Example(page, start, language, "\n".join(body)))
+            fence, marked = None, False
+            continue
+        body.append(line)
+    return found
+
+
+def console_script(body: str) -> str:
+    """The ``$ `` commands of a console block as one bash script that stops at a failure."""
+    commands: list[str] = []
+    continuing = False
+    for line in body.splitlines():
+        if continuing:
+            commands[-1] += "\n" + line
+        elif line.startswith("$ "):
+            commands.append(line[2:])
+        else:
+            continue
+        continuing = line.rstrip().endswith("\\")
+    return "set -euo pipefail\n" + "\n".join(commands) + "\n"
+
+
+RUNNABLE = [page for page in PAGES if examples(page)]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / ".zeroshot").mkdir()
+    for folder in ("examples", "research_templates"):
+        shutil.copytree(ROOT / folder, workspace / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return workspace
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in SCRUBBED and not key.startswith(("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET"))
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["MPLBACKEND"] = "Agg"
+    env.pop("ZEROSHOT_SANDBOX", None)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def test_the_convention_finds_blocks_and_ignores_quoted_markers() -> None:
+    development = examples(DOCS / "development.md")
+    assert development == [], "the marker quoted inside a fence must not run"
+    readme = examples(ROOT / "README.md")
+    assert {example.language for example in readme} == {"console", "python"}
+    script = console_script("$ zeroshot run a \\\n      --input b\noutput line\n$ zeroshot list\n")
+    assert script.splitlines()[1:] == ["zeroshot run a \\", "      --input b", "zeroshot list"]
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=lambda page: str(page.relative_to(ROOT)))
+def test_the_examples_run(page: Path, tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path)
+    env = _environment(tmp_path)
+    for index, example in enumerate(examples(page)):
+        if example.language == "console":
+            command = ["bash", "-c", console_script(example.body)]
+        elif example.language == "python":
+            script = tmp_path / f"example_{index}.py"
+            script.write_text(example.body + "\n", encoding="utf-8")
+            command = [sys.executable, str(script)]
+        else:
+            pytest.fail(f"{example.where()}: a runnable block must be console or python")
+        try:
+            done = subprocess.run(
+                command,
+                cwd=workspace,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BLOCK_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as late:
+            pytest.fail(f"{example.where()}: still running after {BLOCK_TIMEOUT_S} s\n{late.stdout}")
+        assert done.returncode == 0, (
+            f"{example.where()} exited {done.returncode}\n--- the block\n{example.body}\n"
+            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+        )
+
+
+# --- the site ---------------------------------------------------------------------------
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    _require_mkdocs()
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
+         str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    warnings = [line for line in output.splitlines() if re.match(r"\s*(WARNING|ERROR)\b", line)]
+    assert warnings == [], "\n".join(warnings)
+    # the generated pages are there and hold what they are generated from
+    cli = (site / "reference" / "cli.html").read_text(encoding="utf-8")
+    for command in ("zeroshot research run", "zeroshot batch", "zeroshot change run"):
+        assert command in cli
+    assert "--iterations" in cli and "--parallel" in cli
+    api = (site / "reference" / "api.html").read_text(encoding="utf-8")
+    assert 'id="zeroshot_kernel.Client"' in api and "submit" in api
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert (site / "tutorials" / f"{notebook.stem}.html").is_file(), notebook.name
+    assert "B1" in (site / "benchmarks.html").read_text(encoding="utf-8")
+    # nothing that reaches out: no web fonts, no CDN
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "fonts.googleapis.com" not in index and "fonts.gstatic.com" not in index
