@@ -1,8 +1,9 @@
-"""Features register with the core through entry points, as a third party's would.
+"""Third parties plug into zeroshot through entry points; the built-ins are imported directly.
 
-A distribution installed beside zeroshot-kernel (here: a ``.dist-info`` folder and a module on
-``PYTHONPATH``, exactly what pip leaves behind) adds a template, a harness and a CLI sub-app;
-the real ``zeroshot`` command and the detached controller it starts find them.
+Small plugin projects are built and installed by a real ``pip install`` (offline: hatchling
+from this environment) into a folder put on ``PYTHONPATH``: one adds a template, a harness
+and a CLI sub-app, which the real ``zeroshot`` command and the detached controller it starts
+find; the others collide with a built-in or are broken, and are refused in one line each.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from zeroshot_kernel.features import features
+from zeroshot_kernel.features import ENTRY_POINT_GROUP, features
 
 PLUGIN = textwrap.dedent('''
     """A third-party feature: one template, one harness, one command."""
@@ -58,20 +60,72 @@ PLUGIN = textwrap.dedent('''
         typer.echo("hello from acme")
 
 
-    FEATURE = Feature("acme", templates={"shout-once": "acme_feature:TEMPLATE"},
-                      harnesses={"shout": "acme_feature:ShoutHarness"},
-                      commands={"acme": "acme_feature:app"})
+    FEATURE = Feature("acme", templates={"shout-once": lambda: TEMPLATE},
+                      harnesses={"shout": ShoutHarness}, commands={"acme": lambda: app})
 ''')
 
+CLASH = textwrap.dedent("""
+    from zeroshot_kernel.features import Feature
 
-def install(site: Path, name: str, entry: str, module: str | None = None) -> None:
-    """What installing a distribution leaves on ``sys.path``: its metadata and its module."""
-    info = site / f"{name}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[zeroshot_kernel.features]\n{entry}\n")
-    if module is not None:
-        (site / f"{name}.py").write_text(module)
+    FEATURE = Feature("clash", harnesses={"python": object})
+""")
+
+BROKEN_LOADER = textwrap.dedent("""
+    from zeroshot_kernel.features import Feature
+
+
+    def template():
+        import acme_templates_gone
+
+        return acme_templates_gone.TEMPLATE
+
+
+    FEATURE = Feature("half", templates={"half-done": template})
+""")
+
+PYPROJECT = """
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "{name}"
+version = "1.0"
+
+[project.entry-points."zeroshot_kernel.features"]
+{entry}
+
+[tool.hatch.build.targets.wheel]
+only-include = ["{name}.py"]
+"""
+
+PLUGINS = {
+    "acme_feature": ("acme = 'acme_feature:FEATURE'", PLUGIN),
+    "clash_feature": ("clash = 'clash_feature:FEATURE'", CLASH),
+    "half_feature": ("half = 'half_feature:FEATURE'", BROKEN_LOADER),
+    # the entry point names a module the project does not ship
+    "broken_feature": ("broken = 'broken_feature_missing:FEATURE'", "FEATURE = None\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugins, each a project built and installed by pip into one target folder."""
+    root = tmp_path_factory.mktemp("plugins")
+    for name, (entry, module) in PLUGINS.items():
+        (root / name).mkdir()
+        (root / name / "pyproject.toml").write_text(PYPROJECT.format(name=name, entry=entry))
+        (root / name / f"{name}.py").write_text(module)
+    site = root / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation"]
+    installed = subprocess.run(
+        [*pip, "--no-deps", "--quiet", "--target", str(site), *(str(root / n) for n in PLUGINS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert installed.returncode == 0, installed.stderr
+    return site
 
 
 def zeroshot(workspace: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -87,22 +141,21 @@ def zeroshot(workspace: Path, site: Path, *args: str) -> subprocess.CompletedPro
     )
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    site.mkdir()
-    install(site, "acme_feature", "acme = acme_feature:FEATURE", PLUGIN)
-    return site
+def test_pip_installed_each_plugin_with_its_entry_point(site: Path) -> None:
+    for name, (entry, _) in PLUGINS.items():
+        points = (site / f"{name}-1.0.dist-info" / "entry_points.txt").read_text()
+        assert "[zeroshot_kernel.features]" in points
+        assert entry.split("'")[1] in points
+        assert (site / f"{name}.py").is_file()
 
 
-def test_the_built_in_features_are_found_through_their_entry_points() -> None:
-    names = [feature.name for feature in features()]
-    assert names == ["auto_research", "software_change"]
+def test_the_built_in_features_are_no_entry_points() -> None:
+    assert [feature.name for feature in features()] == ["core", "auto_research", "software_change"]
+    ours = [p for p in entry_points(group=ENTRY_POINT_GROUP) if p.value.startswith("zeroshot_")]
+    assert ours == []
 
 
-def test_a_third_party_feature_adds_a_template_a_harness_and_a_command(
-    tmp_path: Path, site: Path
-) -> None:
+def test_a_plugin_adds_a_template_a_harness_and_a_command(tmp_path: Path, site: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     listed = zeroshot(workspace, site, "template", "list")
@@ -124,6 +177,35 @@ def test_a_third_party_feature_adds_a_template_a_harness_and_a_command(
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "shouting HI" in ran.stdout
     assert "succeeded" in ran.stdout
+
+
+def test_colliding_and_broken_plugins_are_refused_in_words(tmp_path: Path, site: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    listed = zeroshot(workspace, site, "template", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "shout-once" in listed.stdout and "software-change" in listed.stdout
+    assert "half-done" not in listed.stdout
+    refusals = [line for line in listed.stderr.splitlines() if "UserWarning: plugin" in line]
+    assert [line.split("UserWarning: ")[1] for line in refusals] == [
+        "plugin 'broken' (broken_feature_missing:FEATURE) cannot be loaded: "
+        "ModuleNotFoundError: No module named 'broken_feature_missing'",
+        "plugin 'clash' (clash_feature:FEATURE) is refused: its harnesses python already "
+        "belong to the core feature",
+        "plugin 'half' (half_feature:FEATURE) is refused: its template 'half-done' cannot be "
+        "loaded: No module named 'acme_templates_gone'",
+    ]
+    assert "Traceback" not in listed.stderr
+
+    # The built-in keeps its name: the python harness is still the core's.
+    probe = (
+        "from zeroshot_kernel.harness.registry import harness_for as h; print(type(h('python')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    kept = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", probe], env=env, capture_output=True, text=True
+    )
+    assert kept.stdout.strip() == "<class 'zeroshot_kernel.harness.python_harness.PythonHarness'>"
 
 
 def test_a_plan_naming_a_harness_nobody_installed_is_refused_at_admission(tmp_path: Path) -> None:
@@ -151,16 +233,3 @@ def test_a_plan_naming_a_harness_nobody_installed_is_refused_at_admission(tmp_pa
     assert "runtime › harness" in checked.stdout + checked.stderr
     assert "installed: claude, codex, local, openai, python" in checked.stdout + checked.stderr
     assert "Traceback" not in checked.stdout + checked.stderr
-
-
-def test_a_broken_feature_is_left_out_with_a_warning_and_the_rest_works(
-    tmp_path: Path, site: Path
-) -> None:
-    install(site, "broken_feature", "broken = broken_feature_missing:FEATURE")
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    listed = zeroshot(workspace, site, "template", "list")
-    assert listed.returncode == 0, listed.stderr
-    assert "shout-once" in listed.stdout and "software-change" in listed.stdout
-    assert "feature 'broken'" in listed.stderr and "cannot be loaded" in listed.stderr
-    assert "Traceback" not in listed.stderr

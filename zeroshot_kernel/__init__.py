@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from zeroshot_kernel.builtins import BUILTIN_FEATURES as _BUILTIN_FEATURES
 from zeroshot_kernel.exceptions import (
     InvalidInput,
     NotFound,
@@ -27,6 +28,11 @@ from zeroshot_kernel.exceptions import (
     Unavailable,
     ZeroshotError,
 )
+from zeroshot_kernel.features import install_builtins as _install_builtins
+
+# Every process that imports any part of the package comes through here first, so the core
+# finds the built-in features (which sit above it) without importing up.
+_install_builtins(_BUILTIN_FEATURES)
 
 if TYPE_CHECKING:
     from zeroshot_kernel.admission.admit import Admission

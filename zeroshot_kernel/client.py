@@ -44,7 +44,7 @@ from zeroshot_kernel.engine.liveness import ControllerState, controller_state
 from zeroshot_kernel.engine.owner import owner_gone
 from zeroshot_kernel.engine.stop import StopResult, stop_run
 from zeroshot_kernel.exceptions import InvalidInput, Refused
-from zeroshot_kernel.features import resolve, submit_guards
+from zeroshot_kernel.features import submit_guards
 from zeroshot_kernel.harness.boxing import require_box
 from zeroshot_kernel.harness.plan import AgentBinding, RuntimePlan
 from zeroshot_kernel.ledger import Ledger, RunSnapshot, RunSummary
@@ -474,7 +474,7 @@ class Client:
         # this API): auto-research refuses a second unfinished run of one study.
         with contextlib.ExitStack() as guards:
             for guard in submit_guards():
-                guards.enter_context(resolve(guard)(self, input))
+                guards.enter_context(guard(self, input))
             run_id = self.ledger.create_run(
                 admitted.to_wire(), title=admitted.title, submission_key=submission_key
             )

@@ -4,8 +4,8 @@ The engine wires these into the auto-research graph; everything here is plain ty
 whose inputs and outputs are JSON-ready (``.to_wire()`` / ``.from_wire()``). The agents
 live in :mod:`zeroshot_kernel.auto_research.agents` (imported on demand: they load numpy).
 
-The names below are imported on first use, so loading the feature (its entry point) stays
-cheap.
+The names below are imported on first use, so loading the feature (listed in
+:mod:`zeroshot_kernel.builtins`) stays cheap.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.delivery.git import GitError
 from zeroshot_kernel.delivery.worktree import DeliveryRefused
-from zeroshot_kernel.features import contributions, resolve
+from zeroshot_kernel.features import contributions
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 
 SIGNAL = "delivery"
@@ -32,12 +32,12 @@ class GitDeliveryHarness:
         """``in_process`` is accepted like every harness's; delivery always runs here."""
 
     async def execute(self, request: ExecutionRequest) -> HarnessResult:
-        reference = contributions("deliveries").get(request.node.worker)
-        if reference is None:
+        load = contributions("deliveries").get(request.node.worker)
+        if load is None:
             return HarnessResult(
                 error("refusal"), f"no git delivery serves worker {request.node.worker}"
             )
-        delivery: Delivery = resolve(reference)
+        delivery: Delivery = load()
         try:
             return await delivery(request)
         except DeliveryRefused as refused:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.exceptions import Refused
-from zeroshot_kernel.features import EmbeddedCode, contributions, resolve
+from zeroshot_kernel.features import EmbeddedCode, contributions
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.harness.python_harness import PythonHarness
@@ -32,7 +33,7 @@ class EmbeddedCalls:
 
     def __init__(self, *, in_process: bool = False) -> None:
         self._python = PythonHarness(in_process=in_process)
-        self._to_release: dict[tuple[str, str], None] = {}
+        self._to_release: dict[tuple[Callable[[str], None], str], None] = {}
 
     async def call(self, request: ExecutionRequest, embedded: EmbeddedCode) -> HarnessResult:
         """Call ``embedded`` with ``{"input": <graph input>, "engine": <context>}``; a
@@ -40,7 +41,7 @@ class EmbeddedCalls:
         if embedded.release is not None:
             self._to_release[(embedded.release, request.run_id)] = None
         try:
-            context = resolve(embedded.context)(request)
+            context = embedded.context(request)
         except Refused as refused:
             return HarnessResult(error("refusal"), str(refused))
         call = dataclasses.replace(
@@ -55,7 +56,7 @@ class EmbeddedCalls:
         harnesses, so no worker still acts for the run), then stop the pooled workers."""
         for release, run_id in self._to_release:
             try:
-                resolve(release)(run_id)
+                release(run_id)
             except Exception:  # one failing release must not keep the others held
                 log.exception("releasing %s for %s failed", release, run_id)
         self._to_release.clear()

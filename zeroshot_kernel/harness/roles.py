@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from zeroshot_kernel.contract.outcome import error
 from zeroshot_kernel.exceptions import ZeroshotError
-from zeroshot_kernel.features import contributions, resolve
+from zeroshot_kernel.features import contributions
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 
 
@@ -53,10 +53,10 @@ class Role(Protocol):
 
 def role_for(worker: str) -> Role | None:
     """The role the features register for ``worker`` (imported on first use), if any."""
-    target = contributions("roles").get(worker)
-    if target is None:
+    load = contributions("roles").get(worker)
+    if load is None:
         return None
-    role: Role = resolve(target)
+    role: Role = load()
     return role
 
 

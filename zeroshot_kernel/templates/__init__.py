@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zeroshot_kernel.features import contributions, resolve
+from zeroshot_kernel.features import contributions
 from zeroshot_kernel.sandbox import SandboxMode
 from zeroshot_kernel.templates.single_worker import single_worker_graph
 
@@ -130,19 +130,15 @@ def _single_worker(options: TemplateOptions) -> Expansion:
     )
 
 
-CORE_TEMPLATES: dict[str, Template] = {
-    "single-worker": Template(
-        "single-worker", "One agent completes a task; an error fails the run.", _single_worker
-    ),
-}
+SINGLE_WORKER = Template(
+    "single-worker", "One agent completes a task; an error fails the run.", _single_worker
+)
 
 
 def templates() -> dict[str, Template]:
-    """Template name -> template: the core's, then the installed features' in order."""
-    found = dict(CORE_TEMPLATES)
-    for name, reference in contributions("templates").items():
-        found.setdefault(name, resolve(reference))
-    return found
+    """Template name -> template, as the installed features register them (the core's
+    ``single-worker`` among the built-ins, see :mod:`zeroshot_kernel.builtins`)."""
+    return {name: load() for name, load in contributions("templates").items()}
 
 
 def template_names() -> list[str]:
