@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lab lint docs bench clean system-packages sandbox-package labextension lab-test
+.PHONY: demo test test-fast lab lint docs bench clean system-packages sandbox-package labextension lab-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,12 @@ sandbox-package:
 
 test: $(VENV)/.installed-test system-packages lab-test
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+# The quick loop while developing: every test but those marked `slow` (browsers, kernels,
+# servers, PostgreSQL, clusters, controllers and real research runs, many subprocesses),
+# without the system packages or the front end's tests. `make test` runs everything.
+test-fast: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n auto -m "not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check zeroshot_kernel widgets tests bench
