@@ -2,7 +2,8 @@
 
 The built-in features' harnesses, templates, roles, deliveries, commands and embedded code
 (the engine context and release functions are plain imports that mypy checks), every name a
-bundled template binds a node to in each of its variants, and the names runs recorded before
+bundled template binds a node to in each of its variants or an example plan names (in
+``examples/``), and the names runs recorded before
 the built-ins were imported directly (``fixtures/recorded_bindings.json``): a run in an
 existing ledger is resumed with its recorded plan, so those names must keep resolving.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from zeroshot_kernel.builtins import BUILTIN_FEATURES
 from zeroshot_kernel.features import EmbeddedCode, Feature, contributions
@@ -143,6 +145,17 @@ def test_every_name_a_bundled_template_binds_resolves(
 ) -> None:
     expansion = expand_template(template, options)
     assert unresolved(_workers(expansion.graph, {}), expansion.runtime) == []
+
+
+@pytest.mark.parametrize("plan", ["headline-runtime.json", "headline.openai.yaml"])
+def test_every_name_an_example_plan_binds_resolves(
+    plan: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    monkeypatch.syspath_prepend(str(examples.parent))  # its callables: examples.headline_workers
+    graph = yaml.safe_load((examples / "headline.yaml").read_text())
+    runtime = yaml.safe_load((examples / plan).read_text())  # JSON is YAML
+    assert unresolved(_workers(graph, {}), runtime) == []
 
 
 @pytest.mark.parametrize("label", sorted(RECORDED["runs"]))
