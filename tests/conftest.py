@@ -28,6 +28,19 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFORMANCE = PROJECT_ROOT.parent / "shared" / "conformance" / "openengine-cluster-v1"
 
 
+# A test that starts PostgreSQL is slow wherever it is (``make test-fast`` leaves it out):
+# every test that takes one of these fixtures; the PostgreSQL case of ``ledger_url`` is marked
+# where ledger_backends.py parametrises it.
+POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_password_url"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def strict() -> bool:
     return os.environ.get("ZEROSHOT_STRICT", "") not in ("", "0", "false")
 

@@ -16,7 +16,11 @@ import postgres_server
 import pytest
 from conftest import require
 
-BACKENDS = [pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql")]
+# The PostgreSQL case starts a server: `make test-fast` (-m "not slow") runs the SQLite one.
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture(params=BACKENDS)

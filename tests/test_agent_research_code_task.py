@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from auto_research_support import new_workspace
 from chat_server import chat_server
 from code_task_agents import CLAIM, competent, research
@@ -21,6 +22,9 @@ from zeroshot_kernel.auto_research.task import BUNDLED_TASKS
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
+
+# slow: real research runs against a loopback model server
+pytestmark = pytest.mark.slow
 
 GAUSS = '''"""Composite 4-point Gauss-Legendre on 16 panels: exactly 64 evaluations."""
 import math

@@ -17,6 +17,9 @@ from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 
+# slow: real research runs from zeroshot processes
+pytestmark = pytest.mark.slow
+
 GATE = '''\
 """Wait until the file $GATE exists, then measure: the run cannot end before the test
 opens the gate."""

@@ -20,6 +20,9 @@ from zeroshot_kernel.auto_research.template import ATTEMPTS
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
+# slow: real research runs through the engine, controllers killed
+pytestmark = pytest.mark.slow
+
 HANG = '''\
 """Hang (with a child, both named $NAME) unless at the starting point."""
 import json, os, runpy, subprocess, sys, time

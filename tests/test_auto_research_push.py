@@ -36,6 +36,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifierOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
+# slow: real research runs through the engine, git remotes
+pytestmark = pytest.mark.slow
+
 # From the corner (-2, -1), rosenbrock is ~2509, its largest value on the domain: round 1
 # (a sample of the whole domain) is an adoption, so every run below has one to deliver.
 CORNER = {"x": -2.0, "y": -1.0}

@@ -13,6 +13,9 @@ from auto_research_support import copy_task, new_workspace, python_node, start
 from zeroshot_kernel.auto_research.template import REVIEW_PASSES
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
+# slow: real research runs through the engine
+pytestmark = pytest.mark.slow
+
 
 def test_corrections_are_answered_in_the_same_round(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path)

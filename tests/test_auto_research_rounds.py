@@ -15,6 +15,9 @@ from zeroshot_kernel.auto_research import load_task, restore_candidate
 from zeroshot_kernel.auto_research.views import ResearchView
 from zeroshot_kernel.ledger.events import SucceededResult
 
+# slow: ten real research rounds per bundled task
+pytestmark = pytest.mark.slow
+
 ROUNDS = 10
 
 

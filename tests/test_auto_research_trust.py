@@ -24,6 +24,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: a real research run against a loopback model server
+pytestmark = pytest.mark.slow
+
 KEY_ENV = "ZS_LYING_LLM_KEY"
 CLAIMED_METRIC = 123456789.0
 CLAIMED_GAIN = 987654321.0

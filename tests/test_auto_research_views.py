@@ -26,6 +26,9 @@ from zeroshot_kernel.auto_research.local_agents import recorded_contexts
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder, research_view
 from zeroshot_kernel.ledger.events import NodeStarted, RunEvent, SucceededResult
 
+# slow: real research runs through the engine
+pytestmark = pytest.mark.slow
+
 POINTS = [{"x": -2.0, "y": 2.0}, {"x": 2.0, "y": -1.0}, {"x": 1.0, "y": 1.0}]
 
 

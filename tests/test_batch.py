@@ -31,6 +31,9 @@ from zeroshot_kernel.batch import (
 )
 from zeroshot_kernel.batch.storage import BatchOptions
 
+# slow: real kernels (papermill), a local pool and a dask LocalCluster
+pytestmark = pytest.mark.slow
+
 NOTEBOOK_SOURCE = """
 import os, pathlib, time
 from zeroshot_kernel.batch import record

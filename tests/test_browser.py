@@ -54,6 +54,9 @@ from zeroshot_kernel.auto_research.studies import study_of_run
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 
+# slow: a real browser (chromium) on JupyterLab and Notebook 7 servers
+pytestmark = pytest.mark.slow
+
 ROUNDS = 3  # the quickstart's default
 STUDY_ROUNDS = 2  # the studies notebook's default, per study
 MID_RUN_ROUNDS = 40

@@ -36,6 +36,9 @@ from workbench_support import TASK, ResearchRun, research_workspace, start_resea
 
 from zeroshot_kernel.ledger.events import SucceededResult
 
+# slow: a real browser on a JupyterLab server, over a real research run
+pytestmark = pytest.mark.slow
+
 ITERATIONS = 20
 """Reviewed rounds of the module's run (about 0.5 to 1 s each): enough for the panel, which
 polls every 2 s, to see the count grow, and rows on both sides of a filter."""

@@ -22,6 +22,9 @@ from support import alive, wait_until
 
 from zeroshot_kernel.client import AdmissionRejected, Run
 
+# slow: detached controllers and worker processes
+pytestmark = pytest.mark.slow
+
 GATE = "gate"
 RAN = ["run_started", "started work#1", "completed work#1 ok", "terminal succeeded"]
 

@@ -9,9 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from zeroshot_kernel.auto_research.commands import round_line
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
+
+# slow: a real research run, then papermill and nbconvert
+pytestmark = pytest.mark.slow
 
 ROUNDS = 2
 

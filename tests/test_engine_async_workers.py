@@ -10,6 +10,9 @@ import engine_graphs as g
 import pytest
 from engine_support import assert_trace, make_workspace, trace, wire
 
+# slow: detached controllers and worker processes
+pytestmark = pytest.mark.slow
+
 
 def async_graph(judge: str) -> g.Scenario:
     """``inc`` then the verifier ``judge``: value 3 becomes 4, which is accepted."""

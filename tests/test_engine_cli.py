@@ -15,6 +15,9 @@ import pytest
 from engine_support import Workspace, controller_pid, finish, kill, wire
 from support import wait_until
 
+# slow: a zeroshot process per command and detached controllers
+pytestmark = pytest.mark.slow
+
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 
 

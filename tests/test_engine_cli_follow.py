@@ -21,10 +21,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import engine_graphs as g
+import pytest
 from engine_support import Workspace, controller_pid, finish, wire
 from support import alive
 
 from zeroshot_kernel.client import Client
+
+# slow: zeroshot processes and detached controllers
+pytestmark = pytest.mark.slow
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 GATE = "gate"

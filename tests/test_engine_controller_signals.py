@@ -27,6 +27,9 @@ from zeroshot_kernel.engine.launch import controller_log, last_log_line
 from zeroshot_kernel.ledger import LeaseNotHeld
 from zeroshot_kernel.ledger.events import SafeLog
 
+# slow: detached controllers killed and signalled, zeroshot processes
+pytestmark = pytest.mark.slow
+
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 DEADLINE_S = 30
 

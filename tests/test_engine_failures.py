@@ -11,6 +11,9 @@ from support import alive, wait_until
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: a detached controller and worker processes per test
+pytestmark = pytest.mark.slow
+
 
 def _completions(run: Run) -> list[NodeCompleted]:
     return [event for _, event in run.events() if isinstance(event, NodeCompleted)]

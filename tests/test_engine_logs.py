@@ -14,6 +14,9 @@ from engine_support import finish, make_workspace, wire
 from zeroshot_kernel.engine.redaction import OVERSIZED, REDACTED
 from zeroshot_kernel.ledger.events import MAX_LOG_LINE_BYTES
 
+# slow: a detached controller and worker processes
+pytestmark = pytest.mark.slow
+
 LONG_TAIL = "end-of-the-long-line"
 
 

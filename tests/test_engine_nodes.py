@@ -22,6 +22,9 @@ from zeroshot_kernel.admission.admit import admit
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeStarted
 
+# slow: a detached controller and worker processes per test
+pytestmark = pytest.mark.slow
+
 
 def test_seq_runs_children_in_order(ws: Workspace) -> None:
     run = ws.submit(g.seq_graph(), {"value": 3})

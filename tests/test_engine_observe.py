@@ -15,6 +15,9 @@ from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.ledger import CursorAhead, InvalidCursor
 from zeroshot_kernel.ledger.events import RunEvent
 
+# slow: detached controllers and tailing readers
+pytestmark = pytest.mark.slow
+
 RESUME_INPUT = {"value": 0, "items": [{"n": 1}, {"n": 2}, {"n": 3}]}
 RESUME_RESULT = {"status": "succeeded", "output": {"value": 3, "results": [1, 4, 9]}}
 Tail = list[tuple[str, RunEvent]]

@@ -31,6 +31,9 @@ from zeroshot_kernel.client import Run
 from zeroshot_kernel.contract.outcome import ErrorOutcome
 from zeroshot_kernel.ledger.events import ControllerAttached, NodeCompleted, NodeStarted
 
+# slow: detached controllers killed many times and resumed
+pytestmark = pytest.mark.slow
+
 INPUT = {"value": 0, "items": [{"n": 1}, {"n": 2}]}
 EXPECTED = {"status": "succeeded", "output": {"value": 3, "results": [1, 4]}}
 SLOW = {

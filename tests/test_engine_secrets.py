@@ -12,6 +12,9 @@ from engine_support import finish, make_workspace, wire
 
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: a detached controller and worker processes
+pytestmark = pytest.mark.slow
+
 
 def test_a_declared_secret_is_used_but_never_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -27,6 +27,9 @@ from support import alive, wait_until
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: detached controllers and worker processes, stopped and killed
+pytestmark = pytest.mark.slow
+
 FORCE_STOPPED = {"status": "failed", "reason": "force_stopped"}
 
 

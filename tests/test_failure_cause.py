@@ -4,10 +4,14 @@ the worker's own last error lines, read from the ledger alone (real runs, real w
 from __future__ import annotations
 
 import engine_graphs as g
+import pytest
 from engine_support import Workspace, finish
 
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.failure import FailureCause, explain_failure
+
+# slow: detached controllers and worker processes
+pytestmark = pytest.mark.slow
 
 
 def _cause(run: Run) -> FailureCause | None:

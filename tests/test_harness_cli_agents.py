@@ -30,6 +30,9 @@ from support import processes_named, wait_until
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: real runs whose agents are stand-in CLI processes
+pytestmark = pytest.mark.slow
+
 CLIS = ["claude", "codex"]
 CREDENTIAL = {"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
 CONNECTION = {"claude": "anthropic", "codex": "openai"}

@@ -22,6 +22,9 @@ from harness_support import (
 from zeroshot_kernel.client import Run
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: real runs against a loopback model server
+pytestmark = pytest.mark.slow
+
 KEY_ENV = "ZS_LOCAL_LLM_KEY"
 
 

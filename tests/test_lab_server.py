@@ -29,6 +29,9 @@ from zeroshot_kernel.auto_research.studies import list_studies
 from zeroshot_kernel.auto_research.study import Study
 from zeroshot_kernel.client import Client
 
+# slow: a real Jupyter server over real research runs
+pytestmark = pytest.mark.slow
+
 Fetch = Callable[..., Any]
 API = ("zeroshot", "api")
 TIMEOUT_S = 240.0

@@ -51,7 +51,8 @@ def one_finished_run(ws: Workspace) -> None:
     wait_until(lambda: _one_file(ws.ledger_path), 30, "the ledger to be one file")
 
 
-pytestmark = pytest.mark.usefixtures("one_finished_run")
+# slow: a zeroshot process per command over real runs
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_finished_run")]
 
 
 def _one_file(ledger: Path) -> bool:

@@ -36,6 +36,9 @@ from zeroshot_kernel.ledger import (
 from zeroshot_kernel.ledger.dialects import open_engines
 from zeroshot_kernel.ledger.events import ForceStopRequested, RunEvent, RunStarted
 
+# slow: a PostgreSQL server
+pytestmark = pytest.mark.slow
+
 T = TypeVar("T")
 OPENERS = 6
 

@@ -23,6 +23,9 @@ from zeroshot_kernel.ledger import LedgerUnavailable, parse_cursor
 from zeroshot_kernel.ledger.events import ControllerAttached, SucceededResult
 from zeroshot_kernel.workspace import LEDGER_ENV
 
+# slow: a PostgreSQL server and detached controllers
+pytestmark = pytest.mark.slow
+
 WORKERS = Path(__file__).with_name("engine_workers.py")
 ITERATIONS = 12
 DEADLINE_S = 90.0

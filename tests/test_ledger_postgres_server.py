@@ -16,6 +16,9 @@ import pytest
 from conftest import require
 from support import alive, wait_until
 
+# slow: PostgreSQL servers, started and killed
+pytestmark = pytest.mark.slow
+
 STOP_WAIT_S = 15.0
 
 

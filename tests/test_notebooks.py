@@ -17,6 +17,7 @@ from typing import Any
 
 import nbformat
 import papermill
+import pytest
 from conftest import PROJECT_ROOT
 from nbclient import NotebookClient
 from workbench_support import PNG_SIGNATURE, finished_run, research_workspace, start_research
@@ -29,6 +30,9 @@ from zeroshot_kernel.batch import open_store, read_results
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import loads_document
 from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
+
+# slow: every notebook executed in a real kernel
+pytestmark = pytest.mark.slow
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -22,6 +22,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real research runs from zeroshot processes against a loopback model server
+pytestmark = pytest.mark.slow
+
 KEY_ENV = "OPENAI_API_KEY"
 AGENTS = {"scout_exploration", "scout_synthesis", "scout_challenge", "researcher", "reviewer"}
 

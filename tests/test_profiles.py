@@ -15,6 +15,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.profiles import ProfileNotFound, TemplateSource
 from zeroshot_kernel.templates import TemplateOptions, expand_template, single_worker
 
+# slow: a zeroshot process per command, detached controllers, PostgreSQL
+pytestmark = pytest.mark.slow
+
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return run_cli(ws.root, *args, **env)

@@ -7,8 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from zeroshot_kernel.auto_research import bundled_tasks
 from zeroshot_kernel.client import Client
+
+# slow: real research runs from zeroshot processes
+pytestmark = pytest.mark.slow
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -55,6 +55,9 @@ from zeroshot_kernel.contract.outcome import ErrorOutcome
 from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.sandbox import Containment, problem
 
+# slow: real research runs of hostile candidates in boxes
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _bubblewrap() -> None:

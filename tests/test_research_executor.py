@@ -27,6 +27,9 @@ from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.task import TaskError
 from zeroshot_kernel.sandbox import Containment
 
+# slow: a dask LocalCluster and boxed experiments
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 WORKERS = 2

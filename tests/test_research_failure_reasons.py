@@ -10,12 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import copy_task, new_workspace, python_node, start
 from zeroshot_widgets.monitor import RunMonitor
 from zeroshot_widgets.report import report_html
 
 from zeroshot_kernel.ledger.events import FailedResult
+
+# slow: real failing research runs through the engine
+pytestmark = pytest.mark.slow
 
 BROKEN_EXPERIMENT = """import sys
 sys.stderr.write("loading data\\n")

@@ -28,6 +28,9 @@ from zeroshot_kernel.ledger.events import FailedResult, NodeCompleted, Succeeded
 from zeroshot_kernel.ledger.failure import explain_failure
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real research runs with agent stand-in processes
+pytestmark = pytest.mark.slow
+
 KEY_ENV = "ZS_ROLES_LLM_KEY"
 NEW_PARAMS = '{\n  "x1": 3.14159,\n  "x2": 2.275\n}\n'
 PROPOSAL = {

@@ -28,6 +28,9 @@ from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real research runs from zeroshot processes
+pytestmark = pytest.mark.slow
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
 
 

@@ -23,6 +23,9 @@ from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.software_change.classifier_graph import classifier_graph
 from zeroshot_kernel.software_change.review.classify import ClassificationFailed, classify
 
+# slow: real software-change runs in real git repositories
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     ("scripted", "tier"),

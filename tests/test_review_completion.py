@@ -45,6 +45,9 @@ from zeroshot_kernel.software_change.review.tiers import resolve_tier, review_ti
 from zeroshot_kernel.software_change.snapshot import tree_of
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real software-change runs in real git repositories
+pytestmark = pytest.mark.slow
+
 HEAD, TREE = "a" * 40, "b" * 40
 
 

@@ -44,6 +44,9 @@ from zeroshot_kernel.software_change.review import checks
 from zeroshot_kernel.software_change.review.briefs import change_diff
 from zeroshot_kernel.software_change.secrets import scan_file
 
+# slow: real software-change runs in real git repositories
+pytestmark = pytest.mark.slow
+
 TOKEN = "ghp_" + "Zq7" * 12
 """A GitHub-token-shaped value the controller holds: no hook, filter or check may see it."""
 FEATURE = "def answer():\n    return 42\n"

@@ -14,6 +14,9 @@ from software_change_support import git, repository, start_change
 
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 
+# slow: real software-change runs against a loopback GitHub
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def github(

@@ -24,6 +24,9 @@ from zeroshot_kernel.ledger.events import (
 from zeroshot_kernel.software_change.delivery import unsettled
 from zeroshot_kernel.software_change.prepare import prepare
 
+# slow: real software-change runs in real git repositories
+pytestmark = pytest.mark.slow
+
 
 def test_push_publishes_the_run_branch_from_its_own_worktree(tmp_path: Path) -> None:
     repo, remote = repository(tmp_path)

@@ -39,6 +39,9 @@ from zeroshot_kernel.software_change.review.briefs import (
     declared_checks,
 )
 
+# slow: real software-change runs with agent stand-in processes
+pytestmark = pytest.mark.slow
+
 FEATURE = "def answer():\n    return 42\n"
 REVIEWER_NODES = set(REVIEWERS)
 

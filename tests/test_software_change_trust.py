@@ -36,6 +36,9 @@ from zeroshot_kernel.ledger.events import (
 )
 from zeroshot_kernel.software_change.commands import _trust_note
 
+# slow: real software-change runs in real git repositories
+pytestmark = pytest.mark.slow
+
 
 def trust_message(change: Change) -> str:
     done = change.completions("trust_check")

@@ -27,6 +27,9 @@ from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.ledger.events import SucceededResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real research runs over SQLite and PostgreSQL
+pytestmark = pytest.mark.slow
+
 ROUNDS = 2
 STUDIES = {"alpha": "rosenbrock", "beta": "branin"}
 

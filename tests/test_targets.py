@@ -17,6 +17,9 @@ from sqlalchemy.engine import make_url
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.targets import TargetError, Targets, resolve_ledger
 
+# slow: a zeroshot process per command and detached controllers
+pytestmark = pytest.mark.slow
+
 
 def zeroshot(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return run_cli(ws.root, *args, **env)

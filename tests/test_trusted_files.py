@@ -15,6 +15,9 @@ from workbench_support import research_workspace, start_research
 
 from zeroshot_kernel.engine.launch import controller_log
 
+# slow: detached controllers, resumed
+pytestmark = pytest.mark.slow
+
 
 def test_a_link_planted_at_the_controller_log_is_replaced_not_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -30,6 +30,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: real research runs, up to 100 rounds
+pytestmark = pytest.mark.slow
+
 ROUNDS = 2
 FAST_TASK = "tenms"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

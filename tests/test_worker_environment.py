@@ -19,6 +19,9 @@ from harness_support import controller_logs, ledger_bytes
 from zeroshot_kernel.engine.redaction import REDACTED
 from zeroshot_kernel.ledger.events import NodeCompleted
 
+# slow: detached controllers and worker processes
+pytestmark = pytest.mark.slow
+
 LEAKY_WORKER = """
 from pathlib import Path
 
