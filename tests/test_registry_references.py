@@ -3,9 +3,9 @@
 The built-in features' harnesses, templates, roles, deliveries, commands and embedded code
 (the engine context and release functions are plain imports that mypy checks), every name a
 bundled template binds a node to in each of its variants or an example plan names (in
-``examples/``), and the names runs recorded before
-the built-ins were imported directly (``fixtures/recorded_bindings.json``): a run in an
-existing ledger is resumed with its recorded plan, so those names must keep resolving.
+``examples/``), and the names runs recorded before the built-ins were imported directly
+(``fixtures/recorded_bindings.json``): a run in an existing ledger is resumed with its
+recorded plan, so those names must keep resolving.
 """
 
 from __future__ import annotations

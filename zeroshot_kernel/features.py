@@ -119,7 +119,6 @@ def install_builtins(builtins: tuple[Feature, ...]) -> None:
     """Make ``builtins`` the features every lookup starts with (called by the package)."""
     global _builtins
     _builtins = builtins
-    features.cache_clear()
 
 
 @cache

@@ -1,8 +1,9 @@
 """Which harness implementation serves which harness name.
 
-The harnesses are contributions of the installed features: the built-in ones
-(:mod:`zeroshot_kernel.builtins`, where the core's own harnesses are listed) and third-party
-plugins (:mod:`zeroshot_kernel.features`). Each factory imports its module only when a
+The harnesses are contributions of the installed features: the built-in ones, imported
+directly (:mod:`zeroshot_kernel.builtins`, where the core's own harnesses are listed), and
+third-party plugins, found through the ``zeroshot_kernel.features`` entry-point group
+(:mod:`zeroshot_kernel.features` shows one). Each factory imports its module only when a
 controller first needs it, so a run that never delivers never imports git delivery, and
 one on the local harness never imports httpx.
 """
