@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support import wait_until
-from test_widgets_monitor import FAST_TASK, fast_task
+from workbench_support import FAST_TASK, fast_task
 
 from zeroshot_kernel.auto_research import study_hold
 from zeroshot_kernel.auto_research.lock_files import LOCKS_DIR

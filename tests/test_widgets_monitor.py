@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from support import wait_until
 from workbench_support import (
+    FAST_TASK,
     PNG_SIGNATURE,
     ResearchRun,
+    fast_task,
     finished_run,
     research_workspace,
     start_research,
@@ -34,41 +36,7 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 pytestmark = pytest.mark.slow
 
 ROUNDS = 2
-FAST_TASK = "tenms"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def fast_task(workspace: Path) -> Path:
-    """A task whose experiment takes about 10 ms (a round costs about 0.2 s), so a test
-    can afford a real run of 100 rounds."""
-    candidate = workspace / FAST_TASK / "candidate"
-    candidate.mkdir(parents=True)
-    (candidate / "objective.py").write_text(
-        "import json, os, random, time\n"
-        "time.sleep(0.01)\n"
-        "p = json.load(open('params.json'))\n"
-        "noise = random.Random(int(os.environ['ZEROSHOT_SEED'])).gauss(0.0, 0.01)\n"
-        "value = (p['x'] - 1.0) ** 2 + (p['y'] + 0.5) ** 2 + noise\n"
-        "print('ZEROSHOT_METRIC ' + json.dumps({'name': 'loss', 'value': value}))\n"
-    )
-    (candidate / "params.json").write_text(json.dumps({"x": -4.0, "y": 4.0}))
-    spec = {
-        "name": FAST_TASK,
-        "charter": "Minimise a noisy quadratic quickly.",
-        "metric": "loss",
-        "direction": "minimize",
-        "command": ["{python}", "objective.py"],
-        "budgetSeconds": 10,
-        "repeats": 3,
-        "preload": ["json", "random"],
-        "searchSpace": [
-            {"name": "x", "type": "float", "low": -5.0, "high": 5.0},
-            {"name": "y", "type": "float", "low": -5.0, "high": 5.0},
-        ],
-    }
-    (workspace / FAST_TASK / "task.yaml").write_text(json.dumps(spec))  # JSON is YAML
-    (workspace / ".zeroshot").mkdir(exist_ok=True)
-    return workspace
 
 
 def start_fast(workspace: Path, iterations: int) -> ResearchRun:
