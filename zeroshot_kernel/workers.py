@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.sandbox import Containment
 
 RefusalReason = Literal["policy_denied", "interactive_input_required", "authentication_required"]
@@ -41,7 +41,7 @@ class Verdict:
     diagnostic: Any = None
 
 
-class Refusal(ZeroshotError):
+class Refusal(Refused):
     """Raise to refuse the work (recorded as a ``refusal`` outcome, never retried)."""
 
     def __init__(self, message: str = "", reason: RefusalReason = "policy_denied") -> None:

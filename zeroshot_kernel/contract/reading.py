@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import InvalidInput
 
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 """The largest document read, from a file or inline (the ledger stores at most 2 MiB of
@@ -55,7 +55,7 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = str.maketrans({"[": "1", "{": "1", "]": "2", "}": "2"})
 
 
-class DocumentError(ZeroshotError):
+class DocumentError(InvalidInput):
     """The input could not be read as a JSON or YAML document within the limits."""
 
 
@@ -80,13 +80,14 @@ def read_text(path: str | os.PathLike[str], limit: int = MAX_DOCUMENT_BYTES) -> 
     try:
         # Non-blocking, so opening a FIFO returns at once instead of waiting for a writer.
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise DocumentUnreadable(f"{shown}: not a regular file")
-            data = handle.read(limit + 1)
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            data = handle.read(limit + 1) if regular else b""
     except OSError as error:
         raise DocumentUnreadable(f"{shown}: {error.strerror or error}") from None
     except ValueError:  # a NUL byte in the name
         raise DocumentUnreadable(f"{shown!r}: not a usable file name") from None
+    if not regular:
+        raise DocumentUnreadable(f"{shown}: not a regular file")
     if len(data) > limit:
         raise DocumentError(f"{shown}: larger than the {limit:,}-byte limit")
     try:
@@ -163,6 +164,8 @@ def _load_yaml(text: str, *, from_file: bool) -> Any:
         value = yaml.load(text, Loader=_Loader)  # a safe loader (C when available)
     except yaml.YAMLError as error:
         raise DocumentError(f"neither JSON nor YAML: {_yaml_problem(error)}") from None
+    except DocumentError:  # a limit the events passed (a ValueError too): as it is
+        raise
     except ValueError as error:  # a scalar its constructor cannot convert (a huge integer)
         raise DocumentError(_value_problem(error)) from None
     if from_file and not isinstance(value, dict | list):

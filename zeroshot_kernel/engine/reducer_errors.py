@@ -3,10 +3,10 @@ of a well-formed run are terminals, errors inside the graph are routed by its gu
 
 from __future__ import annotations
 
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import InvalidInput
 
 
-class ReducerError(ZeroshotError):
+class ReducerError(InvalidInput):
     """The graph, its input or its history cannot be reduced."""
 
 

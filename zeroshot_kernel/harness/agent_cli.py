@@ -32,7 +32,7 @@ from pathlib import Path
 
 from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import error
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import Unavailable
 from zeroshot_kernel.harness.agent_guard import CANNOT_START, CANNOT_START_MARK
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSink
 from zeroshot_kernel.harness.plan import AgentBinding
@@ -84,8 +84,9 @@ _AUTH_PROBLEM = re.compile(
 )
 
 
-class CliMissing(ZeroshotError, FileNotFoundError):
-    """The agent CLI binary is not installed where it was looked for."""
+class CliMissing(FileNotFoundError, Unavailable):
+    """The agent CLI binary is not installed where it was looked for. (The ``OSError`` base
+    first: behind ``RuntimeError`` it would leave ``errno`` and ``filename`` unset.)"""
 
 
 AGENT_LIMITS = Limits(

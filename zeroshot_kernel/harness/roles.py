@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from zeroshot_kernel.contract.outcome import error
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.features import contributions
 from zeroshot_kernel.harness.base import ExecutionRequest, Harness, HarnessResult
 
 
-class RoleError(ZeroshotError):
+class RoleError(Refused):
     """The role cannot prepare this turn (damaged records, a parent that does not verify):
     the execution ends as a crash with this message, and no agent runs."""
 

@@ -32,7 +32,7 @@ from jupyter_server.utils import url_path_join
 from zeroshot_kernel.auto_research.studies import StudyError
 from zeroshot_kernel.auto_research.study_table import RunCache
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.exceptions import NotFound, ZeroshotError
+from zeroshot_kernel.exceptions import NotFound, Refused, ZeroshotError
 from zeroshot_kernel.lab_server import inputs
 from zeroshot_kernel.lab_server.actions import NotContinuable, continue_run, stop_run
 from zeroshot_kernel.lab_server.inputs import BadInput
@@ -52,7 +52,7 @@ from zeroshot_kernel.ledger import LedgerError, RunNotFound
 _SEGMENT = r"([^/]+)"
 
 
-class Refusal(ZeroshotError):
+class Refusal(Refused):
     """An answer other than 200: its status and JSON body."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:

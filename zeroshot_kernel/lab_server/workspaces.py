@@ -16,13 +16,14 @@ from pathlib import Path
 
 from zeroshot_kernel.auto_research.study_table import RunCache
 from zeroshot_kernel.client import Client
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.lab_server.inputs import MAX_WORKSPACE_CHARS, BadInput, shown
 from zeroshot_kernel.workspace import find_workspace
 
 
-class OutsideRoot(ZeroshotError, PermissionError):
-    """A workspace outside the server's root dir (HTTP 403)."""
+class OutsideRoot(PermissionError, Refused):
+    """A workspace outside the server's root dir (HTTP 403). (The ``OSError`` base
+    first: behind ``RuntimeError`` it would leave ``errno`` and ``filename`` unset.)"""
 
 
 class Workspaces:

@@ -1,7 +1,9 @@
-"""Every way the ledger refuses, as one exception family.
+"""Every way the ledger refuses, each under :class:`LedgerError` and a family of
+:mod:`zeroshot_kernel.exceptions`.
 
-Callers (CLI, controller, widgets) catch :class:`LedgerError` once and map the subclasses
-to their own vocabulary (``NOT_FOUND``, ``IDEMPOTENCY_REUSE``, ...).
+Callers that name the ledger as the problem (the CLI, the controller, the widgets) catch
+:class:`LedgerError` once; callers that care about the kind of problem, not where it came
+from, catch its family (a missing run is a ``NotFound`` like any other missing thing).
 """
 
 from __future__ import annotations
@@ -9,14 +11,21 @@ from __future__ import annotations
 from typing import Literal
 
 from zeroshot_kernel.contract.reading import shorten
-from zeroshot_kernel.exceptions import ZeroshotError
+from zeroshot_kernel.exceptions import (
+    InvalidInput,
+    NotFound,
+    Refused,
+    Unavailable,
+    ZeroshotError,
+)
 
 
 class LedgerError(ZeroshotError):
-    """Base of every error the ledger raises on purpose."""
+    """Marks an error as the ledger's (never raised itself): each subclass also derives from
+    the family that says what kind of problem it is."""
 
 
-class RunNotFound(LedgerError):
+class RunNotFound(LedgerError, NotFound):
     """No run has this id."""
 
     def __init__(self, run_id: str) -> None:
@@ -24,7 +33,7 @@ class RunNotFound(LedgerError):
         self.run_id = run_id
 
 
-class IdempotencyConflict(LedgerError):
+class IdempotencyConflict(LedgerError, InvalidInput):
     """The submission key already names a run admitted from a different submission."""
 
     def __init__(self, run_id: str) -> None:
@@ -35,7 +44,7 @@ class IdempotencyConflict(LedgerError):
         self.run_id = run_id
 
 
-class EventRejected(LedgerError):
+class EventRejected(LedgerError, Refused):
     """An event breaks a rule of the run's history; nothing of its batch was appended."""
 
     def __init__(self, kind: str, rule: str, position: int | None = None) -> None:
@@ -46,15 +55,15 @@ class EventRejected(LedgerError):
         self.position = position
 
 
-class PayloadRejected(LedgerError, ValueError):
+class PayloadRejected(LedgerError, InvalidInput):
     """An admitted submission or event is not storable: too large, or not plain JSON."""
 
 
-class InvalidArgument(LedgerError, ValueError):
+class InvalidArgument(LedgerError, InvalidInput):
     """A call's arguments are malformed (empty batch, bad limit, unknown kind, bad title)."""
 
 
-class InvalidCursor(LedgerError, ValueError):
+class InvalidCursor(LedgerError, InvalidInput):
     """The string is not a ledger cursor (``v2:<seq>``)."""
 
     def __init__(self, cursor: object) -> None:
@@ -62,7 +71,7 @@ class InvalidCursor(LedgerError, ValueError):
         self.cursor = cursor
 
 
-class CursorAhead(LedgerError):
+class CursorAhead(LedgerError, InvalidInput):
     """The cursor points past the run's last event (it came from another run or ledger)."""
 
     def __init__(self, cursor: str, end: str) -> None:
@@ -71,11 +80,11 @@ class CursorAhead(LedgerError):
         self.end = end
 
 
-class LedgerVersionError(LedgerError):
+class LedgerVersionError(LedgerError, Unavailable):
     """The database was written by a ledger schema this code does not know."""
 
 
-class LeaseNotHeld(LedgerError):
+class LeaseNotHeld(LedgerError, Refused):
     """A controller wrote without holding the run's lease (it was paused or cut off past
     its lease and another controller may have taken over): nothing was written."""
 
@@ -132,7 +141,7 @@ _PROBLEMS: tuple[tuple[LedgerProblem, tuple[str, ...], str], ...] = (
 )
 
 
-class LedgerUnavailable(LedgerError):
+class LedgerUnavailable(LedgerError, Unavailable):
     """The database under the ledger failed: damaged, full, read-only, locked too long or
     unreachable. ``problem`` says which; the message is one line naming the ledger."""
 
