@@ -54,7 +54,9 @@ def _require_mkdocs() -> None:
         import mkdocs  # noqa: F401
         import mkdocstrings  # noqa: F401
     except ImportError as missing:
-        message = f"MISSING REAL COMPONENT: the docs extra ({missing.name}): pip install -e '.[docs]'"
+        message = (
+            f"MISSING REAL COMPONENT: the docs extra ({missing.name}): pip install -e '.[docs]'"
+        )
         if _strict():
             pytest.fail(message)
         pytest.skip(message)
@@ -106,10 +108,18 @@ def examples(page: Path) -> list[Example]:
 
 
 def console_script(body: str) -> str:
-    """The ``$ `` commands of a console block as one bash script that stops at a failure."""
+    """The ``$ `` commands of a console block as one bash script that stops at a failure.
+    A command continues on the next line after a trailing ``\\``, and a here-document
+    (``<<'END'``) takes the lines up to its terminator."""
     commands: list[str] = []
     continuing = False
+    heredoc: str | None = None
     for line in body.splitlines():
+        if heredoc is not None:
+            commands[-1] += "\n" + line
+            if line == heredoc:
+                heredoc = None
+            continue
         if continuing:
             commands[-1] += "\n" + line
         elif line.startswith("$ "):
@@ -117,6 +127,11 @@ def console_script(body: str) -> str:
         else:
             continue
         continuing = line.rstrip().endswith("\\")
+        opened = re.search(r"<<-?\s*(['\"]?)(\w+)\1", line)
+        if opened:
+            heredoc = opened.group(2)
+    if heredoc is not None:
+        raise ValueError(f"a here-document is never closed (expected a line {heredoc!r})")
     return "set -euo pipefail\n" + "\n".join(commands) + "\n"
 
 
@@ -128,7 +143,9 @@ def _workspace(tmp_path: Path) -> Path:
     workspace.mkdir()
     (workspace / ".zeroshot").mkdir()
     for folder in ("examples", "research_templates"):
-        shutil.copytree(ROOT / folder, workspace / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / folder, workspace / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return workspace
 
 
@@ -152,6 +169,8 @@ def test_the_convention_finds_blocks_and_ignores_quoted_markers() -> None:
     assert {example.language for example in readme} == {"console", "python"}
     script = console_script("$ zeroshot run a \\\n      --input b\noutput line\n$ zeroshot list\n")
     assert script.splitlines()[1:] == ["zeroshot run a \\", "      --input b", "zeroshot list"]
+    script = console_script("$ cat > f <<'END'\n$ not a command\nEND\nan output line\n$ cat f\n")
+    assert script.splitlines()[1:] == ["cat > f <<'END'", "$ not a command", "END", "cat f"]
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=lambda page: str(page.relative_to(ROOT)))
@@ -160,7 +179,9 @@ def test_the_examples_run(page: Path, tmp_path: Path) -> None:
     env = _environment(tmp_path)
     for index, example in enumerate(examples(page)):
         if example.language == "console":
-            command = ["bash", "-c", console_script(example.body)]
+            script = console_script(example.body)
+            assert script.count("\n") > 1, f"{example.where()}: a console block without a $ line"
+            command = ["bash", "-c", script]
         elif example.language == "python":
             script = tmp_path / f"example_{index}.py"
             script.write_text(example.body + "\n", encoding="utf-8")
@@ -178,11 +199,87 @@ def test_the_examples_run(page: Path, tmp_path: Path) -> None:
                 stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired as late:
-            pytest.fail(f"{example.where()}: still running after {BLOCK_TIMEOUT_S} s\n{late.stdout}")
+            pytest.fail(
+                f"{example.where()}: still running after {BLOCK_TIMEOUT_S} s\n{late.stdout}"
+            )
         assert done.returncode == 0, (
             f"{example.where()} exited {done.returncode}\n--- the block\n{example.body}\n"
             f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
         )
+
+
+# --- the commands the pages name --------------------------------------------------------
+
+
+def console_commands(page: Path) -> list[tuple[int, str]]:
+    """Every ``zeroshot`` command line of the page's console blocks (runnable or not), with
+    its line number; continuation lines joined."""
+    found: list[tuple[int, str]] = []
+    fence: str | None = None
+    language = ""
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        stripped = line.strip()
+        if fence is None:
+            opening = re.match(r"(`{3,})\s*([\w-]*)", stripped)
+            if opening:
+                fence, language = opening.group(1), opening.group(2)
+            continue
+        if stripped == fence:
+            fence = None
+            continue
+        if language != "console":
+            continue
+        if pending is not None:
+            pending = (pending[0], pending[1][:-1] + " " + stripped)
+        elif re.match(r"\$ (\w+=\S+\s+)*zeroshot\s", stripped):
+            pending = (number, stripped[2:])
+        if pending is not None and not pending[1].endswith("\\"):
+            found.append(pending)
+            pending = None
+    return found
+
+
+def test_every_documented_command_and_option_exists() -> None:
+    """What the pages tell readers to type is what ``zeroshot --help`` offers: each
+    ``zeroshot`` line's sub-commands and options are read from the typer app itself."""
+    import shlex
+
+    import typer
+
+    from zeroshot_kernel.cli import app
+
+    root = typer.main.get_command(app)
+    problems: list[str] = []
+    checked = 0
+    for page in PAGES:
+        for number, line in console_commands(page):
+            words = shlex.split(line.split(" # ")[0], posix=True)
+            words = words[words.index("zeroshot") + 1 :]
+            command, path = root, ["zeroshot"]
+            with root.context_class(root, info_name="zeroshot") as ctx:
+                while words and hasattr(command, "resolve_command"):
+                    try:  # the group's own resolution: `zeroshot batch NOTEBOOK` runs `batch run`
+                        name, sub, words = command.resolve_command(ctx, words)
+                    except Exception:
+                        break
+                    if sub is None:
+                        break
+                    command, path = sub, [*path, name or "?"]
+                if hasattr(command, "resolve_command") and words and not words[0].startswith("-"):
+                    problems.append(f"{page.name}:{number}: {' '.join(path)} has no command {words[0]!r}")
+                    continue
+                names = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+                names.add("--help")
+                for word in words:
+                    if word in ("|", ">", ">>", "&&", ";", "&", "2>&1"):
+                        break
+                    option = word.split("=", 1)[0]
+                    if option.startswith("-") and option != "-" and option not in names:
+                        problems.append(f"{page.name}:{number}: {' '.join(path)} has no option {option}")
+                checked += 1
+    assert checked > 50
+    assert problems == [], "\n".join(problems)
 
 
 # --- the site ---------------------------------------------------------------------------
@@ -192,8 +289,17 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     _require_mkdocs()
     site = tmp_path / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-         str(ROOT / "mkdocs.yml"), "--site-dir", str(site)],
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
         cwd=ROOT,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
