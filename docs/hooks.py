@@ -134,7 +134,30 @@ def notebook_markdown(path: Path) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-# --- the hook ---------------------------------------------------------------------------
+# --- docstrings ---------------------------------------------------------------------------
+
+_ROLE = re.compile(r":(?:class|meth|func|data|mod|attr|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    target = match.group(2)
+    shown = target.rsplit(".", 1)[-1] if match.group(1) else target
+    return f"<code>{shown}</code>"
+
+
+def plain_docstrings(html: str) -> str:
+    """The docstrings are written for Sphinx: ``:class:`X``` roles read as ``X``, and an
+    ``Example::`` introducing a literal block as ``Example:``."""
+    return _ROLE.sub(_role, html).replace("::</p>", ":</p>")
+
+
+# --- the hooks --------------------------------------------------------------------------
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Files) -> str:
+    if page.file.src_uri.startswith("reference/"):
+        return plain_docstrings(html)
+    return html
 
 
 def on_files(files: Files, config: Any) -> Files:
