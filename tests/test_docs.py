@@ -282,6 +282,24 @@ def test_every_documented_command_and_option_exists() -> None:
     assert problems == [], "\n".join(problems)
 
 
+def test_the_api_reference_covers_the_public_face() -> None:
+    """Every name ``zeroshot_kernel`` and ``zeroshot_widgets`` export has its entry in the
+    API reference (the errors' families through ``zeroshot_kernel.exceptions``)."""
+    import zeroshot_kernel
+    import zeroshot_kernel.exceptions
+    import zeroshot_widgets
+
+    reference = "".join(
+        (DOCS / "reference" / page).read_text(encoding="utf-8") for page in ("api.md", "errors.md")
+    )
+    documented = set(re.findall(r"^::: ([\w.]+)", reference, re.MULTILINE))
+    if "zeroshot_kernel.exceptions" in documented:
+        documented |= {f"zeroshot_kernel.{name}" for name in zeroshot_kernel.exceptions.__all__}
+    exported = {f"zeroshot_kernel.{name}" for name in zeroshot_kernel.__all__}
+    exported |= {f"zeroshot_widgets.{name}" for name in zeroshot_widgets.__all__}
+    assert sorted(exported - documented) == []
+
+
 # --- the site ---------------------------------------------------------------------------
 
 
