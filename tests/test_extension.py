@@ -143,9 +143,12 @@ def test_research_launches_and_shows_a_monitor_that_stop_stops(
     monkeypatch.chdir(research_workspace(tmp_path))
     missing = line(shell, "research no-such-task")
     assert "error: research task" in missing.stderr and "not a directory" in missing.stderr
-    rejected = line(shell, f"research {TASK} --harness python")
-    assert "at runtime \u203a nodes \u203a researcher" in rejected.stdout
-    assert rejected.stdout.rstrip().endswith("problems found.")
+    unsuitable = line(shell, f"research {TASK} --harness python")  # refused as the CLI does
+    assert unsuitable.stderr.startswith("error: --harness python: the python harness runs")
+    assert unsuitable.stdout == "" and unsuitable.outputs == []
+    rejected = line(shell, f"research {TASK} --harness bogus")  # left to admission
+    assert "at runtime \u203a harness" in rejected.stdout
+    assert rejected.stdout.rstrip().endswith("problem found.")
 
     launched = line(shell, f"research {TASK} --iterations 5")
     assert launched.stdout.startswith("started run-")

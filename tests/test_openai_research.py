@@ -268,7 +268,7 @@ def test_the_research_magic_takes_the_server_and_token_budget(
                 "--iterations 1",
             )
         assert captured.stdout.startswith("started run-"), captured.stdout + captured.stderr
-        run_id = captured.stdout.split()[1].rstrip(";")
+        run_id = captured.stdout.split()[1].rstrip(":")  # the CLI's line: "started RUN: ..."
         client = Client(workspace=str(workspace))
         terminal = client.run(run_id).wait(RUN_TIMEOUT_S)
         assert isinstance(terminal, SucceededResult), terminal
@@ -288,12 +288,12 @@ def test_the_launcher_shows_the_server_field_for_openai_and_launches_on_it(
     client = Client(workspace=str(workspace))
     launcher = Launcher(client, task="branin", iterations=1)
     assert launcher.base_url.value == server.base_url  # the environment's default
-    assert launcher.openai_box.layout.display == "none"  # hidden for the local harness
+    assert launcher.harness_boxes["openai"].layout.display == "none"  # not for local
     assert launcher.options().base_url is None and launcher.options().max_tokens is None
     launcher.harness.value = "openai"
-    assert launcher.openai_box.layout.display is None
+    assert launcher.harness_boxes["openai"].layout.display is None
     launcher.model.value = "standin"
-    launcher.max_tokens.value = 999
+    launcher.max_tokens.value = "999"
 
     launcher.base_url.value = "not a url"
     assert not launcher.validate()

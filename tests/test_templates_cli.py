@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from zeroshot_kernel.admission.admit import admit, verify_document
-from zeroshot_kernel.auto_research.template import MAX_ITERATIONS, REVIEW_PASSES
+from zeroshot_kernel.auto_research.options import MAX_ITERATIONS
+from zeroshot_kernel.auto_research.template import REVIEW_PASSES
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates import TemplateOptions, expand_template

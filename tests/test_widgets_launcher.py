@@ -9,6 +9,7 @@ from workbench_support import TASK, research_workspace
 from zeroshot_widgets import Launcher
 
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.events import FailedResult
 from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
 from zeroshot_kernel.targets import Targets
@@ -38,11 +39,18 @@ def test_a_broken_graph_shows_its_diagnostics_with_readable_paths(client: Client
     assert client.runs() == []
 
 
-def test_runtime_and_task_problems_are_shown_too(client: Client) -> None:
-    launcher = Launcher(client, task=TASK, harness="python")
+def test_option_and_task_problems_are_shown_too(client: Client) -> None:
+    with pytest.raises(InvalidInput, match="--harness python: the python harness runs Python"):
+        Launcher(client, task=TASK, harness="python")  # as the CLI refuses it
+    launcher = Launcher(client, task=TASK)
+    launcher.parallel.value = "many"
     assert not launcher.validate()
-    assert "at <code>runtime \u203a nodes \u203a researcher</code>" in launcher.diagnostics.value
-    launcher.harness.value = "local"
+    assert "--parallel &#x27;many&#x27;: not a whole number" in launcher.diagnostics.value
+    launcher.parallel.value = "40"
+    assert not launcher.validate()
+    assert "--parallel 40: not in the range 1 to 32" in launcher.diagnostics.value
+    assert launcher.launch() is None and client.runs() == []
+    launcher.parallel.value = ""
     launcher.task.value = "no-such-task"
     assert not launcher.validate()
     assert "task: research task" in launcher.diagnostics.value

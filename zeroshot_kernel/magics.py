@@ -23,12 +23,11 @@ from typing import Annotated, Any
 import typer
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from zeroshot_kernel.auto_research.launch import Research, launch_research, research_options
 from zeroshot_kernel.cli import run_commands, template_commands
 from zeroshot_kernel.cli.run_commands import RunArgument
 from zeroshot_kernel.console.options import (
-    BaseUrlOption,
     LedgerOption,
-    MaxTokensOption,
     SandboxOption,
     TargetOption,
     open_client,
@@ -69,55 +68,31 @@ line_app.command("stop")(run_commands.stop)
 
 
 @line_app.command("research")
+@research_options
 def research(
     ctx: typer.Context,
-    task: Annotated[str, typer.Argument(help="Research task folder (relative to the workspace).")],
-    iterations: Annotated[
-        int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
-    ] = None,
-    harness: Annotated[str, typer.Option(help="local, python, claude, codex or openai.")] = "local",
-    provider: Annotated[str | None, typer.Option(help="Provider for a model harness.")] = None,
-    model: Annotated[str | None, typer.Option(help="Model for a model harness.")] = None,
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
-    study: Annotated[
-        str | None,
-        typer.Option(help="Study to continue or start (default: the task folder's name)."),
-    ] = None,
+    task: Annotated[
+        str,
+        typer.Argument(help="Research task folder (holds task.yaml), or a bundled task's name."),
+    ],
+    *,
+    research: Research,
     sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
 ) -> None:
-    """Launch an auto-research run on a task folder and show its monitor.
+    """Launch an auto-research run on a task folder and show its monitor (the options are
+    those of ``zeroshot research run``).
 
     Example: %zeroshot research research_templates/rosenbrock --iterations 3 --study long
 
     On a local OpenAI-compatible server: %zeroshot research branin --harness openai
     --base-url http://127.0.0.1:8080/v1 --model local --max-tokens 2048
     """
-    from zeroshot_kernel.auto_research.commands import start_research
-    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
-    from zeroshot_kernel.templates import TemplateOptions
-
-    client = open_client(ledger, target)
-    try:
-        resolve_task(task, client.workspace)
-    except TaskError as problem:
-        fail_usage(str(problem))
-    options = TemplateOptions(
-        task=task,
-        iterations=iterations,
-        harness=harness,
-        provider=provider,
-        model=model,
-        study=study,
-        base_url=base_url,
-        max_tokens=max_tokens,
-        sandbox=sandbox_mode(sandbox),
-    )
-    run = start_research(client, options, title=f"auto-research {task}")
-    typer.echo(f"started {run.id}")  # the monitor below stops it, and continues it as another
-    _show_monitor(ctx, client, run.id)
+    run = launch_research(
+        task, research, sandbox=sandbox_mode(sandbox), ledger=ledger, target=target
+    )  # the monitor below stops it, and continues it as another
+    _show_monitor(ctx, run.client, run.id)
 
 
 LatestRunArgument = Annotated[

@@ -1,8 +1,11 @@
 """``Launcher``: choose a target, a template (or a saved profile), a task and a harness;
 validate; launch; monitor; save the form as a profile.
 
-With the ``openai`` harness the form also shows the server's base URL (default
-``$ZEROSHOT_OPENAI_BASE_URL``) and each reply's token budget (max tokens).
+The research fields are built from the one declaration of the research options
+(:data:`~zeroshot_kernel.auto_research.options.RESEARCH_OPTIONS`), which ``zeroshot research
+run`` and ``%zeroshot research`` are built from too: the same names, defaults, bounds and
+checks. A field only one harness reads (the ``openai`` server's base URL, default
+``$ZEROSHOT_OPENAI_BASE_URL``, and each reply's token budget) shows with that harness only.
 
 Validate runs every admission check (nothing is created) and, for auto-research, loads
 the task folder, showing each problem inline with its readable path. Launch submits the
@@ -34,11 +37,18 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from zeroshot_kernel.auto_research.options import (
+    RESEARCH_OPTIONS,
+    OptionValue,
+    ResearchOption,
+    by_name,
+    harness_problem,
+    research_problems,
+)
 from zeroshot_kernel.auto_research.task import TASK_FILE, TaskError, resolve_task
-from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS, MAX_ITERATIONS
 from zeroshot_kernel.client import AdmissionRejected, Client
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-from zeroshot_kernel.harness.plan import CORE_AGENT_HARNESSES, DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS
+from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.profiles import Profile, ProfileExists, ProfileNotFound, TemplateSource
 from zeroshot_kernel.sandbox import DEFAULT_MODE, SandboxMode, SandboxUnavailable
 from zeroshot_kernel.targets import TargetError, Targets
@@ -46,8 +56,6 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template, template
 from zeroshot_widgets.monitor import RunMonitor
 
 RESEARCH = "auto-research"
-OPENAI = "openai"
-BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
 NO_PROFILE = ""
 GraphSource = Mapping[str, Any] | str | os.PathLike[str]
 
@@ -61,7 +69,9 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
     ``graph`` replaces the template's graph (for instance one copied from
     ``zeroshot template show auto-research --json`` and edited) while keeping the
     template's input and runtime plan. ``target`` picks a named ledger instead of
-    ``client``'s; ``profile`` preselects a profile saved there.
+    ``client``'s; ``profile`` preselects a profile saved there. The other keywords are the
+    research options (``iterations=3``, ``harness="openai"``, ...): their fields' first
+    values.
     """
 
     def __init__(
@@ -70,22 +80,26 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         *,
         template: str = RESEARCH,
         task: str = "",
-        iterations: int = DEFAULT_ITERATIONS,
-        study: str = "",
-        harness: str = "local",
-        provider: str = "",
-        model: str = "",
-        base_url: str | None = None,
-        max_tokens: int | None = None,
         graph: GraphSource | None = None,
         target: str | None = None,
         profile: str = NO_PROFILE,
         sandbox: SandboxMode = DEFAULT_MODE,
+        **research: OptionValue,
     ) -> None:
+        self.monitor: RunMonitor | None = None  # first: close() reads it, even after a refusal
+        unknown = sorted(set(research) - {option.name for option in RESEARCH_OPTIONS})
+        if unknown:
+            raise TypeError(f"Launcher() got an unexpected keyword argument {unknown[0]!r}")
+        harness = research.get("harness", by_name("harness").default)
+        if harness not in by_name("harness").choices:
+            raise InvalidInput(
+                harness_problem(str(harness))
+                or f"--harness {harness}: the Launcher offers "
+                f"{', '.join(by_name('harness').choices)}"
+            )
         self.client = client or Client(target=target)
         self._given = client  # the caller's client is the caller's to close
         self.graph = graph
-        self.monitor: RunMonitor | None = None
         style = {"description_width": "80px"}
         targets, current = self._target_options()
         self.target = widgets.Dropdown(
@@ -107,34 +121,13 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             ensure_option=False,
             style=style,
         )
-        self.study = widgets.Text(
-            value=study or "", placeholder="study (task name)", description="study", style=style
-        )
-        self.iterations = widgets.BoundedIntText(
-            value=iterations, min=1, max=MAX_ITERATIONS, description="iterations", style=style
-        )
-        self.harness = widgets.Dropdown(
-            options=CORE_AGENT_HARNESSES, value=harness, description="harness", style=style
-        )
-        self.provider = widgets.Text(
-            value=provider, description="provider", style=style, placeholder="default"
-        )
-        self.model = widgets.Text(
-            value=model, description="model", style=style, placeholder="default"
-        )
-        self.base_url = widgets.Text(
-            value=os.environ.get(BASE_URL_ENV, "") if base_url is None else base_url,
-            description="base URL",
-            placeholder="http://127.0.0.1:8080/v1",
-            style=style,
-        )
-        self.max_tokens = widgets.BoundedIntText(
-            value=max_tokens or DEFAULT_MAX_TOKENS,
-            min=1,
-            max=MAX_MAX_TOKENS,
-            description="max tokens",
-            style=style,
-        )
+        self.fields: dict[str, widgets.Widget] = {
+            option.name: _field(option, research.get(option.name), style)
+            for option in RESEARCH_OPTIONS
+        }
+        """One field per declared research option, by its name (also an attribute)."""
+        for name, field in self.fields.items():
+            setattr(self, name, field)
         self.sandbox = widgets.Dropdown(
             options=SANDBOX_CHOICES,
             value=sandbox,
@@ -143,9 +136,16 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             tooltip="How model-written code is contained: a bubblewrap box, or none "
             "(UNCONTAINED: it runs with your full powers)",
         )
-        self.openai_box = widgets.HBox([self.base_url, self.max_tokens])
-        self._show_openai_fields()
-        self.harness.observe(lambda _: self._show_openai_fields(), names="value")
+        general = [self.fields[o.name] for o in RESEARCH_OPTIONS if o.only_for is None]
+        self.harness_boxes = {
+            harness: widgets.HBox(
+                [self.fields[o.name] for o in RESEARCH_OPTIONS if o.only_for == harness]
+            )
+            for harness in {o.only_for for o in RESEARCH_OPTIONS if o.only_for is not None}
+        }
+        """Per harness, the fields only it reads."""
+        self._show_harness_fields()
+        self.fields["harness"].observe(lambda _: self._show_harness_fields(), names="value")
         self.validate_button = widgets.Button(description="Validate", icon="check")
         self.launch_button = widgets.Button(
             description="Launch", icon="rocket", button_style="primary"
@@ -170,9 +170,9 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
             children=[
                 widgets.HBox([self.target, self.profile]),
                 self.profile_note,
-                widgets.HBox([self.template, self.task, self.iterations, self.study]),
-                widgets.HBox([self.harness, self.provider, self.model, self.sandbox]),
-                self.openai_box,
+                widgets.HBox([self.template, self.task]),
+                *(widgets.HBox(row) for row in _rows([*general, self.sandbox], 4)),
+                *self.harness_boxes.values(),
                 widgets.HBox(
                     [
                         self.validate_button,
@@ -190,18 +190,23 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self._refresh_profiles(profile)
         self._show_profile(self.profile.value)
 
+    def research(self) -> dict[str, OptionValue]:
+        """The research options as the form gives them; a field only another harness reads
+        is left out (None). ``ValueError`` for a number field that holds no number."""
+        harness = self.fields["harness"].value
+        return {
+            option.name: _value(option, self.fields[option.name])
+            if option.only_for in (None, harness)
+            else None
+            for option in RESEARCH_OPTIONS
+        }
+
     def options(self) -> TemplateOptions:
-        openai = self.harness.value == OPENAI
+        """What the form expands its template with (``ValueError`` as :meth:`research`)."""
         return TemplateOptions(
             task=self.task.value.strip(),
-            iterations=self.iterations.value,
-            harness=self.harness.value,
-            provider=self.provider.value.strip() or None,
-            model=self.model.value.strip() or None,
-            study=self.study.value.strip() or None,
-            base_url=(self.base_url.value.strip() or None) if openai else None,
-            max_tokens=self.max_tokens.value if openai else None,
             sandbox=None if self.sandbox.value == DEFAULT_MODE else self.sandbox.value,
+            **self.research(),  # type: ignore[arg-type]
         )
 
     def validate(self) -> bool:
@@ -256,18 +261,7 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
     @property
     def form_fields(self) -> tuple[widgets.Widget, ...]:
         """The fields a chosen profile fixes."""
-        return (
-            self.template,
-            self.task,
-            self.iterations,
-            self.study,
-            self.harness,
-            self.provider,
-            self.model,
-            self.base_url,
-            self.max_tokens,
-            self.sandbox,
-        )
+        return (self.template, self.task, *self.fields.values(), self.sandbox)
 
     def save_profile(self, name: str | None = None, *, replace: bool | None = None) -> bool:
         """Store the form's submission at the target as profile ``name`` (default: the
@@ -283,8 +277,8 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         if problems:
             self._show(problems, [])
             return False
-        options = self.options()
         try:
+            options = self.options()
             expansion = expand_template(self.template.value, options)
         except ValueError as unreadable:
             self._show([str(unreadable)], [])
@@ -369,22 +363,19 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         if profile.template.name in self.template.options:
             self.template.value = profile.template.name
         self.task.value = str(chosen.get("task", ""))
-        self.iterations.value = int(chosen.get("iterations") or DEFAULT_ITERATIONS)
-        self.study.value = str(chosen.get("study") or "")
-        if chosen.get("harness") in self.harness.options:
-            self.harness.value = chosen["harness"]
-        self.provider.value = str(chosen.get("provider") or "")
-        self.model.value = str(chosen.get("model") or "")
-        if chosen.get("base_url"):
-            self.base_url.value = str(chosen["base_url"])
-        if chosen.get("max_tokens"):
-            self.max_tokens.value = int(chosen["max_tokens"])
+        for option in RESEARCH_OPTIONS:
+            value = chosen.get(option.name)
+            if value is None and option.envvar is not None:
+                continue  # the environment's value stays: the profile did not choose
+            if option.choices and value not in option.choices:
+                continue  # a harness this form does not offer: the profile's plan names it
+            _show_value(option, self.fields[option.name], value)
         self.sandbox.value = chosen.get("sandbox") or DEFAULT_MODE
 
-    def _show_openai_fields(self) -> None:
-        """The server and token budget matter only to the openai harness."""
-        shown = self.harness.value == OPENAI
-        self.openai_box.layout.display = None if shown else "none"
+    def _show_harness_fields(self) -> None:
+        """A field only one harness reads shows with that harness only."""
+        for harness, box in self.harness_boxes.items():
+            box.layout.display = None if self.fields["harness"].value == harness else "none"
 
     def _title(self) -> str:
         return f"{self.template.value} {self.task.value.strip()}".strip()
@@ -420,16 +411,21 @@ class Launcher(widgets.VBox):  # type: ignore[misc]
         self.profile.value = chosen if chosen in names else NO_PROFILE
 
     def _task_problems(self) -> list[str]:
+        """For auto-research: the task folder's problems, then the research options' (the
+        checks the command line and the magic run)."""
         if self.template.value != RESEARCH:
             return []
         task = self.task.value.strip()
-        if not task:
-            return ["task: choose a research task folder"]
+        problems = [] if task else ["task: choose a research task folder"]
+        if task:
+            try:
+                resolve_task(task, self.client.workspace)
+            except TaskError as problem:
+                problems.append(f"task: {problem}")
         try:
-            resolve_task(task, self.client.workspace)
-        except TaskError as problem:
-            return [f"task: {problem}"]
-        return []
+            return problems + research_problems(self.research())
+        except ValueError as unreadable:
+            return [*problems, str(unreadable)]
 
     def _show(self, problems: Sequence[str], diagnostics: Sequence[GraphDiagnostic]) -> None:
         self.diagnostics.value = diagnostics_html(problems, diagnostics)
@@ -457,18 +453,51 @@ def diagnostics_html(problems: Sequence[str], diagnostics: Sequence[GraphDiagnos
 
 
 def _template_options(options: TemplateOptions) -> dict[str, Any]:
-    chosen = {
-        "task": options.task,
-        "iterations": options.iterations,
-        "study": options.study,
-        "harness": options.harness,
-        "provider": options.provider,
-        "model": options.model,
-        "base_url": options.base_url,
-        "max_tokens": options.max_tokens,
-        "sandbox": options.sandbox,
-    }
+    names = ["task", *(option.name for option in RESEARCH_OPTIONS), "sandbox"]
+    chosen = {name: getattr(options, name) for name in names}
     return {key: value for key, value in chosen.items() if value is not None}
+
+
+def _field(option: ResearchOption, value: OptionValue, style: dict[str, str]) -> widgets.Widget:
+    """The field for ``option``, showing ``value`` (None: the environment's value for an
+    option read from one, else the declared default)."""
+    if value is None and option.envvar is not None:
+        value = os.environ.get(option.envvar) or None
+    if value is None:
+        value = option.default
+    common: dict[str, Any] = {
+        "description": option.name.replace("_", " "),
+        "tooltip": option.help,
+        "style": style,
+    }
+    if option.kind is bool:
+        return widgets.Checkbox(value=bool(value), indent=False, **common)
+    if option.choices:
+        return widgets.Dropdown(options=option.choices, value=value, **common)
+    if option.kind is int and option.default is not None:
+        return widgets.BoundedIntText(value=value, min=option.low, max=option.high, **common)
+    text = "" if value is None or value == option.default else str(value)
+    return widgets.Text(value=text, placeholder="default", **common)
+
+
+def _value(option: ResearchOption, field: widgets.Widget) -> OptionValue:
+    """The option's value in ``field`` (a text field is parsed as the option declares)."""
+    if isinstance(field, widgets.Text):
+        return option.parse(field.value)
+    return field.value  # type: ignore[no-any-return]
+
+
+def _show_value(option: ResearchOption, field: widgets.Widget, value: OptionValue) -> None:
+    if value is None:
+        value = option.default
+    if isinstance(field, widgets.Text):
+        field.value = "" if value is None or value == option.default else str(value)
+    else:
+        field.value = value
+
+
+def _rows(fields: Sequence[widgets.Widget], width: int) -> list[list[widgets.Widget]]:
+    return [list(fields[i : i + width]) for i in range(0, len(fields), width)]
 
 
 def _task_folders(workspace: Path) -> list[str]:
