@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 from conftest import PROJECT_ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -45,6 +46,7 @@ def test_every_runtime_and_lab_dependency_is_pinned_within_its_declared_range() 
         )
 
 
+@pytest.mark.slow  # pip's resolver over the binder pins
 def test_the_pins_resolve_together() -> None:
     resolved = subprocess.run(
         [

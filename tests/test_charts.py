@@ -107,6 +107,7 @@ def view() -> ResearchView:
     return load_research_view(done.client.ledger, done.run.id)
 
 
+@pytest.mark.slow  # a real research run (the view fixture)
 def test_a_real_run_draws_a_sane_png_with_one_mark_per_round(view: ResearchView) -> None:
     assert len(view.rounds) == 2 and view.terminal is not None
     png = plateau_png(view)
@@ -192,6 +193,7 @@ def test_a_round_is_one_line_with_its_details_on_demand() -> None:
     assert "overflow-wrap:break-word" in html and "…" not in html  # wrapped, never cut
 
 
+@pytest.mark.slow  # a real research run (the view fixture)
 def test_rounds_table_rows_and_html(view: ResearchView) -> None:
     rows = rounds_table(view)
     assert [r.round for r in rows] == [1, 2]
@@ -269,6 +271,7 @@ def test_a_remeasurement_of_the_incumbent_reads_in_plain_words_everywhere() -> N
     assert "no metric" in round_line(failed) and "no_metric" not in round_line(failed)
 
 
+@pytest.mark.slow  # a real research run (the view fixture)
 def test_incumbent_card(view: ResearchView) -> None:
     card = incumbent_card_html(view, metric="rosenbrock")
     assert view.incumbent is not None

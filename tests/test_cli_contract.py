@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import load_json
+
+# slow: a real zeroshot process per call
+pytestmark = pytest.mark.slow
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 

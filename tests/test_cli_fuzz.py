@@ -25,6 +25,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow  # thousands of damaged documents; a zeroshot process per case
 def test_damaged_graphs_end_in_an_exit_code_never_an_exception(
     conformance: Path, tmp_path: Path
 ) -> None:
@@ -63,6 +64,7 @@ def test_damaged_documents_as_input_and_runtime_end_in_an_exit_code(
             assert result.exit_code in (0, 1, 2)
 
 
+@pytest.mark.slow  # thousands of damaged documents; a zeroshot process per case
 @pytest.mark.parametrize("number", range(SUBPROCESS_CASES))
 def test_a_sample_through_the_real_command_prints_no_traceback(
     conformance: Path, tmp_path: Path, number: int

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import load_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,6 +37,7 @@ def _sorted_labels(document: Any) -> Any:
     return out
 
 
+@pytest.mark.slow  # hypothesis: hundreds of generated graphs
 @SETTINGS
 @given(graphs())
 def test_generated_graphs_round_trip(document: dict[str, Any]) -> None:
@@ -77,6 +79,7 @@ def _identity(document: dict[str, Any]) -> str:
     return graph_identity(result.value)
 
 
+@pytest.mark.slow  # hypothesis: hundreds of generated graphs
 @SETTINGS
 @given(graphs(), st.randoms(use_true_random=False))
 def test_shuffling_set_like_collections_keeps_identity(
@@ -108,6 +111,7 @@ def _workers(node: Any) -> list[dict[str, Any]]:
     return []
 
 
+@pytest.mark.slow  # hypothesis: hundreds of generated graphs
 @SETTINGS
 @given(graphs(), st.data())
 def test_sequence_order_bound_and_worker_changes_change_identity(

@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 
+# slow: builds the docs site (mkdocs) and runs its examples in fresh workspaces
+pytestmark = pytest.mark.slow
+
 
 def _project_root() -> Path:
     here = Path(__file__).resolve().parent
