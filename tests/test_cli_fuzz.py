@@ -48,6 +48,7 @@ def test_damaged_graphs_end_in_an_exit_code_never_an_exception(
     assert outcomes.get("exit 1", 0) > 20 and outcomes.get("refused when read", 0) > 20, outcomes
 
 
+@pytest.mark.slow  # thousands of damaged documents through the CLI
 def test_damaged_documents_as_input_and_runtime_end_in_an_exit_code(
     conformance: Path, tmp_path: Path
 ) -> None:
