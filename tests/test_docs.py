@@ -21,6 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -243,9 +244,48 @@ def console_commands(page: Path) -> list[tuple[int, str]]:
     return found
 
 
+SHELL_BREAKS = ("|", ">", ">>", "&&", ";", "&", "2>&1")
+
+
+def unknown_words(root: Any, name: str, words: list[str]) -> str | None:
+    """Why ``name words...`` is not a command line ``root`` (a click command) accepts: an
+    unknown sub-command or option, or None. Groups resolve as they do when run
+    (``zeroshot batch NOTEBOOK`` is ``zeroshot batch run NOTEBOOK``)."""
+    command, path = root, [name]
+    with root.context_class(root, info_name=name) as ctx:
+        while words and hasattr(command, "resolve_command"):
+            try:
+                found, sub, words = command.resolve_command(ctx, words)
+            except Exception:
+                break
+            if sub is None:
+                break
+            command, path = sub, [*path, found or "?"]
+    if hasattr(command, "resolve_command") and words and not words[0].startswith("-"):
+        return f"{' '.join(path)} has no command {words[0]!r}"
+    names = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+    for word in words:
+        if word in SHELL_BREAKS:
+            break
+        option = word.split("=", 1)[0]
+        if option.startswith("-") and option != "-" and option not in {*names, "--help"}:
+            return f"{' '.join(path)} has no option {option}"
+    return None
+
+
+def magic_lines(page: Path) -> list[tuple[int, str]]:
+    """Every ``%zeroshot`` line of the page: in code blocks and in inline code."""
+    found = []
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        for match in re.finditer(r"(?:^|`)%zeroshot ([^`#\n]*)", line.strip()):
+            found.append((number, match.group(1).strip()))
+    return found
+
+
 def test_every_documented_command_and_option_exists() -> None:
     """What the pages tell readers to type is what ``zeroshot --help`` offers: each
-    ``zeroshot`` line's sub-commands and options are read from the typer app itself."""
+    ``zeroshot`` line's sub-commands and options are read from the typer app itself, and
+    each ``%zeroshot`` magic's from the magics' own app."""
     import shlex
 
     import typer
@@ -258,30 +298,21 @@ def test_every_documented_command_and_option_exists() -> None:
     for page in PAGES:
         for number, line in console_commands(page):
             words = shlex.split(line.split(" # ")[0], posix=True)
-            words = words[words.index("zeroshot") + 1 :]
-            command, path = root, ["zeroshot"]
-            with root.context_class(root, info_name="zeroshot") as ctx:
-                while words and hasattr(command, "resolve_command"):
-                    try:  # the group's own resolution: `zeroshot batch NOTEBOOK` runs `batch run`
-                        name, sub, words = command.resolve_command(ctx, words)
-                    except Exception:
-                        break
-                    if sub is None:
-                        break
-                    command, path = sub, [*path, name or "?"]
-                if hasattr(command, "resolve_command") and words and not words[0].startswith("-"):
-                    problems.append(f"{page.name}:{number}: {' '.join(path)} has no command {words[0]!r}")
-                    continue
-                names = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
-                names.add("--help")
-                for word in words:
-                    if word in ("|", ">", ">>", "&&", ";", "&", "2>&1"):
-                        break
-                    option = word.split("=", 1)[0]
-                    if option.startswith("-") and option != "-" and option not in names:
-                        problems.append(f"{page.name}:{number}: {' '.join(path)} has no option {option}")
-                checked += 1
+            problem = unknown_words(root, "zeroshot", words[words.index("zeroshot") + 1 :])
+            if problem:
+                problems.append(f"{page.relative_to(ROOT)}:{number}: {problem}")
+            checked += 1
     assert checked > 50
+    magics = pytest.importorskip("zeroshot_kernel.magics", reason="the magics need IPython")
+    line_root = typer.main.get_command(magics.line_app)
+    for page in PAGES:
+        for number, line in magic_lines(page):
+            words = [w for w in shlex.split(line) if w not in ("...", "…") and not w.startswith("[")]
+            words = [w.rstrip("]") for w in words]
+            problem = unknown_words(line_root, "%zeroshot", words)
+            if problem:
+                problems.append(f"{page.relative_to(ROOT)}:{number}: {problem}")
+            checked += 1
     assert problems == [], "\n".join(problems)
 
 
