@@ -307,7 +307,9 @@ def test_every_documented_command_and_option_exists() -> None:
     line_root = typer.main.get_command(magics.line_app)
     for page in PAGES:
         for number, line in magic_lines(page):
-            words = [w for w in shlex.split(line) if w not in ("...", "…") and not w.startswith("[")]
+            words = [
+                w for w in shlex.split(line) if w not in ("...", "…") and not w.startswith("[")
+            ]
             words = [w.rstrip("]") for w in words]
             problem = unknown_words(line_root, "%zeroshot", words)
             if problem:
@@ -319,9 +321,10 @@ def test_every_documented_command_and_option_exists() -> None:
 def test_the_api_reference_covers_the_public_face() -> None:
     """Every name ``zeroshot_kernel`` and ``zeroshot_widgets`` export has its entry in the
     API reference (the errors' families through ``zeroshot_kernel.exceptions``)."""
+    import zeroshot_widgets
+
     import zeroshot_kernel
     import zeroshot_kernel.exceptions
-    import zeroshot_widgets
 
     reference = "".join(
         (DOCS / "reference" / page).read_text(encoding="utf-8") for page in ("api.md", "errors.md")
