@@ -19,7 +19,7 @@ from typing import Any
 from conftest import PROJECT_ROOT
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, parse_metric
-from zeroshot_kernel.auto_research.studies import study_of
+from zeroshot_kernel.auto_research.studies.catalog import study_of
 from zeroshot_kernel.auto_research.views import ResearchView, load_research_view
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, VerifierOutcome

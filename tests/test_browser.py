@@ -50,7 +50,7 @@ from browser_support import (
 from conftest import PROJECT_ROOT
 from support import wait_until
 
-from zeroshot_kernel.auto_research.studies import study_of_run
+from zeroshot_kernel.auto_research.studies.catalog import study_of_run
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult
 

@@ -49,7 +49,7 @@ BUILT_IN_BASES: dict[str, type[BaseException]] = {
     "zeroshot_kernel.auto_research.diffs.DiffError": ValueError,
     "zeroshot_kernel.auto_research.measure.BaselineFailed": RuntimeError,
     "zeroshot_kernel.auto_research.restore.RestoreError": ValueError,
-    "zeroshot_kernel.auto_research.studies.StudyError": ValueError,
+    "zeroshot_kernel.auto_research.studies.catalog.StudyError": ValueError,
     "zeroshot_kernel.auto_research.task.TaskError": ValueError,
     "zeroshot_kernel.batch.parameters.ParameterError": ValueError,
     "zeroshot_kernel.batch.outputs.OutputOutsideWorkspace": ValueError,

@@ -25,8 +25,8 @@ import tornado.httpclient
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures, module-local)
 from workbench_support import ResearchRun, research_workspace, start_research
 
-from zeroshot_kernel.auto_research.studies import list_studies
-from zeroshot_kernel.auto_research.study import Study
+from zeroshot_kernel.auto_research.studies.catalog import list_studies
+from zeroshot_kernel.auto_research.studies.export import Study
 from zeroshot_kernel.client import Client
 
 # slow: a real Jupyter server over real research runs

@@ -44,7 +44,7 @@ from zeroshot_widgets.study_views import header_html
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_repeats
 from zeroshot_kernel.auto_research.candidate_detail import candidate_detail
-from zeroshot_kernel.auto_research.study_table import study_rows
+from zeroshot_kernel.auto_research.studies.table import study_rows
 from zeroshot_kernel.auto_research.views import (
     SELF_SCORED_NOTE,
     UNCONTAINED_NOTE,

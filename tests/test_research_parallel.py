@@ -26,7 +26,7 @@ from zeroshot_kernel.auto_research.measure import (
 )
 from zeroshot_kernel.auto_research.protocol import Evidence
 from zeroshot_kernel.auto_research.seeds import study_seed
-from zeroshot_kernel.auto_research.studies import in_flight, in_flight_text
+from zeroshot_kernel.auto_research.studies.catalog import in_flight, in_flight_text
 from zeroshot_kernel.sandbox import Containment
 
 PROPOSALS = [
@@ -256,7 +256,7 @@ def test_the_study_browser_and_the_report_say_which_candidates_are_in_flight(
     from zeroshot_widgets.report import report_html
 
     from zeroshot_kernel import Client
-    from zeroshot_kernel.auto_research.study_table import RunRow, study_rows
+    from zeroshot_kernel.auto_research.studies.table import RunRow, study_rows
 
     marks = tmp_path / "marks"
     marks.mkdir()

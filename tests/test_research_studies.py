@@ -23,7 +23,7 @@ from zeroshot_widgets.charts import plateau_figure
 from zeroshot_kernel.auto_research import RestoreError, StudyError, restore_candidate_source
 from zeroshot_kernel.auto_research.lock_files import LOCKS_DIR
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, CandidateManifest
-from zeroshot_kernel.auto_research.study_hold import study_holder
+from zeroshot_kernel.auto_research.studies.run_lock import study_holder
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.templates import TemplateOptions, expand_template

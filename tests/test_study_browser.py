@@ -21,7 +21,7 @@ from zeroshot_widgets import StudyBrowser, compare_studies, comparison_figure
 from zeroshot_widgets.study_browser import CHAR_PX
 
 from zeroshot_kernel.auto_research import ResearchRecords, Study, StudyError, study_rows
-from zeroshot_kernel.auto_research.study_table import COLUMNS, filter_rows, sort_rows
+from zeroshot_kernel.auto_research.studies.table import COLUMNS, filter_rows, sort_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.client import Client, Run
 from zeroshot_kernel.ledger.events import SucceededResult

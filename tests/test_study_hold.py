@@ -19,9 +19,9 @@ import pytest
 from support import wait_until
 from workbench_support import FAST_TASK, fast_task
 
-from zeroshot_kernel.auto_research import study_hold
 from zeroshot_kernel.auto_research.lock_files import LOCKS_DIR
-from zeroshot_kernel.auto_research.study_hold import (
+from zeroshot_kernel.auto_research.studies import run_lock
+from zeroshot_kernel.auto_research.studies.run_lock import (
     StudyBusy,
     await_release,
     hold_study,
@@ -34,7 +34,7 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 HOLDER = (
     "import sys\n"
-    "from zeroshot_kernel.auto_research.study_hold import hold_study\n"
+    "from zeroshot_kernel.auto_research.studies.run_lock import hold_study\n"
     "hold_study(sys.argv[1], 'shared', 'run-elsewhere')\n"
     "print('held', flush=True)\n"
     "sys.stdin.read()\n"
@@ -102,7 +102,7 @@ def test_a_submission_waits_for_a_holder_that_is_letting_go(
     study for a moment; the submission waits for it instead of refusing."""
     other = start_holder(workspace)
     seen_held = threading.Event()
-    holder_now = study_hold._holder_now
+    holder_now = run_lock._holder_now
 
     def observed(*paths: Path) -> str | None:
         holder = holder_now(*paths)
@@ -110,7 +110,7 @@ def test_a_submission_waits_for_a_holder_that_is_letting_go(
             seen_held.set()
         return holder
 
-    monkeypatch.setattr(study_hold, "_holder_now", observed)
+    monkeypatch.setattr(run_lock, "_holder_now", observed)
     outcome: list[str | None] = []
     waiter = threading.Thread(target=lambda: outcome.append(await_release(workspace, "shared")))
     waiter.start()

@@ -42,7 +42,7 @@ from zeroshot_kernel.auto_research.importance import (
     optuna_study,
     parameter_importance,
 )
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.views import load_research_view
 
 ROUNDS = 5

@@ -24,8 +24,8 @@ from workbench_support import (
 from zeroshot_widgets import RunBrowser, RunFeed, RunMonitor
 from zeroshot_widgets.report import build_report
 
-from zeroshot_kernel.auto_research.studies import list_studies, study_of_run
-from zeroshot_kernel.auto_research.study_table import study_rows
+from zeroshot_kernel.auto_research.studies.catalog import list_studies, study_of_run
+from zeroshot_kernel.auto_research.studies.table import study_rows
 from zeroshot_kernel.auto_research.views import load_research_view
 from zeroshot_kernel.batch.storage import BatchOptions
 from zeroshot_kernel.client import Client

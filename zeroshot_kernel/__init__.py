@@ -36,7 +36,7 @@ _install_builtins(_BUILTIN_FEATURES)
 
 if TYPE_CHECKING:
     from zeroshot_kernel.admission.admit import Admission
-    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.studies.catalog import StudyError
     from zeroshot_kernel.client import (
         ActiveExecution,
         AdmissionRejected,
@@ -100,7 +100,7 @@ _LAZY: dict[str, str] = {
     "ProfileExists": "zeroshot_kernel.profiles",
     "ProfileNotFound": "zeroshot_kernel.profiles",
     "TargetError": "zeroshot_kernel.targets",
-    "StudyError": "zeroshot_kernel.auto_research.studies",
+    "StudyError": "zeroshot_kernel.auto_research.studies.catalog",
     "WorkerContext": "zeroshot_kernel.workers",
     "Verdict": "zeroshot_kernel.workers",
     "Refusal": "zeroshot_kernel.workers",

@@ -26,7 +26,7 @@ direct bases; ``tests/test_error_tree.py`` checks it against the code)::
       InvalidInput + ValueError                         exceptions
         DiffError                                       auto_research.diffs
         RestoreError                                    auto_research.restore
-        StudyError                                      auto_research.studies
+        StudyError                                      auto_research.studies.catalog
         TaskError                                       auto_research.task
           NoSearchSpace                                 auto_research.task
         NotANotebook                                    batch.notebooks
@@ -77,7 +77,7 @@ direct bases; ``tests/test_error_tree.py`` checks it against the code)::
       Refused + RuntimeError                            exceptions
         AdoptionRefused                                 auto_research.adoption
         LockUnusable                                    auto_research.lock_files
-        StudyBusy                                       auto_research.study_hold
+        StudyBusy                                       auto_research.studies.run_lock
         RunHeld                                         client
         DeliveryRefused                                 delivery.worktree
         RoleError                                       harness.roles

@@ -13,7 +13,7 @@ Example::
     compare_studies(Client(), ["branin-local", "branin-claude", "branin-gpt"])
 
     # in a script
-    from zeroshot_kernel.auto_research.study_table import study_rows
+    from zeroshot_kernel.auto_research.studies.table import study_rows
     from zeroshot_widgets.compare import comparison_figure
     rows = [r for r in study_rows(Client()) if r.name in ("branin-local", "branin-claude")]
     comparison_figure(rows).savefig("compare.png", dpi=150)
@@ -31,7 +31,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from zeroshot_kernel.auto_research.study_table import (
+from zeroshot_kernel.auto_research.studies.table import (
     CurvePoint,
     StudyRow,
     format_duration,

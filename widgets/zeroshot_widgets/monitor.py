@@ -38,7 +38,7 @@ from zeroshot_kernel.auto_research.run_info import RunInfo
 from zeroshot_kernel.auto_research.run_words import STOP_MESSAGES, phase_key
 from zeroshot_kernel.auto_research.run_words import phase_text as _phase_text
 from zeroshot_kernel.auto_research.run_words import progress_text as _progress_text
-from zeroshot_kernel.auto_research.studies import (
+from zeroshot_kernel.auto_research.studies.catalog import (
     candidates_in_flight,
     in_flight_text,
     round_in_progress,

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from zeroshot_kernel.auto_research.studies import (
+from zeroshot_kernel.auto_research.studies.catalog import (
     candidates_in_flight,
     in_flight_text,
     round_in_progress,

@@ -29,7 +29,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from zeroshot_kernel.auto_research import Study, StudyError
-from zeroshot_kernel.auto_research.study_table import (
+from zeroshot_kernel.auto_research.studies.table import (
     COLUMNS,
     RunCache,
     RunRow,

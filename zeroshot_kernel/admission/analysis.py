@@ -29,8 +29,8 @@ from zeroshot_kernel.admission.maps import (
 from zeroshot_kernel.admission.parallel import check_join, check_parallel_writes, merge_join
 from zeroshot_kernel.admission.predicates import ALWAYS, Predicate, conjoin
 from zeroshot_kernel.admission.promotions import Rule, restrict_promotions
-from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.typepaths import fits_with_definitions
+from zeroshot_kernel.admission.verifier_state import Scope, VerifierState
 from zeroshot_kernel.contract.graph import (
     AllJoin,
     ChoiceNode,

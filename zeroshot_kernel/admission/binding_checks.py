@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from zeroshot_kernel.admission.facts import WriteFact, Writes
 from zeroshot_kernel.admission.flow import Flow
 from zeroshot_kernel.admission.locations import Loc, at, item
-from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.typepaths import (
     FieldPath,
     comparable,
@@ -25,6 +24,7 @@ from zeroshot_kernel.admission.typepaths import (
     path_type,
     required_leaf_paths,
 )
+from zeroshot_kernel.admission.verifier_state import Scope, VerifierState
 from zeroshot_kernel.contract.graph import (
     DataSelector,
     InputBinding,

@@ -30,7 +30,7 @@ from zeroshot_kernel.admission.predicates import (
     conjoin,
     negate,
 )
-from zeroshot_kernel.admission.run import Reach, VerifierState
+from zeroshot_kernel.admission.verifier_state import Reach, VerifierState
 from zeroshot_kernel.contract.graph import ChoiceNode
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from zeroshot_kernel.admission.controls import selector_domain, selector_uses
 from zeroshot_kernel.admission.locations import Loc, at, item
-from zeroshot_kernel.admission.run import VerifierState
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.diagnostics import DiagnosticCode
 from zeroshot_kernel.contract.graph import (
     AllGuard,

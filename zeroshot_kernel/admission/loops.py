@@ -8,7 +8,7 @@ from zeroshot_kernel.admission.controls import guard_holds, selectors_of
 from zeroshot_kernel.admission.effects import Effects
 from zeroshot_kernel.admission.guard_checks import check_guard
 from zeroshot_kernel.admission.locations import Loc, at
-from zeroshot_kernel.admission.run import VerifierState
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.graph import LoopNode
 
 

@@ -18,8 +18,8 @@ from zeroshot_kernel.admission.flow import Flow
 from zeroshot_kernel.admission.locations import Loc, at, item
 from zeroshot_kernel.admission.parallel import required_completions
 from zeroshot_kernel.admission.predicates import ALWAYS, NEVER, Predicate, conjoin
-from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.typepaths import FieldPath, guaranteed_paths, path_type
+from zeroshot_kernel.admission.verifier_state import Scope, VerifierState
 from zeroshot_kernel.contract.graph import (
     ChoiceNode,
     GraphNode,

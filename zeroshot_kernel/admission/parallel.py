@@ -30,9 +30,9 @@ from zeroshot_kernel.admission.predicates import (
     holds,
     negate,
 )
-from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.admission.shape import check_quorum
 from zeroshot_kernel.admission.typepaths import comparable, overlaps
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.graph import (
     AllGuard,
     AllJoin,

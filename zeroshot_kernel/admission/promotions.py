@@ -13,8 +13,8 @@ from enum import Enum
 
 from zeroshot_kernel.admission.effects import Effects
 from zeroshot_kernel.admission.locations import Loc, item
-from zeroshot_kernel.admission.run import VerifierState
 from zeroshot_kernel.admission.typepaths import FieldPath, is_required_path, path_type
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.payload import ArrayType, PayloadType, is_subtype
 
 

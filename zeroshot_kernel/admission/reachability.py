@@ -8,7 +8,7 @@ completing branches are dead, or a par that can never join, does not complete ei
 from __future__ import annotations
 
 from zeroshot_kernel.admission.locations import ROOT
-from zeroshot_kernel.admission.run import VerifierState
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.graph import (
     ChoiceNode,
     GraphNode,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zeroshot_kernel.admission.locations import Loc, at
-from zeroshot_kernel.admission.run import VerifierState
+from zeroshot_kernel.admission.verifier_state import VerifierState
 from zeroshot_kernel.contract.graph import FULL_PROFILE, ParNode, QuorumJoin
 
 

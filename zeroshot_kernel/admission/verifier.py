@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from zeroshot_kernel.admission.analysis import FlowWalk
 from zeroshot_kernel.admission.flow import Flow
 from zeroshot_kernel.admission.reachability import check_terminal_coverage
-from zeroshot_kernel.admission.run import Scope, VerifierState
 from zeroshot_kernel.admission.shape import check_profile, check_unique_names
 from zeroshot_kernel.admission.typepaths import required_descendants
+from zeroshot_kernel.admission.verifier_state import Scope, VerifierState
 from zeroshot_kernel.contract.diagnostics import GraphDiagnostic, sorted_diagnostics
 from zeroshot_kernel.contract.graph import GraphSpec
 

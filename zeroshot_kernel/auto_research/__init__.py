@@ -60,14 +60,14 @@ if TYPE_CHECKING:
         RestoreError,
         restore_candidate_source,
     )
-    from zeroshot_kernel.auto_research.studies import (
+    from zeroshot_kernel.auto_research.studies.catalog import (
         StudyError,
         StudySummary,
         check_study_name,
         list_studies,
     )
-    from zeroshot_kernel.auto_research.study import Study
-    from zeroshot_kernel.auto_research.study_table import StudyRow, study_rows
+    from zeroshot_kernel.auto_research.studies.export import Study
+    from zeroshot_kernel.auto_research.studies.table import StudyRow, study_rows
     from zeroshot_kernel.auto_research.task import (
         ResearchTask,
         SearchParameter,
@@ -103,16 +103,16 @@ _HOMES = {
     "ScoutInput": "zeroshot_kernel.auto_research.protocol",
     "ScoutProposal": "zeroshot_kernel.auto_research.protocol",
     "SearchParameter": "zeroshot_kernel.auto_research.task",
-    "Study": "zeroshot_kernel.auto_research.study",
-    "StudyError": "zeroshot_kernel.auto_research.studies",
-    "StudyRow": "zeroshot_kernel.auto_research.study_table",
-    "StudySummary": "zeroshot_kernel.auto_research.studies",
+    "Study": "zeroshot_kernel.auto_research.studies.export",
+    "StudyError": "zeroshot_kernel.auto_research.studies.catalog",
+    "StudyRow": "zeroshot_kernel.auto_research.studies.table",
+    "StudySummary": "zeroshot_kernel.auto_research.studies.catalog",
     "TaskError": "zeroshot_kernel.auto_research.task",
     "TaskSpec": "zeroshot_kernel.auto_research.task",
     "bundled_tasks": "zeroshot_kernel.auto_research.task",
-    "check_study_name": "zeroshot_kernel.auto_research.studies",
+    "check_study_name": "zeroshot_kernel.auto_research.studies.catalog",
     "content_sha256": "zeroshot_kernel.auto_research.candidates",
-    "list_studies": "zeroshot_kernel.auto_research.studies",
+    "list_studies": "zeroshot_kernel.auto_research.studies.catalog",
     "load_task": "zeroshot_kernel.auto_research.task",
     "parse_metric": "zeroshot_kernel.auto_research.experiment",
     "reconsideration_due": "zeroshot_kernel.auto_research.reconsider",
@@ -123,7 +123,7 @@ _HOMES = {
     "run_experiment": "zeroshot_kernel.auto_research.experiment",
     "run_repeats": "zeroshot_kernel.auto_research.experiment",
     "store_candidate": "zeroshot_kernel.auto_research.candidates",
-    "study_rows": "zeroshot_kernel.auto_research.study_table",
+    "study_rows": "zeroshot_kernel.auto_research.studies.table",
     "tree_hashes": "zeroshot_kernel.auto_research.candidates",
     "verify_candidate": "zeroshot_kernel.auto_research.candidates",
     "verify_tree": "zeroshot_kernel.auto_research.candidates",

@@ -33,7 +33,7 @@ from zeroshot_kernel.auto_research.records import (
     ResearchRecords,
     RoundRecord,
 )
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import resolve_task
 from zeroshot_kernel.exceptions import Refused
 

@@ -31,7 +31,7 @@ from zeroshot_kernel.auto_research.change import diff_contents
 from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.noise_floor import decision_text, paired_seeds
 from zeroshot_kernel.auto_research.records import ResearchRecords, RoundRecord
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import ParamValue
 from zeroshot_kernel.exceptions import NotFound
 from zeroshot_kernel.ledger.errors import RunNotFound

@@ -119,7 +119,7 @@ def run(
           --model local
       zeroshot research run my-gpu-task --dask tcp://scheduler:8786 --parallel 4
     """
-    from zeroshot_kernel.auto_research.studies import study_of
+    from zeroshot_kernel.auto_research.studies.catalog import study_of
     from zeroshot_kernel.auto_research.task import TaskError, resolve_task
     from zeroshot_kernel.auto_research.views import SELF_SCORED_NOTE
     from zeroshot_kernel.templates import TemplateOptions
@@ -175,7 +175,7 @@ def start_research(client: Client, options: TemplateOptions, *, title: str) -> R
     ``%zeroshot research``): a rejected submission prints its diagnostics and exits 1, a
     refused one (a busy study, an option out of range, a code task where no box can be
     made) says why and exits 2."""
-    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.studies.catalog import StudyError
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.sandbox import SandboxUnavailable
     from zeroshot_kernel.templates import expand_template
@@ -407,7 +407,7 @@ def show(
     """Show an auto-research run's rounds, incumbent and plateau, from the ledger alone."""
     from dataclasses import asdict
 
-    from zeroshot_kernel.auto_research.studies import (
+    from zeroshot_kernel.auto_research.studies.catalog import (
         candidates_in_flight,
         in_flight_text,
         round_in_progress,
@@ -461,7 +461,7 @@ def studies(
 
     Example: zeroshot research studies --json
     """
-    from zeroshot_kernel.auto_research.studies import list_studies
+    from zeroshot_kernel.auto_research.studies.catalog import list_studies
     from zeroshot_kernel.workspace import find_workspace
 
     found = list_studies(find_workspace())
@@ -501,7 +501,7 @@ def restore(
     """
     from zeroshot_kernel.auto_research.records import RECORDS_DIR
     from zeroshot_kernel.auto_research.restore import RestoreError, restore_candidate_source
-    from zeroshot_kernel.auto_research.studies import StudyError, study_of_run
+    from zeroshot_kernel.auto_research.studies.catalog import StudyError, study_of_run
     from zeroshot_kernel.workspace import find_workspace
 
     workspace = find_workspace()
@@ -569,8 +569,8 @@ def export(
       zeroshot research export branin --csv branin-rounds.csv
       zeroshot research export branin --candidates --json -o branin-candidates.json
     """
-    from zeroshot_kernel.auto_research.studies import StudyError
-    from zeroshot_kernel.auto_research.study import Study
+    from zeroshot_kernel.auto_research.studies.catalog import StudyError
+    from zeroshot_kernel.auto_research.studies.export import Study
     from zeroshot_kernel.workspace import find_workspace
 
     if (csv_file is None) == (not as_json):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zeroshot_kernel.auto_research.studies import StudyError, study_of_run
+from zeroshot_kernel.auto_research.studies.catalog import StudyError, study_of_run
 from zeroshot_kernel.auto_research.views import RoundView, load_research_view
 from zeroshot_kernel.ledger import RunNotFound
 from zeroshot_kernel.templates import TemplateOptions

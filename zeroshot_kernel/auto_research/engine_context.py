@@ -13,9 +13,9 @@ from typing import Any
 
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
-from zeroshot_kernel.auto_research.studies import check_study_name, records_for, study_of
-from zeroshot_kernel.auto_research.study_hold import hold_study
-from zeroshot_kernel.auto_research.study_hold import release_run as release_study
+from zeroshot_kernel.auto_research.studies.catalog import check_study_name, records_for, study_of
+from zeroshot_kernel.auto_research.studies.run_lock import hold_study
+from zeroshot_kernel.auto_research.studies.run_lock import release_run as release_study
 from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.harness.base import ExecutionRequest
@@ -28,8 +28,8 @@ def research_context(request: ExecutionRequest) -> dict[str, Any]:
     executions that completed before it (``measured``); ``verdict`` and ``adopt`` are the
     round's latest review, as the ledger recorded it.
 
-    The run's controller holds the study first (:mod:`.study_hold`): a study another run is
-    researching, from any ledger, refuses the call before anything is recorded in it."""
+    The run's controller holds the study first (:mod:`.studies.run_lock`): a study another
+    run is researching, from any ledger, refuses the call before anything is recorded in it."""
     run_input = request.run_input or {}
     study = study_of(run_input)
     with _lock:

@@ -80,7 +80,7 @@ def _commands() -> typer.Typer:
 
 
 def _claimed(client: Client, run_input: Any) -> AbstractContextManager[None]:
-    from zeroshot_kernel.auto_research.studies import claimed
+    from zeroshot_kernel.auto_research.studies.catalog import claimed
 
     return claimed(client, run_input)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from zeroshot_kernel.auto_research.records import ResearchRecords
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import (
     Direction,
     ParamValue,

@@ -30,7 +30,7 @@ from zeroshot_kernel.auto_research.protocol import (
 )
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.sandbox import Containment
 
 REVIEW_PASSES = 64

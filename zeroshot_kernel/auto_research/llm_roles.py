@@ -32,7 +32,7 @@ from zeroshot_kernel.auto_research.markdown_records import charter
 from zeroshot_kernel.auto_research.measure import BASELINE_ID
 from zeroshot_kernel.auto_research.noise_floor import fmt
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords
-from zeroshot_kernel.auto_research.studies import StudyError, records_for
+from zeroshot_kernel.auto_research.studies.catalog import StudyError, records_for
 from zeroshot_kernel.auto_research.task import ResearchTask, TaskError, resolve_task
 from zeroshot_kernel.contract.outcome import VerifiedOutcome, error
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult

@@ -74,7 +74,7 @@ from zeroshot_kernel.auto_research.records import (
     RoundPass,
 )
 from zeroshot_kernel.auto_research.seeds import experiment_seed
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import ResearchTask, resolve_task
 from zeroshot_kernel.exceptions import OperationFailed
 from zeroshot_kernel.sandbox import Containment

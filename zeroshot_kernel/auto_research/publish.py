@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from zeroshot_kernel.auto_research.candidates import BytesCheck, restore_candidate
 from zeroshot_kernel.auto_research.records import ResearchRecords
-from zeroshot_kernel.auto_research.studies import records_for, study_of
+from zeroshot_kernel.auto_research.studies.catalog import records_for, study_of
 from zeroshot_kernel.auto_research.task import CANDIDATE_DIR
 from zeroshot_kernel.contract.graph import VerifierNode
 from zeroshot_kernel.contract.outcome import VerifierOutcome, error

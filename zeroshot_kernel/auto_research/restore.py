@@ -25,7 +25,7 @@ from pathlib import Path
 
 from zeroshot_kernel.auto_research.candidates import RecordedSource, read_candidate, write_files
 from zeroshot_kernel.auto_research.records import CANDIDATE_ID
-from zeroshot_kernel.auto_research.studies import StudyError, records_for
+from zeroshot_kernel.auto_research.studies.catalog import StudyError, records_for
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.safe_files import FileRefused, opened_below
 

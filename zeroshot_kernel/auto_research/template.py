@@ -20,7 +20,7 @@ from typing import Any
 
 from zeroshot_kernel.auto_research.payloads import record_type
 from zeroshot_kernel.auto_research.protocol import Change, Evidence, ResearchResult
-from zeroshot_kernel.auto_research.studies import check_study_name, default_study
+from zeroshot_kernel.auto_research.studies.catalog import check_study_name, default_study
 from zeroshot_kernel.templates import (
     Expansion,
     Template,

@@ -82,7 +82,7 @@ def run(
       zeroshot run graph.json --input '{"task": "fix it"}' --runtime @plan.json
       zeroshot run --profile nightly --target shared --validate-only
     """
-    from zeroshot_kernel.auto_research.studies import StudyError
+    from zeroshot_kernel.auto_research.studies.catalog import StudyError
     from zeroshot_kernel.client import AdmissionRejected
     from zeroshot_kernel.profiles import ProfileNotFound
 

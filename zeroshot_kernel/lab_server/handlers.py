@@ -29,8 +29,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from zeroshot_kernel.auto_research.studies import StudyError
-from zeroshot_kernel.auto_research.study_table import RunCache
+from zeroshot_kernel.auto_research.studies.catalog import StudyError
+from zeroshot_kernel.auto_research.studies.table import RunCache
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import NotFound, Refused, ZeroshotError
 from zeroshot_kernel.lab_server import inputs

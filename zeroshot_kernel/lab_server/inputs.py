@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from zeroshot_kernel.auto_research.studies import StudyError, check_study_name
+from zeroshot_kernel.auto_research.studies.catalog import StudyError, check_study_name
 from zeroshot_kernel.contract.values import IDENTIFIER_PATTERN, MAX_IDENTIFIER_LENGTH
 from zeroshot_kernel.exceptions import InvalidInput
 

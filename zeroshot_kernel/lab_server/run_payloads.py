@@ -27,7 +27,7 @@ from zeroshot_kernel.auto_research.run_words import (
     round_disposition,
     terminal_key,
 )
-from zeroshot_kernel.auto_research.studies import (
+from zeroshot_kernel.auto_research.studies.catalog import (
     StudyError,
     candidates_in_flight,
     in_flight_text,

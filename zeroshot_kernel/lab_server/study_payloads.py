@@ -21,9 +21,9 @@ from zeroshot_kernel.auto_research.importance import (
 from zeroshot_kernel.auto_research.noise_floor import gate_summary
 from zeroshot_kernel.auto_research.records import ResearchRecords
 from zeroshot_kernel.auto_research.round_words import decision_words
-from zeroshot_kernel.auto_research.studies import StudyError, list_studies
-from zeroshot_kernel.auto_research.study import Study
-from zeroshot_kernel.auto_research.study_table import RunCache, StudyRow, study_rows
+from zeroshot_kernel.auto_research.studies.catalog import StudyError, list_studies
+from zeroshot_kernel.auto_research.studies.export import Study
+from zeroshot_kernel.auto_research.studies.table import RunCache, StudyRow, study_rows
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import NotFound
 from zeroshot_kernel.lab_server.json_values import number

@@ -14,7 +14,7 @@ import os
 import threading
 from pathlib import Path
 
-from zeroshot_kernel.auto_research.study_table import RunCache
+from zeroshot_kernel.auto_research.studies.table import RunCache
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import Refused
 from zeroshot_kernel.lab_server.inputs import MAX_WORKSPACE_CHARS, BadInput, shown

@@ -13,7 +13,7 @@ from zeroshot_kernel.auto_research.agents.selection import plan_round
 from zeroshot_kernel.auto_research.measure import BASELINE_ID
 from zeroshot_kernel.auto_research.protocol import REMEASURE, Change, ResearcherInput
 from zeroshot_kernel.auto_research.records import ResearchState
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import Params, ResearchTask, resolve_task
 
 

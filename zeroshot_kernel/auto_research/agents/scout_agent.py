@@ -10,7 +10,7 @@ from zeroshot_kernel.auto_research.agents.synthesis import synthesize
 from zeroshot_kernel.auto_research.protocol import ScoutInput, ScoutProposal, Strategy
 from zeroshot_kernel.auto_research.records import ResearchState
 from zeroshot_kernel.auto_research.seeds import derive_seed
-from zeroshot_kernel.auto_research.studies import records_for
+from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.task import ResearchTask, resolve_task
 
 _STRATEGIES: dict[Strategy, Callable[[ResearchTask, ResearchState, int], ScoutProposal]] = {

@@ -36,8 +36,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic.alias_generators import to_camel
 
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords, RoundRecord
-from zeroshot_kernel.auto_research.studies import StudyError, check_study_name, migrate_legacy
-from zeroshot_kernel.auto_research.study_table import harness_and_model
+from zeroshot_kernel.auto_research.studies.catalog import (
+    StudyError,
+    check_study_name,
+    migrate_legacy,
+)
+from zeroshot_kernel.auto_research.studies.table import harness_and_model
 from zeroshot_kernel.auto_research.views import RoundView, load_research_view
 from zeroshot_kernel.ledger.errors import RunNotFound
 from zeroshot_kernel.safe_files import write_atomic

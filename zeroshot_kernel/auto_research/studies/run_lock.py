@@ -6,13 +6,13 @@ step until the controller ends: an exclusive ``fcntl`` lock on
 crashed controller never blocks anyone), and beside it ``study-<name>.holder.json`` naming
 the run and its controller, for messages and for the early refusal at submission.
 
-Submission (:func:`~zeroshot_kernel.auto_research.studies.claim_study`) refuses a study
-that its own ledger shows busy, or whose holder file names a run while the lock is held: a
-holder file alone proves nothing (its controller may have died, or other hands wrote it),
-and what it names is shown only when it is a plain run id. Two ledgers racing past that
-check still cannot both research the study: the second controller fails to take the lock,
-and its run ends with a refusal that names the holder before it records anything in the
-study. Lock files are never opened through a link (:mod:`.lock_files`).
+Submission (:func:`.catalog.claim_study`) refuses a study that its own ledger shows busy,
+or whose holder file names a run while the lock is held: a holder file alone proves nothing
+(its controller may have died, or other hands wrote it), and what it names is shown only
+when it is a plain run id. Two ledgers racing past that check still cannot both research
+the study: the second controller fails to take the lock, and its run ends with a refusal
+that names the holder before it records anything in the study. Lock files are never opened
+through a link (:mod:`zeroshot_kernel.auto_research.lock_files`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ runs overwrite each other), so no run continues them unless it names that study.
 
 Example::
 
-    from zeroshot_kernel.auto_research.studies import list_studies
+    from zeroshot_kernel.auto_research.studies.catalog import list_studies
     for study in list_studies("."):
         print(study.name, study.incumbent_id, study.incumbent_metric)
 """
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from zeroshot_kernel.auto_research.lock_files import LockUnusable, locks_folder, open_lock
 from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords, RoundPass
-from zeroshot_kernel.auto_research.study_hold import await_release, holder_file, study_holder
+from zeroshot_kernel.auto_research.studies.run_lock import await_release, holder_file, study_holder
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.errors import RunNotFound
@@ -291,7 +291,7 @@ def round_in_progress(view: ResearchView, offset: int) -> int:
 
 def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
     """Refuse a new run on ``study`` while one of its runs is unfinished in this ledger,
-    while a live controller holds it (:mod:`.study_hold`: a run of any ledger), or when the
+    while a live controller holds it (:mod:`.run_lock`: a run of any ledger), or when the
     study researches another task. Call before submitting: nothing is created."""
     check_study_name(study)
     try:

@@ -9,7 +9,7 @@ table over a ledger with many runs costs only the runs still going.
 
 Example::
 
-    from zeroshot_kernel.auto_research.study_table import filter_rows, sort_rows, study_rows
+    from zeroshot_kernel.auto_research.studies.table import filter_rows, sort_rows, study_rows
     from zeroshot_kernel.client import Client
 
     rows = sort_rows(study_rows(Client()), "best")
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from zeroshot_kernel.auto_research.studies import (
+from zeroshot_kernel.auto_research.studies.catalog import (
     candidates_in_flight,
     in_flight_text,
     list_studies,
