@@ -5,6 +5,7 @@ catch, and appears in the tree that module's docstring draws, under its real par
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -81,9 +82,11 @@ BUILT_IN_BASES: dict[str, type[BaseException]] = {
 }
 
 
+@functools.cache
 def _exception_classes() -> dict[str, type[BaseException]]:
     """Every exception class defined in the two packages, found by reading each module's
-    source (namespace sub-packages included) and importing the module that defines it."""
+    source (namespace sub-packages included) and importing the module that defines it (once:
+    it imports the whole package)."""
     found: dict[str, type[BaseException]] = {}
     for package, folder in PACKAGES.items():
         for path in sorted(folder.rglob("*.py")):
