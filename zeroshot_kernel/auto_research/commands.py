@@ -11,12 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from zeroshot_kernel.auto_research.launch import Research, launch_research, research_options
 from zeroshot_kernel.console.options import (
-    BaseUrlOption,
     LedgerOption,
-    MaxTokensOption,
-    ResearchDaskOption,
-    ResearchParallelOption,
     SandboxOption,
     TargetOption,
     open_client,
@@ -26,7 +23,6 @@ from zeroshot_kernel.console.output import (
     EXIT_REJECTED,
     camel_keys,
     fail_usage,
-    print_diagnostics,
     print_json,
     printable,
 )
@@ -35,9 +31,8 @@ from zeroshot_kernel.sandbox import sandbox_mode
 if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.task import TaskSpec
     from zeroshot_kernel.auto_research.views import ResearchView, RoundView
-    from zeroshot_kernel.client import Client, Run
+    from zeroshot_kernel.client import Run
     from zeroshot_kernel.console.follow import Shown
-    from zeroshot_kernel.templates import TemplateOptions
 
 research_app = typer.Typer(
     help="Auto-research: improve a candidate in reviewed rounds.", no_args_is_help=True
@@ -76,33 +71,15 @@ def scoring_label(spec: TaskSpec) -> str:
 
 
 @research_app.command("run")
+@research_options
 def run(
     task: Annotated[
-        Path,
+        str,
         typer.Argument(help="Research task folder (holds task.yaml), or a bundled task's name."),
     ],
-    iterations: Annotated[
-        int | None, typer.Option(min=1, max=100, help="Rounds to run (default 10).")
-    ] = None,
-    harness: Annotated[
-        str, typer.Option(help="local (embedded agents), claude, codex or openai (when installed).")
-    ] = "local",
-    model: Annotated[str | None, typer.Option(help="Model for LLM harnesses.")] = None,
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
-    push: Annotated[
-        bool, typer.Option("--push", help="Publish each accepted round with git.")
-    ] = False,
-    study: Annotated[
-        str | None,
-        typer.Option(
-            help="The study to continue or start (records in .zeroshot/research/STUDY; default: "
-            "the task folder's name)."
-        ),
-    ] = None,
+    *,
+    research: Research,
     detach: Annotated[bool, typer.Option("--detach", help="Return at once.")] = False,
-    dask: ResearchDaskOption = None,
-    parallel: ResearchParallelOption = None,
     sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -119,172 +96,13 @@ def run(
           --model local
       zeroshot research run my-gpu-task --dask tcp://scheduler:8786 --parallel 4
     """
-    from zeroshot_kernel.auto_research.studies.catalog import study_of
-    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
-    from zeroshot_kernel.auto_research.views import SELF_SCORED_NOTE
-    from zeroshot_kernel.templates import TemplateOptions
-
-    try:
-        loaded = resolve_task(str(task), Path.cwd())
-    except TaskError as problem:
-        fail_usage(str(problem))
-    _check_embedded_agents(loaded.spec, harness)
-    if loaded.spec.scored_by_candidate:
-        typer.echo(f"task {loaded.spec.name}: {SELF_SCORED_NOTE}", err=True)
-    client = open_client(ledger, target)
-    _check_harness(harness)
-    if dask is not None:
-        _check_dask(dask)
-    if push:
-        _check_push(client.workspace)
-    started = start_research(
-        client,
-        TemplateOptions(
-            task=_task_reference(loaded.root, client.workspace),
-            iterations=iterations,
-            push=push,
-            harness=harness,
-            model=model,
-            study=study,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            sandbox=sandbox_mode(sandbox),
-            dask=dask,
-            parallel=parallel,
-        ),
-        title=f"auto-research: {loaded.spec.name}",
-    )
-    typer.echo(
-        f"started {started.id}: {loaded.spec.name}, {iterations or 10} rounds "
-        f"(metric {loaded.spec.metric}, {loaded.spec.direction}), study "
-        f"{study_of(started.admitted().get('initialInput'))}"
+    started = launch_research(
+        task, research, sandbox=sandbox_mode(sandbox), ledger=ledger, target=target
     )
     if detach:
         typer.echo(f"follow it with: zeroshot research show {started.id}")
         raise typer.Exit(EXIT_OK)
     _follow(started)
-
-
-RESEARCH_HARNESSES = ("local", "claude", "codex", "openai")
-"""Harnesses that can run the research agents (``python`` runs callables, which a user
-binds node by node in a runtime plan of their own)."""
-
-
-def start_research(client: Client, options: TemplateOptions, *, title: str) -> Run:
-    """Expand the auto-research template and submit it (``zeroshot research run`` and
-    ``%zeroshot research``): a rejected submission prints its diagnostics and exits 1, a
-    refused one (a busy study, an option out of range, a code task where no box can be
-    made) says why and exits 2."""
-    from zeroshot_kernel.auto_research.studies.catalog import StudyError
-    from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.sandbox import SandboxUnavailable
-    from zeroshot_kernel.templates import expand_template
-
-    try:
-        _require_box(client, options)
-        expansion = expand_template("auto-research", options)
-        return client.submit(
-            expansion.graph, input=expansion.input, runtime=expansion.runtime, title=title
-        )
-    except AdmissionRejected as rejected:  # a ValueError too: before the next clause
-        print_diagnostics(rejected.diagnostics)
-        raise typer.Exit(EXIT_REJECTED) from None
-    except (StudyError, ValueError, SandboxUnavailable) as refused:
-        fail_usage(str(refused))
-
-
-def _require_box(client: Client, options: TemplateOptions) -> None:
-    """Raise ``SandboxUnavailable`` before anything starts for a code task whose
-    experiments (model-written code) want a box where none can be made; a task that
-    cannot be loaded is left to the run, which says what is wrong with it."""
-    from zeroshot_kernel import sandbox
-    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
-
-    if options.sandbox == "none":
-        return
-    try:
-        task = resolve_task(options.task, client.workspace)
-    except TaskError:
-        return
-    if task.spec.editable:
-        sandbox.require()
-
-
-def _check_dask(address: str) -> None:
-    """Refuse, before anything is recorded, a scheduler the experiments could not use:
-    the extra missing, a malformed address, or none answering there."""
-    from zeroshot_kernel.dask_scheduler import SchedulerUnusable, connected
-
-    try:
-        with connected(address):
-            pass
-    except ImportError:
-        fail_usage("--dask needs the dask extra: pip install 'zeroshot-workbench[dask]'")
-    except SchedulerUnusable as problem:
-        fail_usage(str(problem))
-
-
-def _check_harness(harness: str) -> None:
-    """Refuse, before anything is submitted, a harness that cannot run this research here:
-    one that does not run agents, or one this installation does not have (admission checks
-    the plan's shape, not what is installed, and the run would stall at its first node).
-    An unknown name is left to admission, which lists the names it knows."""
-
-    from zeroshot_kernel.harness.plan import CORE_AGENT_HARNESSES
-    from zeroshot_kernel.harness.registry import available_harnesses
-
-    if harness not in CORE_AGENT_HARNESSES:
-        return
-    installed = available_harnesses()
-    usable = [h for h in RESEARCH_HARNESSES if h in installed]
-    if harness not in RESEARCH_HARNESSES:
-        problem = (
-            f"the {harness} harness runs Python callables, not research agents; bind "
-            f"them in a runtime plan of your own (start from `zeroshot template show "
-            f"auto-research --json`)"
-        )
-    elif harness not in installed:
-        problem = f"the {harness} harness is not available in this installation"
-    else:
-        return
-    typer.echo(
-        f"error: --harness {harness}: {problem}; usable here: {', '.join(usable)}. "
-        f"Nothing was started.",
-        err=True,
-    )
-    raise typer.Exit(EXIT_REJECTED)
-
-
-def _check_embedded_agents(spec: TaskSpec, harness: str) -> None:
-    """Refuse, before anything is submitted, the embedded agents (``local``) on a task they
-    cannot research: they propose parameters only, and the task has no search space."""
-    problem = spec.embedded_agents_problem() if harness == "local" else None
-    if problem is not None:
-        typer.echo(f"error: --harness {harness}: {problem}. Nothing was started.", err=True)
-        raise typer.Exit(EXIT_REJECTED)
-
-
-def _check_push(workspace: Path) -> None:
-    """Refuse ``--push`` before any round runs when the workspace cannot deliver (not a
-    repository, no commit, remote missing or unreachable), not after the first round."""
-    import asyncio
-
-    from zeroshot_kernel.auto_research.publish import preflight
-    from zeroshot_kernel.delivery import DeliveryRefused
-
-    try:
-        asyncio.run(preflight(workspace))
-    except DeliveryRefused as refused:
-        fail_usage(str(refused))
-
-
-def _task_reference(task: Path, workspace: Path) -> str:
-    """The task as the run records it: relative to the workspace when inside it."""
-    resolved = task.resolve()
-    try:
-        return str(resolved.relative_to(workspace))
-    except ValueError:
-        return str(resolved)
 
 
 def _follow(run_handle: Run) -> None:

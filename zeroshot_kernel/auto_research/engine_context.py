@@ -11,12 +11,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from zeroshot_kernel.auto_research.options import DEFAULT_ITERATIONS
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.studies.catalog import check_study_name, records_for, study_of
 from zeroshot_kernel.auto_research.studies.run_lock import hold_study
 from zeroshot_kernel.auto_research.studies.run_lock import release_run as release_study
-from zeroshot_kernel.auto_research.template import DEFAULT_ITERATIONS
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.harness.base import ExecutionRequest
 from zeroshot_kernel.ledger.events import RunEvent

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zeroshot_kernel.auto_research.options import DEFAULT_ITERATIONS, MAX_ITERATIONS
 from zeroshot_kernel.auto_research.payloads import record_type
 from zeroshot_kernel.auto_research.protocol import Change, Evidence, ResearchResult
 from zeroshot_kernel.auto_research.studies.catalog import check_study_name, default_study
@@ -53,8 +54,6 @@ from zeroshot_kernel.templates.build import (
     write,
 )
 
-DEFAULT_ITERATIONS = 10
-MAX_ITERATIONS = 100
 REVIEW_PASSES = 64
 STRATEGIES = ("exploration", "synthesis", "challenge")
 REVIEWED = [["corrections"], ["reviewTitle"], ["reviewDescription"]]
