@@ -325,6 +325,15 @@ def test_a_reopened_monitor_stops_its_run_and_continues_the_study(server: Server
 
         monitor.locator("button.zs-stop").click()
         stopped = await_monitor(page, phase_is("stopped"), 120, "the run to stop")
+        # once stopped, the message says so, not "stop requested" any more
+        said = await_monitor(
+            page,
+            lambda s: s["phase"] == "stopped" and bool(s["message"]),
+            30,
+            "the monitor to say how the stop ended",
+        )
+        assert "requested" not in said["message"], said
+        assert said["message"].startswith("the run has stopped"), said
         expect(monitor.locator("button.zs-stop")).to_be_disabled()
         expect(monitor.locator("button.zs-continue")).to_be_visible()
         assert stopped["run"] == first["run"]

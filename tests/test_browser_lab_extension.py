@@ -7,8 +7,12 @@ a real auto-research run is started from the public API, as the CLI would.
   ``test-artifacts/browser/panel/``).
 - The study's dashboard (the ``zeroshot:open-study`` command): hovering a point of the
   best-so-far chart shows Plotly's hover label, clicking it opens that candidate; the runs
-  table filters by an expression (``metric < X``), and a malformed one says so and keeps
+  table hides its empty columns (cost and tokens, which no harness here reports) until
+  chosen, filters by an expression (``metric < X``), and a malformed one says so and keeps
   the rows (screenshots under ``test-artifacts/browser/dashboard/``).
+- Notebook 7's tree page offers ``zeroshot: Show Studies`` in its command palette, which
+  shows the Studies panel listing the study (screenshots under
+  ``test-artifacts/browser/notebook-tree/``).
 
 One server and one run serve the module: the panel test watches the run go on, the
 dashboard tests read it once it has ended. Needs ``/usr/bin/chromium`` and the server and
@@ -157,6 +161,9 @@ def test_the_side_panel_lists_a_study_while_its_run_goes_on_with_no_kernel(lab: 
         if run_row.count() == 0:
             row.click()  # a study row may fold its runs away
         expect(run_row).to_be_attached(timeout=30_000)
+        # the CLI's words for how it ended; the row's value is the incumbent's metric
+        expect(run_row.locator(".zs-run-phase")).to_have_text("succeeded", timeout=30_000)
+        expect(row.locator(".zs-study-incumbent")).to_contain_text(f"incumbent {STUDY} = ")
         no_kernels(server)
 
 
@@ -254,6 +261,18 @@ def test_the_runs_table_filters_by_an_expression(lab: Lab) -> None:
         expect(rows).to_have_count(len(candidates), timeout=60_000)
         table.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / "table.png"))
+        # no harness of this run reported usage: its empty columns start hidden, choosable
+        assert all(c["cost_usd"] is None and c["tokens"] is None for c in candidates)
+        for empty in ("cost_usd", "tokens"):
+            expect(table.locator(f"th[data-column='{empty}']")).to_have_count(0)
+        expect(table.locator("th[data-column='metric']")).to_have_count(1)
+        table.locator(".zs-columns summary").click()
+        chooser = table.locator(".zs-column-choice[data-column='tokens']")
+        expect(chooser).to_contain_text("(empty)")
+        chooser.locator("input").check()
+        expect(table.locator("th[data-column='tokens']")).to_have_count(1)
+        chooser.locator("input").uncheck()
+        table.locator(".zs-columns summary").click()
 
         box = dashboard.locator(".zs-filter-input")
         box.fill(f"metric < {x}")
@@ -271,3 +290,37 @@ def test_the_runs_table_filters_by_an_expression(lab: Lab) -> None:
         expect(rows).to_have_count(len(candidates))
         page.screenshot(path=str(artifacts / "table-filter-error.png"))
         no_kernels(server)
+
+
+def test_notebook_7s_tree_page_offers_the_studies_panel(lab: Lab) -> None:
+    """Notebook 7 (its tree page, no notebook open): View ▸ Activate Command Palette lists
+    ``zeroshot: Show Studies`` (``zeroshot:open-studies``); choosing it shows the Studies
+    panel, which lists the study with its incumbent."""
+    from playwright.sync_api import expect
+
+    lab.finished_run()
+    artifacts = ARTIFACTS / "notebook-tree"
+    scratch = lab.workspace.parent / "notebook-tree"
+    scratch.mkdir(exist_ok=True)
+    with jupyter_server("notebook", lab.workspace, scratch) as server:
+        require_the_lab_extension(server)
+        with browser_page(artifacts) as page:
+            page.goto(server.home_url())
+            expect(page.locator(".jp-DirListing")).to_be_visible(timeout=90_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="View").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Activate Command Palette").first.click()
+            search = page.locator(".lm-CommandPalette-input")
+            expect(search).to_be_visible(timeout=30_000)
+            search.fill("zeroshot")
+            offered = page.locator(".lm-CommandPalette-item", has_text="zeroshot: Show Studies")
+            expect(offered).to_have_count(1, timeout=30_000)
+            page.screenshot(path=str(artifacts / "palette.png"))
+            offered.click()
+            panel = page.locator(f"#{PANEL}")
+            expect(panel).to_be_visible(timeout=30_000)
+            expect(panel.locator(".zs-panel-workspace")).to_contain_text(str(lab.workspace))
+            row = panel.locator(f".zs-study-row[data-study='{STUDY}']")
+            expect(row).to_be_visible(timeout=60_000)
+            expect(row.locator(".zs-study-incumbent")).to_contain_text(f"incumbent {STUDY} = ")
+            page.screenshot(path=str(artifacts / "studies-panel.png"))
+            no_kernels(server)

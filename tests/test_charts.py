@@ -128,7 +128,7 @@ def test_every_kind_of_mark_is_drawn_once_per_round_it_concerns() -> None:
     assert marks(figure, "adopted") == 2 == len(HAND_MADE.adoptions)
     assert marks(figure, "rejected") == 3
     assert marks(figure, "crashed") == 1
-    assert marks(figure, "reconsidered") == 1 == len(HAND_MADE.reconsiderations)
+    assert marks(figure, "a different approach") == 1 == len(HAND_MADE.reconsiderations)
     assert plateau_stretches(HAND_MADE) == [(2, 4)]
     assert marks(figure, "plateau") == 1
     axes = figure.axes[0]
@@ -137,7 +137,7 @@ def test_every_kind_of_mark_is_drawn_once_per_round_it_concerns() -> None:
         "adopted",
         "rejected",
         "crashed",
-        "reconsidered",
+        "a different approach",  # a reconsideration, said plainly
         "plateau",
         "best so far",
     }
@@ -280,6 +280,8 @@ def test_incumbent_card(view: ResearchView) -> None:
     assert "no reviewed rounds yet" in incumbent_card_html(research_view([]))
     assert "adopted in round 5" in incumbent_card_html(HAND_MADE)
     assert "1 round without an adoption since round 5" in incumbent_card_html(HAND_MADE)
+    assert "reconsider" not in incumbent_card_html(HAND_MADE)
+    assert "different approaches 1" in incumbent_card_html(HAND_MADE)
     one_rejected = made_view([make_round(1, 12.0, 10.0)])
     assert "1 round without an adoption since the start" in incumbent_card_html(one_rejected)
 
@@ -361,7 +363,7 @@ def test_a_start_far_from_the_rest_is_clipped_and_written_out() -> None:
     assert low > 2.5 and high < 8.0, (low, high)  # zoomed to the best-so-far's range
     (note,) = [t for t in axes.texts if t.get_text().startswith("start: ")]
     assert note.get_text() == "start: 1000" and note.arrow_patch is not None
-    assert marks(figure, "reconsidered") == 8 and marks(figure, "crashed") == 1
+    assert marks(figure, "a different approach") == 8 and marks(figure, "crashed") == 1
     assert marks(figure, "beyond the top") == 0  # only the start is far: written out
     inside(figure)
 

@@ -25,9 +25,15 @@ import tornado.httpclient
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (the jp_* fixtures, module-local)
 from workbench_support import ResearchRun, research_workspace, start_research
 
+from zeroshot_kernel.auto_research import REMEASURE
 from zeroshot_kernel.auto_research.studies.catalog import list_studies
 from zeroshot_kernel.auto_research.studies.export import Study
+from zeroshot_kernel.auto_research.views import RoundView
 from zeroshot_kernel.client import Client
+from zeroshot_kernel.lab_server.run_payloads import round_view_row
+from zeroshot_kernel.lab_server.study_payloads import round_row
+from zeroshot_kernel.ledger.events import NodeCompleted, NodeStarted
+from zeroshot_kernel.templates import TemplateOptions, expand_template
 
 # slow: a real Jupyter server over real research runs
 pytestmark = pytest.mark.slow
@@ -35,6 +41,8 @@ pytestmark = pytest.mark.slow
 Fetch = Callable[..., Any]
 API = ("zeroshot", "api")
 TIMEOUT_S = 240.0
+JARGON = ("challenge:remeasure", "no_metric", "reconsidered", "supported non-adoption")
+"""Protocol words no payload the extension shows may carry (round_words says them plainly)."""
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +182,9 @@ def test_study_dashboard(api, finished: ResearchRun) -> None:
     assert board["incumbent"]["candidate_id"] == list_studies(finished.workspace)[0].incumbent_id
     for row in rounds:
         assert row["disposition"].startswith(("adopted", "kept the incumbent", "re-measured"))
-        assert row["decision"].startswith(row["disposition"] + ": ")
+        assert said_once(row["decision"], row["disposition"])
         assert row["run_id"] == finished.run.id
+    assert not [word for word in JARGON if word in json.dumps(board)]
     assert {c["candidate_id"] for c in board["candidates"]} >= {r["candidate_id"] for r in rounds}
     assert {p["name"] for p in board["params"]} == {"x", "y"}
     assert board["runs"] == [finished.run.id]
@@ -362,3 +371,208 @@ def test_the_server_extension_imports_no_widgets() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def said_once(decision: str, words: str) -> bool:
+    """``decision`` is ``words`` or ``words: why``, with the decision's words said once."""
+    if decision == words:
+        return True
+    why = decision.removeprefix(words + ": ")
+    return why != decision and not why.lower().startswith(
+        ("kept the incumbent", "adopted", "re-measured", "not adopted", "supported non-adoption")
+    )
+
+
+def recorded_round(**fields: Any) -> dict[str, Any]:
+    """A row of ``Study.rounds()`` (a rejected round unless ``fields`` say otherwise)."""
+    return {
+        "round": 3,
+        "run_id": "run-aaaaaaaaaaaa",
+        "candidate_id": "c004",
+        "parent_id": "c001",
+        "strategy": "exploration",
+        "approach": "exploration:ei",
+        "params": {"x": 1.0},
+        "experiment_status": "ok",
+        "metric": 2.5,
+        "repeats": 3,
+        "incumbent_id": "c001",
+        "incumbent_metric": 2.0,
+        "gain": -0.5,
+        "noise_floor": 0.1,
+        "effect_size": None,
+        "gate_decision": "worse",
+        "max_seeds": 9,
+        "disposition": "reject",
+        "adopted": False,
+        "best_so_far": 2.0,
+        "reason": "kept the incumbent: the change is worse: x moved",
+        **fields,
+    }
+
+
+def round_view(**fields: Any) -> RoundView:
+    """A reviewed round as the run's events give it (a rejected one unless ``fields`` say)."""
+    base: dict[str, Any] = {
+        "round": 3,
+        "proposals": (),
+        "measure_status": "measured",
+        "parent_id": "c001",
+        "candidate_id": "c004",
+        "strategy": "exploration",
+        "approach": "exploration:ei",
+        "params": {"x": 1.0},
+        "experiment_status": "ok",
+        "metric": 2.5,
+        "incumbent_id": "c001",
+        "incumbent_metric": 2.0,
+        "gain": -0.5,
+        "noise_floor": 0.1,
+        "effect_size": None,
+        "evidence": "",
+        "disposition": "reject",
+        "justification": "not adopted: gain -0.5 against the noise floor 0.1",
+        "verdict": "accepted",
+        "reason": "kept the incumbent: the change is worse: x moved",
+        "passes": 1,
+        "reconsidered": False,
+        "reconsideration_due": False,
+    }
+    return RoundView(**{**base, **fields})
+
+
+def test_a_round_says_its_decision_once_in_plain_words() -> None:
+    """The reviewer's reason starts with the decision's words ("kept the incumbent: ..."):
+    the run monitor's and the dashboard's rows say them once; a re-measurement of the
+    incumbent reads as one, never as ``challenge:remeasure``; a failed experiment's status
+    is "no metric"."""
+    for row in (round_view_row(round_view(), "run-a", 2.0), round_row(recorded_round())):
+        assert row["disposition"] == "kept the incumbent"
+        assert row["decision"] == "kept the incumbent: the change is worse: x moved"
+        assert row["approach"] == "exploration:ei"
+    again = {"approach": REMEASURE, "candidate_id": "c001", "parent_id": "c001"}
+    remeasured = "kept the incumbent: this round measured it again"
+    for row in (
+        round_view_row(round_view(**again, reason=remeasured), "run-a", 2.0),
+        round_row(recorded_round(**again, reason=remeasured)),
+    ):
+        assert row["disposition"] == "re-measured the incumbent c001"
+        assert row["approach"] == "re-measured the incumbent c001"
+        assert row["decision"] == "re-measured the incumbent c001: this round measured it again"
+    justified = "adopted c004: gain 0.5 against the noise floor 0.1; the reviewer accepted"
+    for row in (
+        round_view_row(
+            round_view(disposition="adopt", reason="", justification=justified), "run-a", 2.0
+        ),
+        round_row(recorded_round(disposition="adopt", adopted=True, reason=justified)),
+    ):
+        assert row["decision"] == (
+            "adopted: gain 0.5 against the noise floor 0.1; the reviewer accepted"
+        )
+    failed = {"experiment_status": "no_metric", "metric": None}
+    for row in (
+        round_view_row(round_view(**failed), "r", 2.0),
+        round_row(recorded_round(**failed)),
+    ):
+        assert row["status"] == "no metric"
+    jargon = "supported non-adoption: the run ended no_metric"
+    for row in (
+        round_view_row(round_view(reason=jargon), "run-a", 2.0),
+        round_row(recorded_round(reason=jargon)),
+    ):
+        assert row["decision"] == "kept the incumbent: the run ended no metric"
+        assert not [word for word in JARGON if word in json.dumps(row)]
+
+
+def test_a_run_state_says_each_decision_once(api, finished: ResearchRun) -> None:
+    status, state = api("runs", finished.run.id)
+    assert status == 200 and state["rounds"]
+    for row in state["rounds"]:
+        assert said_once(row["decision"], row["disposition"]), row["decision"]
+    assert not [word for word in JARGON if word in json.dumps(state)]
+    for row in state["rounds"]:
+        status, detail = api("studies", "rosenbrock", "candidates", row["candidate_id"])
+        assert status == 200
+        assert not [word for word in JARGON if word in json.dumps(detail)]
+        assert detail["decision"].count(": kept the incumbent") == 0
+
+
+def test_a_post_with_the_login_cookie_but_no_xsrf_token_is_refused(
+    api, jp_fetch: Fetch, jp_asyncio_loop: asyncio.AbstractEventLoop, finished: ResearchRun
+) -> None:
+    """A browser's login cookie alone authenticates a GET, never a POST: Stop and Continue
+    also need Jupyter's XSRF token (the ``_xsrf`` cookie echoed in ``X-XSRFToken``), so a
+    page on another site cannot stop a run with the user's cookie."""
+    asyncio.set_event_loop(jp_asyncio_loop)
+    logged_in = jp_asyncio_loop.run_until_complete(jp_fetch(*API, "studies"))
+    cookies = [
+        value.split(";", 1)[0]
+        for value in logged_in.headers.get_list("Set-Cookie")
+        if value.startswith("username-")
+    ]
+    assert cookies, "the token login set no login cookie"
+    cookie = {"Authorization": "", "Cookie": cookies[0]}
+    status, body = api("runs", headers=cookie)
+    assert status == 200 and body["runs"], "the login cookie alone should read"
+    stop, resume = ("runs", finished.run.id, "stop"), ("runs", finished.run.id, "continue")
+    for parts in (stop, resume):
+        status, body = api(*parts, method="POST", headers=cookie)
+        assert status == 403 and "xsrf" in body["error"].lower(), (parts, status, body)
+    xsrf = "0123456789abcdef0123456789abcdef"
+    with_token = {**cookie, "Cookie": f"{cookies[0]}; _xsrf={xsrf}", "X-XSRFToken": xsrf}
+    status, body = api(*stop, method="POST", headers=with_token)
+    assert status == 200 and body["message"] == "the run had already finished"
+
+
+def test_the_runs_table_has_each_candidates_tokens_from_the_ledger(
+    api, module_root: ResearchRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose harness reports usage (the openai harness against a loopback server
+    answering 11 + 7 tokens a call): the candidate its round made and decided carries the
+    tokens the ledger recorded for that round; no cost was reported, so none is shown."""
+    from chat_server import chat_server
+    from test_openai_research import ResearchModel
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ZEROSHOT_OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ZEROSHOT_HTTP_BACKOFF_S", "0.01")
+    workspace = module_root.workspace / "usage"
+    (workspace / ".zeroshot").mkdir(parents=True)
+    client = Client(workspace=str(workspace))
+    with chat_server({"respond": ResearchModel()}) as server:
+        options = TemplateOptions(
+            task="branin",
+            harness="openai",
+            base_url=server.base_url,
+            model="standin",
+            iterations=1,
+            max_tokens=1500,
+        )
+        expansion = expand_template("auto-research", options)
+        run = client.submit(expansion.graph, input=expansion.input, runtime=expansion.runtime)
+        run.wait(timeout=TIMEOUT_S)
+    try:
+        assert run.terminal is not None and run.terminal.status == "succeeded", run.terminal
+        nodes: dict[str, str] = {}
+        tokens = 0
+        for _, event in run.events():
+            if isinstance(event, NodeStarted):
+                nodes[event.reference.execution] = event.reference.node
+            elif isinstance(event, NodeCompleted):
+                if nodes.get(event.completion.reference.execution) == "adopt":
+                    break  # round 1 is decided
+                if event.usage is not None:
+                    tokens += (event.usage.input_tokens or 0) + (event.usage.output_tokens or 0)
+        assert tokens > 0 and tokens % 18 == 0, "the loopback server's usage was not recorded"
+
+        status, board = api("studies", "branin", params={"workspace": str(workspace)})
+        assert status == 200, board
+        (decided,) = board["rounds"]
+        by_id = {c["candidate_id"]: c for c in board["candidates"]}
+        made = by_id[decided["candidate_id"]]
+        assert made["round"] == 1 and made["tokens"] == tokens
+        assert made["cost_usd"] is None  # the server reported no cost
+        baseline = [c for c in board["candidates"] if c["round"] == 0]
+        assert baseline and all(c["tokens"] is None for c in baseline)  # no model call made it
+    finally:
+        client.close()

@@ -8,6 +8,7 @@ import { requestAPI, seg } from './api';
 import { clear, el, facts } from './dom';
 import { formatCell, formatNumber } from './tablemodel';
 import type { CandidateDetail } from './types';
+import { gateWords } from './words';
 
 export class CandidatePane {
   readonly node: HTMLElement;
@@ -64,7 +65,7 @@ export function renderDetail(body: HTMLElement, d: CandidateDetail): void {
       ['seeds', String(d.seeds ?? '')],
       ['gain', formatNumber(d.gain)],
       ['noise floor', formatNumber(d.noise_floor)],
-      ['gate', d.gate_decision ?? ''],
+      ['gate', d.gate_decision ? gateWords(d.gate_decision) : ''],
       ['harness', d.harness ?? ''],
       ['model', d.model ?? ''],
       ['cost (USD)', formatNumber(d.cost_usd)],

@@ -28,6 +28,29 @@ export function plotlyText(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/** More than this ratio between the largest and smallest plotted value: a log axis. */
+export const LOG_AXIS_SPAN = 100;
+
+export interface YAxisChoice {
+  type: 'log' | 'linear';
+  title: string;
+}
+
+/**
+ * The y axis of a chart of `values`: logarithmic when every plotted (finite) value is
+ * positive and they span more than two decades (a huge first candidate would squash the
+ * rest on a linear axis), said in the title; linear otherwise.
+ */
+export function yAxisFor(values: (number | null | undefined)[], metric: string): YAxisChoice {
+  const plotted = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (plotted.length >= 2 && plotted.every(v => v > 0)) {
+    const low = Math.min(...plotted);
+    const high = Math.max(...plotted);
+    if (high / low > LOG_AXIS_SPAN) return { type: 'log', title: `${metric} (log scale)` };
+  }
+  return { type: 'linear', title: metric };
+}
+
 export interface BestChartOptions {
   metric: string;
   /** Per round, the candidate's params (hover text), by candidate id. */
@@ -109,6 +132,7 @@ export function bestSoFarFigure(chart: ChartSeries, options: BestChartOptions): 
     hoverinfo: 'skip'
   });
   const failed = rounds.filter((_, i) => chart.values[i] === null || chart.values[i] === undefined);
+  const yAxis = yAxisFor([...chart.values, ...chart.best_so_far], options.metric);
   const shapes: unknown[] = [];
   const annotations: unknown[] = [];
   const start = options.runStartsAfter ?? earlier;
@@ -140,7 +164,7 @@ export function bestSoFarFigure(chart: ChartSeries, options: BestChartOptions): 
     layout: {
       // whole rounds only (no 1.5 ticks), about ten of them
       xaxis: { title: { text: 'round' }, zeroline: false, dtick: Math.max(1, Math.ceil(rounds.length / 10)) },
-      yaxis: { title: { text: options.metric } },
+      yaxis: { title: { text: yAxis.title }, type: yAxis.type },
       hovermode: 'closest',
       margin: { l: 60, r: 20, t: 30, b: 45 },
       legend: { orientation: 'h', y: -0.25 },
@@ -384,7 +408,12 @@ export function compareFigure(studies: CompareStudy[]): { figure: Figure; warnin
       data,
       layout: {
         xaxis: { title: { text: 'round' } },
-        yaxis: { title: { text: same ? (first?.metric ?? '') : 'improvement from start (%)' } },
+        yaxis: same
+          ? (() => {
+              const axis = yAxisFor(studies.flatMap(s => s.chart.best_so_far), first?.metric ?? '');
+              return { title: { text: axis.title }, type: axis.type };
+            })()
+          : { title: { text: 'improvement from start (%)' } },
         margin: { l: 60, r: 10, t: 10, b: 45 },
         hovermode: 'closest',
         legend: { orientation: 'h', y: -0.25 }

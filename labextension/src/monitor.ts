@@ -14,12 +14,14 @@ import {
   continuedText,
   monitorFigure,
   newestRounds,
+  phaseTitle,
   phaseWord,
   shouldPoll
 } from './monitormodel';
 import { plot, purge, resize } from './plotly';
 import { formatCell, formatNumber } from './tablemodel';
 import type { ActionReply, RunRef, RunState } from './types';
+import { Notice, noticeText } from './words';
 
 const POLL_MS = 1000;
 const ERROR_RETRY_MS = 5000;
@@ -31,6 +33,7 @@ export class RunMonitor extends Widget {
   private timer: number | null = null;
   private generation = 0;
   private pending: 'stop' | 'continue' | null = null;
+  private notice: Notice | null = null;
   private lastChart = '';
   private readonly root = el('div', { class: 'zs-monitor' });
   private readonly titleNode = el('h3', { class: 'zs-monitor-title' });
@@ -98,6 +101,7 @@ export class RunMonitor extends Widget {
     const followedText = continuedText(via, ref.run_id);
     this.followed.textContent = followedText;
     this.followed.hidden = followedText === '';
+    this.showNotice();
     this.poll(0);
   }
 
@@ -170,7 +174,9 @@ export class RunMonitor extends Widget {
     this.runIdNode.textContent = s.run_id;
     this.root.dataset.phase = s.phase;
     this.phase.textContent = phaseWord(s.phase);
+    this.phase.title = phaseTitle(s.phase);
     this.phase.dataset.phase = s.phase;
+    this.showNotice();
     this.progress.textContent = s.progress_text;
     if (this.pending === 'stop' && s.phase !== 'running' && s.phase !== 'admitted') this.pending = null;
     const buttons = buttonStates(s, this.pending);
@@ -217,7 +223,7 @@ export class RunMonitor extends Widget {
       el(
         'div',
         { class: 'zs-incumbent-value' },
-        inc ? `${s.metric ?? 'metric'} ${formatNumber(inc.metric)}` : 'none yet'
+        inc ? `${s.metric ?? 'metric'} = ${formatNumber(inc.metric)}` : 'none yet'
       ),
       inc ? el('div', { class: 'zs-incumbent-id zs-muted' }, `${inc.candidate_id} · round ${inc.round}`) : null,
       s.plateau_text ? el('div', { class: 'zs-incumbent-plateau' }, s.plateau_text) : null
@@ -252,6 +258,18 @@ export class RunMonitor extends Widget {
     this.rounds.appendChild(el('table', { class: 'zs-table' }, el('thead', {}, head), body));
   }
 
+  private setNotice(notice: Notice | null): void {
+    this.notice = notice;
+    this.showNotice();
+  }
+
+  /** The message line: what the last action said, or the end state once the run ended. */
+  private showNotice(): void {
+    const runId = this.ref?.run_id ?? '';
+    const s = this.state && this.state.run_id === runId ? this.state : null;
+    this.message.textContent = noticeText(this.notice, runId, s?.phase ?? null, s?.can_continue ?? false);
+  }
+
   private async stopRun(): Promise<void> {
     const ref = this.ref;
     if (!ref) return;
@@ -259,10 +277,10 @@ export class RunMonitor extends Widget {
     if (this.state) this.render(this.state);
     try {
       const reply = await postAPI<ActionReply>(`runs/${seg(ref.run_id)}/stop`, { workspace: ref.workspace });
-      this.message.textContent = reply.message;
+      this.setNotice({ action: 'stop', runId: ref.run_id, text: reply.message });
     } catch (e) {
       this.pending = null;
-      this.message.textContent = `Could not stop the run: ${(e as Error).message}`;
+      this.setNotice({ action: 'error', runId: ref.run_id, text: `Could not stop the run: ${(e as Error).message}` });
     }
     this.poll(0);
   }
@@ -274,11 +292,11 @@ export class RunMonitor extends Widget {
     if (this.state) this.render(this.state);
     try {
       const reply = await postAPI<ActionReply>(`runs/${seg(ref.run_id)}/continue`, { workspace: ref.workspace });
-      this.message.textContent = reply.message;
+      this.setNotice({ action: 'continue', runId: reply.run_id, text: reply.message });
       this.setRun({ run_id: reply.run_id, workspace: ref.workspace }, [...this.via, ref.run_id]);
     } catch (e) {
       this.pending = null;
-      this.message.textContent = `Could not continue: ${(e as Error).message}`;
+      this.setNotice({ action: 'error', runId: ref.run_id, text: `Could not continue: ${(e as Error).message}` });
       if (this.state) this.render(this.state);
     }
   }

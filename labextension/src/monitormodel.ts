@@ -81,18 +81,7 @@ export function continuedText(from: string[], current: string): string {
   return `${from[from.length - 1]} continued as ${current}`;
 }
 
-export const PHASE_WORDS: Record<Phase, string> = {
-  admitted: 'waiting to start',
-  running: 'running',
-  stopping: 'stopping',
-  succeeded: 'finished',
-  failed: 'failed',
-  stopped: 'stopped'
-};
-
-export function phaseWord(phase: Phase): string {
-  return Object.prototype.hasOwnProperty.call(PHASE_WORDS, phase) ? PHASE_WORDS[phase] : String(phase);
-}
+export { PHASE_WORDS, phaseTitle, phaseWord } from './words';
 
 /** The monitor's chart: study-wide rounds, the earlier ones grey, a mark where this run starts. */
 export function monitorFigure(state: RunState): Figure {

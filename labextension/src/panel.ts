@@ -7,9 +7,8 @@
 import { Widget } from '@lumino/widgets';
 import { ApiError, requestAPI } from './api';
 import { clear, el } from './dom';
-import { phaseWord } from './monitormodel';
-import { formatNumber } from './tablemodel';
 import type { RunRow, RunsReply, StudiesReply, StudyRow } from './types';
+import { incumbentText, phaseTitle, phaseWord } from './words';
 
 const POLL_MS = 2000;
 
@@ -147,8 +146,13 @@ export class StudiesPanel extends Widget {
         ' · ',
         el(
           'span',
-          { class: 'zs-study-incumbent' },
-          inc ? `${s.metric} ${formatNumber(inc.metric)}` : `${s.metric}: no incumbent yet`
+          {
+            class: 'zs-study-incumbent',
+            title: inc
+              ? `${inc.candidate_id} (${inc.round ? `adopted in round ${inc.round}` : 'the starting candidate'}): the study's incumbent, whose ${s.metric} this is`
+              : ''
+          },
+          incumbentText(s.metric, inc)
         )
       )
     );
@@ -176,7 +180,7 @@ export class StudiesPanel extends Widget {
         { class: 'zs-row-detail zs-muted' },
         el('span', { class: 'zs-run-id' }, r.run_id),
         ' · ',
-        el('span', { class: 'zs-run-phase', 'data-phase': r.phase }, phaseWord(r.phase)),
+        el('span', { class: 'zs-run-phase', 'data-phase': r.phase, title: phaseTitle(r.phase) }, phaseWord(r.phase)),
         r.study ? ` · ${r.study}` : ''
       )
     );

@@ -59,7 +59,7 @@ export class RunsTable {
   setData(rows: CandidateRow[], params: ParamSpec[]): void {
     this.rows = rows;
     this.columns = columnsFor(rows, params);
-    const sig = this.columns.map(c => c.key).join('\u0000');
+    const sig = this.columns.map(c => `${c.key}\u0001${c.initial}`).join('\u0000');
     if (sig !== this.columnSignature) {
       this.columnSignature = sig;
       this.renderChooser();
@@ -86,7 +86,13 @@ export class RunsTable {
         this.chosen.set(c.key, box.checked);
         this.renderTable();
       });
-      list.appendChild(el('label', { class: 'zs-column-choice' }, box, c.label));
+      const label = el('label', { class: 'zs-column-choice', 'data-column': c.key }, box, c.label);
+      if (c.empty) {
+        label.classList.add('zs-column-empty');
+        label.title = 'No candidate has a value here yet (hidden until you choose it)';
+        label.appendChild(el('span', { class: 'zs-muted' }, ' (empty)'));
+      }
+      list.appendChild(label);
     }
     this.chooser.appendChild(list);
   }
@@ -104,7 +110,7 @@ export class RunsTable {
           class: `zs-sortable zs-col-${c.kind}`,
           'data-column': c.key,
           'aria-sort': sorted === 'asc' ? 'ascending' : sorted === 'desc' ? 'descending' : 'none',
-          title: `Sort by ${c.label}`
+          title: c.help ? `${c.label}: ${c.help}. Click to sort.` : `Sort by ${c.label}`
         },
         c.label,
         sorted ? (sorted === 'asc' ? ' ▲' : ' ▼') : ''

@@ -11,8 +11,22 @@ export interface Column {
   key: string;
   label: string;
   kind: 'number' | 'string' | 'boolean';
-  /** Shown when the table first opens. */
+  /** Shown when the table first opens (a column no row has a value in starts hidden). */
   initial: boolean;
+  /** No row has a value in it (the chooser says so; choosing it shows it anyway). */
+  empty?: boolean;
+  /** What the column holds, where its name does not say (the header's tooltip). */
+  help?: string;
+}
+
+const USAGE_HELP =
+  'what the harness reported for the model calls of the round that made and decided this candidate (from the ledger); empty where none was reported';
+
+/** Columns shown even when empty: what identifies and measures a candidate. */
+export const ALWAYS_SHOWN: ReadonlySet<string> = new Set(['candidate_id', 'round', 'metric', 'status']);
+
+function isEmptyValue(v: Value | undefined): boolean {
+  return v === null || v === undefined || v === '' || (typeof v === 'number' && Number.isNaN(v));
 }
 
 /** The candidate's own fields, in the order the table shows them. */
@@ -24,8 +38,8 @@ export const BASE_COLUMNS: Column[] = [
   { key: 'adopted', label: 'adopted', kind: 'boolean', initial: true },
   { key: 'harness', label: 'harness', kind: 'string', initial: true },
   { key: 'model', label: 'model', kind: 'string', initial: true },
-  { key: 'cost_usd', label: 'cost_usd', kind: 'number', initial: true },
-  { key: 'tokens', label: 'tokens', kind: 'number', initial: true },
+  { key: 'cost_usd', label: 'cost_usd', kind: 'number', initial: true, help: `cost in USD: ${USAGE_HELP}` },
+  { key: 'tokens', label: 'tokens', kind: 'number', initial: true, help: `input + output tokens: ${USAGE_HELP}` },
   { key: 'duration_s', label: 'duration_s', kind: 'number', initial: true },
   { key: 'run_id', label: 'run', kind: 'string', initial: false }
 ];
@@ -63,10 +77,15 @@ export function columnsFor(rows: CandidateRow[], params: ParamSpec[] = []): Colu
     const v = rows.map(r => r.params?.[name]).find(x => x !== null && x !== undefined);
     return typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : 'string';
   };
-  return [
+  const all: Column[] = [
     ...BASE_COLUMNS,
     ...names.map(name => ({ key: `params.${name}`, label: name, kind: kindOf(name), initial: true }))
   ];
+  if (!rows.length) return all.map(c => ({ ...c }));
+  return all.map(c => {
+    const empty = rows.every(r => isEmptyValue(cell(r, c.key)));
+    return empty && !ALWAYS_SHOWN.has(c.key) ? { ...c, initial: false, empty: true } : { ...c };
+  });
 }
 
 /**

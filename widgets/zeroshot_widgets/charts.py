@@ -25,6 +25,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
+from zeroshot_kernel.auto_research.round_words import RECONSIDERED as RECONSIDERED_WORDS
 from zeroshot_kernel.auto_research.round_words import is_remeasure
 from zeroshot_kernel.auto_research.views import ResearchView, RoundView
 
@@ -96,7 +97,7 @@ def plateau_figure(
     rounds, plateau stretches and reconsideration points.
 
     Every mark carries a label (``adopted``, ``rejected``, ``re-measured (the incumbent)``,
-    ``crashed``, ``best so far``, ``reconsidered``, ``plateau``) so a reader, or a test, can
+    ``crashed``, ``best so far``, ``a different approach``, ``plateau``) so a reader, or a test, can
     find it in ``fig.axes[0]``.
 
     Example::
@@ -273,7 +274,7 @@ def _reconsidered_marks(axes: Axes, view: ResearchView, zoom: YRange) -> None:
     if not placed:
         if marks:  # no value yet: near the top, inside the plot
             _edge_marks(
-                axes, [x for x, _ in marks], 1 - CRASHED_Y, "v", RECONSIDERED, "reconsidered"
+                axes, [x for x, _ in marks], 1 - CRASHED_Y, "v", RECONSIDERED, RECONSIDERED_WORDS
             )
         return
     axes.scatter(
@@ -282,7 +283,7 @@ def _reconsidered_marks(axes: Axes, view: ResearchView, zoom: YRange) -> None:
         marker="v",
         s=46,
         color=RECONSIDERED,
-        label="reconsidered",
+        label=RECONSIDERED_WORDS,
         zorder=5,
     )
 

@@ -301,7 +301,7 @@ def incumbent_card_html(view: ResearchView, *, metric: str = "metric") -> str:
             f"{f' · re-measurements {again}' if again else ''}<br>"
             f"{view.plateau} round{'s' if view.plateau != 1 else ''} without an adoption"
             f" since {f'round {incumbent.round}' if incumbent.round else 'the start'}"
-            f" · reconsiderations {len(view.reconsiderations)}"
+            f" · different approaches {len(view.reconsiderations)}"
         )
     for note in view.notes():
         body += f"<br><b>{_e(note)}</b>"

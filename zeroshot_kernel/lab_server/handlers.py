@@ -75,7 +75,18 @@ class ZeroshotHandler(APIHandler):
         """Any error tornado or Jupyter raises (403 for a missing token or XSRF cookie,
         an unexpected failure) as ``{"error": ...}``, never with a traceback."""
         self.set_header("Content-Type", "application/json")
-        self.finish(dumps({"error": self._reason or "error"}))
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        reason = self._reason or "error"
+        if (
+            status_code == 403
+            and isinstance(error, tornado.web.HTTPError)
+            and "xsrf" in str(error.log_message or "").lower()
+        ):
+            reason = (
+                "Forbidden: no XSRF token (a POST needs Jupyter's _xsrf cookie echoed in the "
+                "X-XSRFToken header, or the token in the Authorization header)"
+            )
+        self.finish(dumps({"error": reason}))
 
     async def answer(self, work: Callable[[Client], Any], *, ok: int = 200) -> None:
         """Run ``work`` on the requested workspace's client in a worker thread and reply

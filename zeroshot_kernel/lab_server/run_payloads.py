@@ -18,6 +18,7 @@ from typing import Any
 from zeroshot_kernel.auto_research.continuation import continued_by, study_history_by_run
 from zeroshot_kernel.auto_research.experiment import status_words
 from zeroshot_kernel.auto_research.noise_floor import gate_summary
+from zeroshot_kernel.auto_research.round_words import approach_words, decision_text
 from zeroshot_kernel.auto_research.run_feed import Poll, RunFeed
 from zeroshot_kernel.auto_research.run_info import RunInfo
 from zeroshot_kernel.auto_research.run_words import (
@@ -169,7 +170,8 @@ def round_rows(
 
 
 def round_view_row(r: RoundView, run_id: str, best: float | None) -> dict[str, Any]:
-    """``RoundRow`` of one reviewed round as the ledger recorded it."""
+    """``RoundRow`` of one reviewed round as the ledger recorded it, in the words of
+    :mod:`.round_words` (the decision said once, never ``challenge:remeasure``)."""
     words = round_disposition(r)
     why = (
         r.reason
@@ -180,7 +182,7 @@ def round_view_row(r: RoundView, run_id: str, best: float | None) -> dict[str, A
         "round": r.round,
         "run_id": run_id,
         "candidate_id": r.candidate_id,
-        "approach": r.approach,
+        "approach": approach_words(r.approach, r.candidate_id, r.parent_id),
         "strategy": r.strategy,
         "params": r.params,
         "status": status_words(r.experiment_status),
@@ -190,7 +192,7 @@ def round_view_row(r: RoundView, run_id: str, best: float | None) -> dict[str, A
         "best_so_far": number(best),
         "adopted": r.adopted,
         "disposition": words,
-        "decision": f"{words}: {why}",
+        "decision": decision_text(words, why),
         "gain": number(r.gain),
         "noise_floor": number(r.noise_floor),
         "seeds": r.seeds,

@@ -8,7 +8,8 @@ rounds are reviewed rounds, the baseline (round 0) is not one.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from zeroshot_kernel.auto_research.candidate_detail import CandidateDetail, candidate_detail
 from zeroshot_kernel.auto_research.experiment import status_words
@@ -20,15 +21,21 @@ from zeroshot_kernel.auto_research.importance import (
 )
 from zeroshot_kernel.auto_research.noise_floor import gate_summary
 from zeroshot_kernel.auto_research.records import ResearchRecords
-from zeroshot_kernel.auto_research.round_words import decision_words
+from zeroshot_kernel.auto_research.round_words import (
+    approach_words,
+    decision_text,
+    decision_words,
+    plain_words,
+)
 from zeroshot_kernel.auto_research.studies.catalog import StudyError, list_studies
 from zeroshot_kernel.auto_research.studies.export import Study
-from zeroshot_kernel.auto_research.studies.table import RunCache, StudyRow, study_rows
+from zeroshot_kernel.auto_research.studies.table import RunCache, RunRow, StudyRow, study_rows
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.exceptions import NotFound
 from zeroshot_kernel.lab_server.json_values import number
 
 CSV_KINDS = ("rounds", "candidates")
+N = TypeVar("N", int, float)
 
 
 class UnknownStudy(NotFound):
@@ -82,9 +89,11 @@ def study_dashboard(client: Client, name: str, cache: RunCache | None = None) ->
     """``StudyDashboard``: the chart, rounds, candidates, parameters and insights."""
     study = open_study(client, name)
     row = next((r for r in study_rows(client, cache=cache) if r.name == name), None)
-    rounds = [round_row(r) for r in study.rounds()]
+    recorded = study.rounds()
+    rounds = [round_row(r) for r in recorded]
     measured = load_measured(client.workspace, name)
     importances = parameter_importance(measured)
+    usage = candidate_usage(recorded, row.runs if row else [])
     return {
         "name": name,
         "task": row.task if row else measured.task,
@@ -93,7 +102,9 @@ def study_dashboard(client: Client, name: str, cache: RunCache | None = None) ->
         "incumbent": _incumbent(row) if row else None,
         "chart": chart(rounds, earlier=0),
         "rounds": rounds,
-        "candidates": [candidate_row(c) for c in study.candidates()],
+        "candidates": [
+            {**candidate_row(c), **usage.get(c["candidate_id"], {})} for c in study.candidates()
+        ],
         "params": [_param_spec(p) for p in measured.search_space],
         "importance": [
             {"param": param, "importance": weight} for param, weight in importances.items()
@@ -104,7 +115,7 @@ def study_dashboard(client: Client, name: str, cache: RunCache | None = None) ->
 
 
 def round_row(row: dict[str, Any]) -> dict[str, Any]:
-    """``RoundRow`` from a row of :meth:`Study.rounds`."""
+    """``RoundRow`` from a row of :meth:`Study.rounds`, in the words of :mod:`.round_words`."""
     words = decision_words(
         str(row["disposition"] or ""),
         str(row["candidate_id"]),
@@ -122,7 +133,9 @@ def round_row(row: dict[str, Any]) -> dict[str, Any]:
         "round": row["round"],
         "run_id": row["run_id"] or "",
         "candidate_id": row["candidate_id"],
-        "approach": row["approach"],
+        "approach": approach_words(
+            str(row["approach"]), str(row["candidate_id"]), str(row["parent_id"])
+        ),
         "strategy": row["strategy"],
         "params": row["params"],
         "status": status_words(str(row["experiment_status"])),
@@ -132,7 +145,7 @@ def round_row(row: dict[str, Any]) -> dict[str, Any]:
         "best_so_far": number(row["best_so_far"]),
         "adopted": bool(row["adopted"]),
         "disposition": words,
-        "decision": f"{words}: {why}",
+        "decision": decision_text(words, why),
         "gain": number(row.get("gain")),
         "noise_floor": number(row.get("noise_floor")),
         "seeds": int(row.get("repeats") or 0),
@@ -165,10 +178,47 @@ def candidate_row(row: dict[str, Any]) -> dict[str, Any]:
         "adopted": bool(row["adopted"]),
         "harness": row["harness"],
         "model": row["model"],
-        "cost_usd": None,  # usage is reported per run, not per candidate
+        "cost_usd": None,  # see candidate_usage
         "tokens": None,
         "duration_s": None,
     }
+
+
+def round_usage(runs: Sequence[RunRow]) -> dict[int, tuple[int | None, float | None]]:
+    """``(tokens, cost_usd)`` per study-wide round: what the ledger's usage events (the
+    harness's reports on each model call) recorded between the run's previous decision and
+    that round's; ``None`` where no call reported it."""
+    usage: dict[int, tuple[int | None, float | None]] = {}
+    for run in runs:
+        tokens: int | None = None
+        cost: float | None = None
+        for point in run.curve:  # counted from the run's start
+            usage[point.round] = (_since(point.tokens, tokens), _since(point.cost_usd, cost))
+            tokens, cost = point.tokens, point.cost_usd
+    return usage
+
+
+def candidate_usage(
+    rounds: Sequence[dict[str, Any]], runs: Sequence[RunRow]
+) -> dict[str, dict[str, Any]]:
+    """The ``tokens`` and ``cost_usd`` of each candidate a round built and decided: that
+    round's usage (:func:`round_usage`). A re-measured incumbent, a baseline or a candidate
+    of a round that decided another one gets none (its calls count in that round's)."""
+    per_round = round_usage(runs)
+    found: dict[str, dict[str, Any]] = {}
+    for row in rounds:
+        candidate = str(row["candidate_id"])
+        if not candidate or candidate == row["parent_id"] or row["round"] not in per_round:
+            continue
+        tokens, cost = per_round[row["round"]]
+        found.setdefault(candidate, {"tokens": tokens, "cost_usd": number(cost)})
+    return found
+
+
+def _since(now: N | None, before: N | None) -> N | None:
+    if now is None:
+        return None
+    return now - before if before is not None else now
 
 
 def candidate_payload(client: Client, name: str, candidate: str) -> dict[str, Any]:
@@ -186,10 +236,12 @@ def candidate_payload(client: Client, name: str, candidate: str) -> dict[str, An
     return {
         **base,
         "duration_s": sum(m.duration_s for m in detail.measurements) or None,
-        "approach": review.approach if review else "the task's starting candidate",
+        "approach": approach_words(review.approach, detail.candidate_id, detail.parent_id)
+        if review
+        else "the task's starting candidate",
         "strategy": review.strategy if review else "",
         "rationale": review.rationale if review else "",
-        "decision": f"{words}: {review.noise_decision}" if review else words,
+        "decision": decision_text(words, review.noise_decision) if review else words,
         "review": _review_text(detail),
         "evidence": review.evidence if review else "",
         "diff": detail.diff,
@@ -279,7 +331,7 @@ def _review_text(detail: CandidateDetail) -> str:
         review.justification,
         *(f"correction: {c}" for c in review.corrections),
     ]
-    return "\n".join(part for part in parts if part)
+    return plain_words("\n".join(part for part in parts if part))
 
 
 def _curve(records: ResearchRecords, candidate: str) -> list[dict[str, float]]:
