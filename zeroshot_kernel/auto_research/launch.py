@@ -17,6 +17,7 @@ from zeroshot_kernel.auto_research.options import (
     RESEARCH_OPTIONS,
     OptionValue,
     ResearchOption,
+    by_name,
     research_problems,
 )
 from zeroshot_kernel.console.options import open_client
@@ -32,22 +33,28 @@ Research = Mapping[str, OptionValue]
 """The declared options' values, by name."""
 
 
-def typer_option(option: ResearchOption) -> Any:
-    """``option`` as a Typer parameter annotation (flag, bounds, help, environment)."""
+def declared(name: str) -> Any:
+    """The declared option ``name`` as Typer's option (flag, bounds, help, environment), for
+    a command that takes it with its own annotation: ``Annotated[int | None,
+    declared("parallel")]`` (``zeroshot template show``, ``zeroshot profile save``)."""
+    option = by_name(name)
     if option.kind is bool:
-        return Annotated[bool, typer.Option(option.flag, help=option.help)]
+        return typer.Option(option.flag, help=option.help)
+    return typer.Option(
+        option.flag,
+        min=option.low,
+        max=option.high,
+        envvar=option.envvar,
+        show_default=option.default is not None and option.envvar is None,
+        help=option.help,
+    )
+
+
+def typer_option(option: ResearchOption) -> Any:
+    """``option`` as a Typer parameter annotation: its type (optional where its default is
+    None) with :func:`declared`."""
     kind = option.kind if option.default is not None else option.kind | None
-    return Annotated[
-        kind,
-        typer.Option(
-            option.flag,
-            min=option.low,
-            max=option.high,
-            envvar=option.envvar,
-            show_default=option.default is not None and option.envvar is None,
-            help=option.help,
-        ),
-    ]
+    return Annotated[kind, declared(option.name)]
 
 
 def research_options(command: Callable[..., None]) -> Callable[..., None]:

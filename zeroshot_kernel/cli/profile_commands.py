@@ -8,15 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from zeroshot_kernel.auto_research.launch import declared
 from zeroshot_kernel.console.options import (
-    BaseUrlOption,
     HarnessOption,
     IterationsOption,
     LedgerOption,
-    MaxTokensOption,
-    PushOption,
-    ResearchDaskOption,
-    ResearchParallelOption,
     SandboxOption,
     TargetOption,
     TaskOption,
@@ -83,14 +79,14 @@ def save(
             help="Template auto-research: the study its runs continue (default: the task's name)."
         ),
     ] = None,
-    push: PushOption = False,
-    dask: ResearchDaskOption = None,
-    parallel: ResearchParallelOption = None,
+    push: Annotated[bool, declared("push")] = False,
+    dask: Annotated[str | None, declared("dask")] = None,
+    parallel: Annotated[int | None, declared("parallel")] = None,
     harness: HarnessOption = "local",
     provider: Annotated[str | None, typer.Option(help="Template: the harness's provider.")] = None,
     model: Annotated[str | None, typer.Option(help="Template: the agents' model.")] = None,
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
+    base_url: Annotated[str | None, declared("base_url")] = None,
+    max_tokens: Annotated[int | None, declared("max_tokens")] = None,
     sandbox: SandboxOption = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a saved profile of this name.")

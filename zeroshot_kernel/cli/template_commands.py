@@ -6,14 +6,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from zeroshot_kernel.auto_research.launch import declared
 from zeroshot_kernel.console.options import (
-    BaseUrlOption,
     HarnessOption,
     IterationsOption,
-    MaxTokensOption,
-    PushOption,
-    ResearchDaskOption,
-    ResearchParallelOption,
     TaskOption,
 )
 from zeroshot_kernel.console.outline import show_expansion
@@ -44,12 +40,12 @@ def show(
     ] = False,
     task: TaskOption = "",
     iterations: IterationsOption = None,
-    push: PushOption = False,
-    dask: ResearchDaskOption = None,
-    parallel: ResearchParallelOption = None,
+    push: Annotated[bool, declared("push")] = False,
+    dask: Annotated[str | None, declared("dask")] = None,
+    parallel: Annotated[int | None, declared("parallel")] = None,
     harness: HarnessOption = "local",
-    base_url: BaseUrlOption = None,
-    max_tokens: MaxTokensOption = None,
+    base_url: Annotated[str | None, declared("base_url")] = None,
+    max_tokens: Annotated[int | None, declared("max_tokens")] = None,
 ) -> None:
     """Print the graph a template expands to (an outline, or the JSON to copy and change).
 

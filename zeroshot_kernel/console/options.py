@@ -104,56 +104,10 @@ SandboxOption = Annotated[
 ]
 
 
-# Template options, shared by `zeroshot template show`, the features' commands and the magics.
+# Template options, shared by `zeroshot template show` and `zeroshot profile save` (the options
+# of auto-research alone are declared in zeroshot_kernel.auto_research.options).
 TaskOption = Annotated[str, typer.Option(help="Template: task text or research task folder.")]
 IterationsOption = Annotated[
     int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
 ]
-PushOption = Annotated[bool, typer.Option("--push", help="auto-research: publish rounds.")]
-DASK_ENV = "ZEROSHOT_DASK_SCHEDULER"
-ResearchDaskOption = Annotated[
-    str | None,
-    typer.Option(
-        "--dask",
-        envvar=DASK_ENV,
-        show_default=False,
-        help="auto-research: run the experiments on this dask.distributed scheduler, e.g. "
-        "tcp://host:8786, one per worker slot and the task's `resources` (default: "
-        f"${DASK_ENV}, else this machine's cores). Needs the `dask` extra.",
-    ),
-]
-ResearchParallelOption = Annotated[
-    int | None,
-    typer.Option(
-        "--parallel",
-        min=1,
-        max=32,
-        show_default=False,
-        help="auto-research: candidates a round measures at once: the researcher's change and "
-        "the round's other scout proposals on the same parent (default: the task's `parallel`, "
-        "else 1). Adoption takes the first that beats the noise, in that order.",
-    ),
-]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]
-BASE_URL_ENV = "ZEROSHOT_OPENAI_BASE_URL"
-BaseUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url",
-        envvar=BASE_URL_ENV,
-        show_default=False,
-        help="openai harness: the OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
-        f"(default: ${BASE_URL_ENV}, else $OPENAI_BASE_URL, else the hosted API). Its key "
-        "is read from OPENAI_API_KEY when set; a local server needs none.",
-    ),
-]
-MaxTokensOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens",
-        min=1,
-        max=1_000_000,
-        show_default=False,
-        help="openai harness: the most tokens one reply may take (default 4096).",
-    ),
-]
