@@ -298,6 +298,7 @@ def test_panels_redraw_only_what_changed() -> None:
     assert bytes(chart.value)[:8] == PNG_SIGNATURE
 
 
+@pytest.mark.slow  # a real research run, then the report
 def test_report_html_is_standalone_with_the_chart_embedded() -> None:
     done = finished_run()
     page = report_html(done.client.url, done.run.id)

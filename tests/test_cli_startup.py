@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = (
     "sqlalchemy",
     "sqlmodel",
@@ -69,6 +71,7 @@ def _probe(code: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # fresh interpreters, one per command
 def test_no_help_text_imports_a_heavy_module() -> None:
     found = json.loads(_probe(PROBE.format(heavy=HEAVY)))
     assert len(found) > 30, found  # every group and command was walked

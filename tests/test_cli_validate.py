@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from admission_graphs import guarded, step
 from conftest import PROJECT_ROOT, load_json
+
+# slow: a real zeroshot process per call
+pytestmark = pytest.mark.slow
 
 
 def validate(*args: str) -> subprocess.CompletedProcess[str]:

@@ -104,6 +104,7 @@ def test_load_is_idempotent_and_unload_removes_only_what_load_added() -> None:
     assert ip.magics_manager.magics == before
 
 
+@pytest.mark.slow  # a real kernel or real research runs
 def test_listing_magics_print_what_the_cli_prints(shell: InteractiveShell) -> None:
     done = finished_run()
     ledger = done.client.url
@@ -137,6 +138,7 @@ def test_usage_errors_are_the_cli_errors(shell: InteractiveShell, tmp_path: Path
     assert line(shell, "runs 'unbalanced").stderr.startswith("error: No closing quotation")
 
 
+@pytest.mark.slow  # a real kernel or real research runs
 def test_research_launches_and_shows_a_monitor_that_stop_stops(
     shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -203,6 +205,7 @@ def test_graph_cell_shows_diagnostics_or_identity(shell: InteractiveShell) -> No
     )
 
 
+@pytest.mark.slow  # a real kernel or real research runs
 def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     done = finished_run()
     graph = yaml.safe_dump(expand_template("single-worker").graph)
@@ -237,6 +240,7 @@ def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     assert texts[5] == "UsageError: Line magic function `%zeroshot` not found.\n"
 
 
+@pytest.mark.slow  # a real kernel or real research runs
 def test_wait_and_report_mean_the_run_shown_last(
     shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,6 +267,7 @@ def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell
     assert "error: --as '1st': not a Python variable name" in refused.stderr
 
 
+@pytest.mark.slow  # a real kernel or real research runs
 def test_research_takes_the_sandbox_option_as_the_cli_does(
     shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

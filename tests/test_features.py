@@ -20,6 +20,9 @@ import pytest
 
 from zeroshot_kernel.features import ENTRY_POINT_GROUP, features
 
+# slow: pip installs plugin distributions
+pytestmark = pytest.mark.slow
+
 PLUGIN = textwrap.dedent('''
     """A third-party feature: one template, one harness, one command."""
     import typer

@@ -204,6 +204,7 @@ def test_real_30_percent_gains_are_adopted_after_a_100_fold_drop_and_a_step_back
     assert f"gate: better beyond the noise floor after {gain.n} of at most 9 seeds" in text
 
 
+@pytest.mark.slow  # thousands of simulated races, or a real engine run
 @pytest.mark.parametrize(
     "level, noise, shared",
     [
@@ -232,6 +233,7 @@ def test_candidates_identical_to_the_incumbent_are_rarely_adopted(
     assert seeds / trials < 7, "racing spends its budget only on the undecided"
 
 
+@pytest.mark.slow  # thousands of simulated races, or a real engine run
 @pytest.mark.parametrize("dof", [2, 3])
 def test_heavy_tailed_noise_keeps_false_adoptions_rare_and_finds_real_gains(dof: int) -> None:
     trials = 1000
@@ -411,6 +413,7 @@ def test_a_bundled_task_is_decided_on_honest_noise(tmp_path: Path) -> None:
     assert "10 % of the value" in charter and "paired seeds cancel" in charter
 
 
+@pytest.mark.slow  # thousands of simulated races, or a real engine run
 def test_an_engine_run_shows_the_gates_numbers_in_every_view(tmp_path: Path) -> None:
     """Through the engine: the ledger's view, the round lines of `research run` and
     `research show`, the evidence table and the candidate view show gain, noise floor,

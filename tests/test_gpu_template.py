@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from research_driver import TEMPLATES, drive
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
@@ -64,6 +65,7 @@ def test_the_cpu_fallback_trains_and_reports_a_curve_per_epoch(tmp_path: Path) -
     assert again.metric == run.metric, "a recorded seed reproduces its value"
 
 
+@pytest.mark.slow  # a real study of the template
 def test_a_short_study_on_the_cpu_fallback(tmp_path: Path) -> None:
     """Two embedded rounds, for real: each candidate runs its curve, the records keep it."""
     root = small_copy(tmp_path / "mlp")

@@ -16,6 +16,9 @@ import pytest
 from chat_server import chat_server
 from harness_support import BIN_ENV, install_standin
 
+# slow: a real zeroshot process per call, stand-in CLIs and a loopback server
+pytestmark = pytest.mark.slow
+
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel", "providers"]
 CREDENTIALS = (
     "OPENAI_API_KEY",

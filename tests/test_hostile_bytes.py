@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from test_cli_hostile_input import refused, rejected, zeroshot
 
 from zeroshot_kernel.batch import create_batch
@@ -26,6 +27,9 @@ from zeroshot_kernel.batch.parameters import MAX_SETS
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
 from zeroshot_kernel.ledger.events import MAX_EVENT_BYTES, MAX_INPUT_BYTES
+
+# slow: a real zeroshot process per case, bounded in time and memory
+pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUICK_S = 20

@@ -40,6 +40,9 @@ from zeroshot_kernel.auto_research.records import (
 from zeroshot_kernel.batch import create_batch, read_results
 from zeroshot_kernel.client import Client
 
+# slow: child processes bounded in time and memory, real batches, exports and restores
+pytestmark = pytest.mark.slow
+
 MEMORY_LIMIT = 1024**3
 """Address space for one refused command: reading ``/dev/zero`` or a huge file whole would
 pass it (the issue saw 5.4 GB)."""

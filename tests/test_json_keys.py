@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+# slow: real runs and a zeroshot process per command
+pytestmark = pytest.mark.slow
+
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
 # Keys whose values are user data (names a task or a worker chose), not output structure.
 DATA = {

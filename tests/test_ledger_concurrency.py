@@ -81,6 +81,7 @@ def pool() -> Iterator[ProcessPoolExecutor]:
         yield executor
 
 
+@pytest.mark.slow  # six processes on one ledger
 def test_four_writers_and_two_tailing_readers_share_one_file(
     pool: ProcessPoolExecutor,
     ledger_url: str,

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import PROJECT_ROOT
 
 UI_PREFIXES = (
@@ -99,6 +100,7 @@ def test_the_console_script_is_installed_and_validates_the_example() -> None:
     )
 
 
+@pytest.mark.slow  # builds a wheel
 def test_the_wheel_carries_the_bundled_tasks_and_notebook(tmp_path: Path) -> None:
     """Built as pip builds it (isolated, hatchling from the registry), then imported from
     the unpacked wheel instead of the source tree."""

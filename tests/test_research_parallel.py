@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from research_driver import STUDY, change, decide, line_task, propose
 from support import wait_until
 
@@ -210,6 +211,7 @@ def test_a_controller_killed_with_candidates_in_flight_carries_the_pass_on(
 PARALLEL_RUN = ("--iterations", "2", "--parallel", "3")
 
 
+@pytest.mark.slow  # real research runs
 def test_research_run_with_parallel_candidates_through_the_engine(tmp_path: Path) -> None:
     """Real rounds (scouts, researcher, trusted measure, reviewer, trusted adoption) with
     three candidates a pass, as a user types it."""
@@ -247,6 +249,7 @@ HELD_BEYOND_BASELINE = HELD.replace("while not", "while x != 1.0 and not")
 """The baseline (x = 1.0) runs at once; every other candidate waits for the release."""
 
 
+@pytest.mark.slow  # real research runs
 def test_the_study_browser_and_the_report_say_which_candidates_are_in_flight(
     tmp_path: Path,
 ) -> None:

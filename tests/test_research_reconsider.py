@@ -81,6 +81,7 @@ def test_missing_keys_read_as_no_adoption() -> None:
     assert reconsideration_due([{"disposition": "adopt"}], 10) is False
 
 
+@pytest.mark.slow  # real research rounds
 def test_the_researcher_reconsiders_with_a_new_mechanism_and_an_archived_parent(
     tmp_path: Path,
 ) -> None:

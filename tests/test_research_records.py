@@ -30,6 +30,9 @@ from zeroshot_kernel.auto_research.protocol import (
 )
 from zeroshot_kernel.auto_research.seeds import derive_seed
 
+# slow: five real research rounds for the module
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def researched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:

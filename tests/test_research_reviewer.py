@@ -68,6 +68,7 @@ def lab(tmp_path: Path) -> Lab:
     return Lab(tmp_path)
 
 
+@pytest.mark.slow  # many real measurements
 def test_a_gain_within_the_noise_gets_a_discriminating_measurement(lab: Lab) -> None:
     # x = 0.93 is truly 0.07 better, against a sigma of 0.14 for a paired difference: on
     # these seeds the race adds seeds up to its budget (three times the repeats) and ends
@@ -120,6 +121,7 @@ def test_a_real_gain_is_adopted(lab: Lab) -> None:
     )
 
 
+@pytest.mark.slow  # many real measurements
 def test_a_reviewer_may_refuse_a_real_gain_but_cannot_adopt_noise(lab: Lab) -> None:
     real = lab.measure(1, change({"x": 0.2}))
     assert real.supports_adoption

@@ -16,6 +16,9 @@ from zeroshot_kernel.auto_research import template as auto_research
 from zeroshot_kernel.auto_research.payloads import payload_types
 from zeroshot_kernel.contract.payload import RecordType, check_value
 
+# slow: ten real research rounds per bundled task
+pytestmark = pytest.mark.slow
+
 ROUNDS = 10
 
 

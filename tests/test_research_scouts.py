@@ -51,6 +51,7 @@ def rosenbrock(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return TEMPLATES / "rosenbrock", workspace
 
 
+@pytest.mark.slow  # real research rounds
 def test_scouts_are_read_only_and_deterministic(rosenbrock: tuple[Path, Path]) -> None:
     task, workspace = rosenbrock
     before = _tree(workspace)
@@ -65,6 +66,7 @@ def test_scouts_are_read_only_and_deterministic(rosenbrock: tuple[Path, Path]) -
     assert _tree(workspace) == before
 
 
+@pytest.mark.slow  # real research rounds
 def test_exploration_is_fed_the_recorded_evaluations(rosenbrock: tuple[Path, Path]) -> None:
     task, workspace = rosenbrock
     state = ResearchRecords(workspace, STUDY).snapshot()
@@ -77,6 +79,7 @@ def test_exploration_is_fed_the_recorded_evaluations(rosenbrock: tuple[Path, Pat
     assert "random start-up sample" in fresh.rationale and "fitted to 0" in fresh.rationale
 
 
+@pytest.mark.slow  # real research rounds
 def test_synthesis_draws_around_the_best_candidates(rosenbrock: tuple[Path, Path]) -> None:
     task, workspace = rosenbrock
     spec = load_task(task).spec
@@ -134,6 +137,7 @@ def test_challenge_perturbs_the_incumbent_or_asks_for_a_remeasurement(tmp_path: 
     assert _ask(task, workspace, "challenge", 3).approach == "challenge:perturb"
 
 
+@pytest.mark.slow  # real research rounds
 def test_every_strategy_respects_int_and_categorical_parameters(tmp_path: Path) -> None:
     task = line_task(tmp_path / "task")
     spec = json.loads((task / "task.yaml").read_text())

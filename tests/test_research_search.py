@@ -134,6 +134,7 @@ def _into_failed_region(study: Study, strategy: Strategy) -> int:
     return sum(float(study.ask(strategy, seed).params["x"]) < 0.4 for seed in range(12))
 
 
+@pytest.mark.slow  # studies of many real evaluations
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_proposals_avoid_where_runs_crashed_hung_or_printed_no_metric(
     tmp_path: Path, strategy: Strategy
@@ -163,6 +164,7 @@ def _distance(p: dict[str, Any]) -> float:
     return math.sqrt(_bowl(p))
 
 
+@pytest.mark.slow  # studies of many real evaluations
 def test_proposals_concentrate_near_the_best_as_evidence_accumulates(tmp_path: Path) -> None:
     """A study of 24 rounds on a known bowl (minimum at (0.7, 0.3)): each round three
     scouts propose, the researcher picks, and the pick is 'measured' exactly."""
@@ -184,6 +186,7 @@ def test_proposals_concentrate_near_the_best_as_evidence_accumulates(tmp_path: P
     assert min(map(_bowl, picks)) < 0.25 * min(map(_bowl, uniform))
 
 
+@pytest.mark.slow  # studies of many real evaluations
 def test_log_int_and_categorical_parameters_are_learnt_on_their_own_scale(
     tmp_path: Path,
 ) -> None:
@@ -231,6 +234,7 @@ def _branin(p: dict[str, Any]) -> float:
     return (x2 - b * x1**2 + c * x1 - 6.0) ** 2 + 10.0 * (1.0 - t) * math.cos(x1) + 10.0
 
 
+@pytest.mark.slow  # studies of many real evaluations
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_study_of_30_evaluations_nears_the_branin_optimum(tmp_path: Path, seed: int) -> None:
     """B5's setting in small: the starting candidate and 29 reviewed rounds on the bundled

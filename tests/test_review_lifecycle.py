@@ -222,6 +222,7 @@ def _rename(document: Any, names: dict[str, str]) -> Any:
     return document
 
 
+@pytest.mark.slow  # explores the lifecycle exhaustively
 def test_a_second_failed_cycle_blocks_the_run_and_replays_the_same_after_renames(
     tmp_path: Path,
 ) -> None:

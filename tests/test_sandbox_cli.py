@@ -20,6 +20,9 @@ from software_change_support import change_cli, repository, verdict
 from zeroshot_kernel.sandbox import problem
 from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
 
+# slow: real runs and a zeroshot process per call
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 120
 
 

@@ -278,6 +278,7 @@ OPENER = textwrap.dedent("""\
 """)
 
 
+@pytest.mark.slow  # two processes racing a migration
 def test_two_processes_opening_an_old_database_at_once_migrate_it_once(
     ledger_url: str, admin: sqlalchemy.Engine, tmp_path: Path
 ) -> None:

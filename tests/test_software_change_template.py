@@ -22,6 +22,9 @@ from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
 from zeroshot_kernel.software_change.template import DELIVERY_MODES, loop_bound
 from zeroshot_kernel.templates import TemplateOptions, expand_template, template_names
 
+# slow: real runs of the template and zeroshot processes
+pytestmark = pytest.mark.slow
+
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

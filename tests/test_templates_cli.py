@@ -20,6 +20,9 @@ from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.documents import node_documents
 from zeroshot_kernel.templates import TemplateOptions, expand_template
 
+# slow: a real zeroshot process per call
+pytestmark = pytest.mark.slow
+
 SCOUTS = ("scout_exploration", "scout_synthesis", "scout_challenge")
 FAIL_REASONS = {
     "scouting_failed",

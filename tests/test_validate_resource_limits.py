@@ -29,6 +29,9 @@ from zeroshot_kernel.contract.reading import (
     loads_document,
 )
 
+# slow: a real zeroshot process per case, bounded in time and memory
+pytestmark = pytest.mark.slow
+
 DEPTH = 10_000
 DEADLINE_S = 60
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "headline.yaml"
