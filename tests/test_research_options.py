@@ -118,6 +118,7 @@ def test_the_launcher_has_a_field_per_option_and_starts_from_the_defaults(
         launcher.close()
 
 
+@pytest.mark.slow  # a zeroshot process and an IPython shell per case
 @pytest.mark.parametrize(
     "args",
     [
@@ -142,6 +143,7 @@ def test_a_bad_value_is_refused_by_the_cli_and_the_magic_alike(
     assert Client(workspace=str(workspace)).runs() == []
 
 
+@pytest.mark.slow  # a zeroshot process and an IPython shell per case
 def test_the_launcher_refuses_an_unsuitable_harness_in_the_cli_s_words(workspace: Path) -> None:
     refused = _cli(workspace, "research", "run", TASK, "--harness", "python")
     with pytest.raises(InvalidInput) as raised:
