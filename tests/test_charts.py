@@ -311,6 +311,7 @@ def test_report_html_is_standalone_with_the_chart_embedded() -> None:
     assert report.view == load_research_view(done.client.ledger, done.run.id)
 
 
+@pytest.mark.slow  # the full report, charts and tables drawn
 def test_show_report_displays_chart_card_and_table() -> None:
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output

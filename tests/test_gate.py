@@ -355,6 +355,7 @@ def loss_task(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # real experiments, many measurements
 def test_real_experiments_keep_each_real_gain_after_a_100_fold_drop(tmp_path: Path) -> None:
     task = loss_task(tmp_path / "task")
     workspace = tmp_path / "ws"

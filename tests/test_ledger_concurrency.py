@@ -109,6 +109,7 @@ def test_four_writers_and_two_tailing_readers_share_one_file(
             assert snapshot.phase == "finished" and len(snapshot.executions) == BATCHES
 
 
+@pytest.mark.slow  # writer processes racing on one ledger
 def test_writers_racing_on_one_run_are_serialised(
     pool: ProcessPoolExecutor,
     ledger_url: str,

@@ -71,6 +71,7 @@ def _pytest_in(directory: Path, env: dict[str, str]) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow  # a pytest session in a child process
 def test_missing_conformance_skips_loudly_and_fails_under_strict(tmp_path: Path) -> None:
     env = {**os.environ, "ZEROSHOT_CONFORMANCE_DIR": str(tmp_path / "nowhere")}
     env.pop("ZEROSHOT_STRICT", None)

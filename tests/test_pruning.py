@@ -136,6 +136,7 @@ def _pruning_after(root: Path, *runs: ExperimentResult) -> Pruning:
 # --- the experiment runner ---------------------------------------------------------------
 
 
+@pytest.mark.slow  # real studies with pruned experiments
 @MODES
 def test_a_hopeless_run_is_pruned_and_killed_before_its_end(tmp_path: Path, warm: bool) -> None:
     pid_file = tmp_path / "pid"
@@ -219,6 +220,7 @@ def test_a_lying_curve_keeps_its_run_going_and_its_final_metric_decides(tmp_path
     assert reference is not None and min(reference.points.values()) == liar.metric
 
 
+@pytest.mark.slow  # real studies with pruned experiments
 def test_pruning_is_off_by_default(tmp_path: Path) -> None:
     root = curve_task(tmp_path / "t")
     assert load_task(root).spec.pruner is None
@@ -234,6 +236,7 @@ def test_pruning_is_off_by_default(tmp_path: Path) -> None:
         assert run.curve is not None and run.curve.reported == STEPS  # recorded all the same
 
 
+@pytest.mark.slow  # real studies with pruned experiments
 def test_a_study_records_a_pruned_candidate_and_never_adopts_it(tmp_path: Path) -> None:
     root = curve_task(tmp_path / "t", pruner=MEDIAN)
     workspace = tmp_path / "ws"

@@ -326,6 +326,7 @@ def test_the_local_harness_records_a_one_line_refusal_not_a_crash(workspace: Pat
     assert "\n" not in MESSAGE
 
 
+@pytest.mark.slow  # a real run through a detached controller
 def test_a_run_submitted_past_the_cli_fails_with_the_one_line_reason(tmp_path: Path) -> None:
     """The template submitted directly (no CLI check): the scouts refuse, the run fails
     with the reason as its cause, and no experiment ran."""

@@ -192,6 +192,7 @@ def test_a_non_transient_error_is_not_retried() -> None:
     assert calls == 1
 
 
+@pytest.mark.slow  # a real run through a detached controller
 def test_a_server_error_storm_in_a_run_ends_in_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -182,6 +182,7 @@ def test_no_network_unless_the_policy_allows_it(tmp_path: Path) -> None:
     listener.close()
 
 
+@pytest.mark.slow  # a boxed process tree, waited out
 def test_nothing_outlives_its_box(tmp_path: Path) -> None:
     name = f"zsbox-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "daemon-was-here"

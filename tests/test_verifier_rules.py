@@ -507,6 +507,7 @@ def test_mutated_fixture_graphs_never_raise(conformance: Path, data: st.DataObje
     assert _verified_bytes(copy.deepcopy(document), conformance) == first
 
 
+@pytest.mark.slow  # hypothesis: many random graphs
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=graphs())
 def test_random_graphs_never_raise(conformance: Path, document: dict[str, Any]) -> None:
