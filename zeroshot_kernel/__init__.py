@@ -16,7 +16,6 @@ nor IPython. It is also an IPython extension (``%load_ext zeroshot_kernel``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from zeroshot_kernel.builtins import BUILTIN_FEATURES as _BUILTIN_FEATURES
@@ -29,6 +28,7 @@ from zeroshot_kernel.exceptions import (
     ZeroshotError,
 )
 from zeroshot_kernel.features import install_builtins as _install_builtins
+from zeroshot_kernel.lazy_exports import load_export as _load_export
 
 # Every process that imports any part of the package comes through here first, so the core
 # finds the built-in features (which sit above it) without importing up.
@@ -151,12 +151,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'zeroshot_kernel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
+    return _load_export(globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:

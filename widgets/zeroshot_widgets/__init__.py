@@ -13,8 +13,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from zeroshot_kernel.lazy_exports import load_export as _load_export
 
 if TYPE_CHECKING:
     from zeroshot_widgets.batches import batch_table_html, show_batch
@@ -109,9 +110,8 @@ __all__ = [
 ]
 
 
+_HOMES = {name: f"zeroshot_widgets.{module}" for name, module in _EXPORTS.items()}
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'zeroshot_widgets' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"zeroshot_widgets.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+    return _load_export(globals(), _HOMES, name)

@@ -10,8 +10,9 @@ The names below are imported on first use, so loading the feature (listed in
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from zeroshot_kernel.lazy_exports import load_export as _load_export
 
 if TYPE_CHECKING:
     from zeroshot_kernel.auto_research.candidates import (
@@ -182,9 +183,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    return _load_export(globals(), _HOMES, name)

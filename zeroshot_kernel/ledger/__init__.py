@@ -10,8 +10,9 @@ class (``zeroshot --help``, the CLI's error handling) does not load the database
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from zeroshot_kernel.lazy_exports import load_export as _load_export
 
 if TYPE_CHECKING:
     from zeroshot_kernel.ledger.cursor import INITIAL_CURSOR, format_cursor, parse_cursor
@@ -109,12 +110,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this hook
-    return value
+    return _load_export(globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
