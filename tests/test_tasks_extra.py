@@ -68,7 +68,7 @@ def test_scikit_learn_is_the_tasks_extra_and_the_installs_that_need_it_ask_for_i
         "scikit-learn"
     ]
     makefile = (PROJECT_ROOT / "Makefile").read_text()
-    for extras in ("'.[lab,tasks]'", "'.[lab,tasks,test]'"):  # make demo, make test
+    for extras in ("'.[lab,tasks]'", "'.[lab,tasks,test,docs]'"):  # make demo, make test
         assert f"pip install --quiet -e {extras}" in makefile
 
 
