@@ -43,7 +43,7 @@ $(VENV)/.installed-lab: pyproject.toml $(LABEXT_BUILT) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab,tasks]'
 	touch $@
 
-# the test install includes the docs extra: tests/test_docs.py builds the site strictly
+# the test install includes the docs extra: tests/project/test_docs.py builds the site strictly
 $(VENV)/.installed-test: pyproject.toml $(LABEXT_BUILT) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[lab,tasks,test,docs]'
 	touch $@

@@ -143,7 +143,7 @@ def run(repeats: int) -> Report:
     report.notes += [
         f"{repeats} repeats after one untimed run of each command; the commands alternate "
         "with a rotating order; a sample is one whole process, started and waited for.",
-        "What `--help` may not import is checked by tests/test_cli_startup.py (the cause); "
+        "What `--help` may not import is checked by tests/cli/test_cli_startup.py (the cause); "
         "this measures the time (the effect).",
     ]
     return report

@@ -242,3 +242,46 @@ def completions_of(run: Run, node: str) -> list[NodeCompleted]:
         ):
             found.append(event)
     return found
+
+
+class ResearchModel:
+    """Answers each research role by the schema it is asked for: a proposal, one change
+    near a Branin optimum, an accepting review."""
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        properties = body["response_format"]["json_schema"]["schema"]["properties"]
+        if "change" in properties:
+            return {
+                "change": {
+                    "parentId": "c000",
+                    "strategy": "exploration",
+                    "approach": "exploration:optimum",
+                    "rationale": "near pi",
+                    "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
+                }
+            }
+        output = properties["output"]
+        if "proposal" in output.get("properties", {}):
+            return {
+                "output": {
+                    "proposal": {
+                        "strategy": "exploration",
+                        "approach": "exploration:optimum",
+                        "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
+                        "rationale": "a known optimum",
+                    }
+                },
+                "signals": {},
+                "diagnostic": None,
+            }
+        return {
+            "output": None,
+            "signals": {"verdict": "accepted"},
+            "diagnostic": {
+                "reason": "measured better",
+                "corrections": "",
+                "title": "Move to the optimum",
+                "description": "x near pi",
+                "adopt": True,
+            },
+        }

@@ -4,7 +4,7 @@ Each case starts from a graph of the reference fixtures and damages it the way h
 broken input does: a value swapped for something huge, deep, empty, out of range or not
 text (lone surrogates), a key renamed or removed, a subtree copied, the text cut short or
 sprinkled with bytes, or the document re-written as YAML. The suite runs a few hundred
-cases with a fixed seed (``tests/test_cli_fuzz.py``); for more::
+cases with a fixed seed (``tests/cli/test_cli_fuzz.py``); for more::
 
     python tests/cli_fuzz.py --cases 20000 --seed 7
 """

@@ -20,7 +20,7 @@ itself) for callers that name the ledger as the problem whatever its kind. This 
 imports nothing from the package, so every layer may use it.
 
 The whole tree, each class with its module under ``zeroshot_kernel`` (``+`` names its other
-direct bases; ``tests/test_error_tree.py`` checks it against the code)::
+direct bases; ``tests/project/test_error_tree.py`` checks it against the code)::
 
     ZeroshotError                                       exceptions
       InvalidInput + ValueError                         exceptions

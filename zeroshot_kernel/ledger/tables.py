@@ -24,7 +24,7 @@ class LedgerTable(SQLModel, registry=registry()):
 
 
 # Every column is an ordinary Field. Its DDL must stay exactly that of SCHEMA_VERSION on both
-# databases (tests/test_ledger_tables_ddl.py compares it with the recorded fixture): ``str``
+# databases (tests/ledger/test_ledger_tables_ddl.py compares it with the recorded fixture): ``str``
 # fields carry ``max_length`` (VARCHAR(n)) or ``sa_type=Text``, ``int`` ones ``sa_type=BigInteger``.
 
 

@@ -530,8 +530,8 @@ def test_the_runs_table_has_each_candidates_tokens_from_the_ledger(
     """A run whose harness reports usage (the openai harness against a loopback server
     answering 11 + 7 tokens a call): the candidate its round made and decided carries the
     tokens the ledger recorded for that round; no cost was reported, so none is shown."""
+    from auto_research_support import ResearchModel
     from chat_server import chat_server
-    from test_openai_research import ResearchModel
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ZEROSHOT_OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

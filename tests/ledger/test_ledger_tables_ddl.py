@@ -3,7 +3,7 @@ fixture for the current schema version records: a change to ``tables.py`` that a
 schema without bumping ``SCHEMA_VERSION`` (and adding a migration) fails here.
 
 After a deliberate schema change, bump the version, add the migration, and write the new
-fixture with ``python tests/test_ledger_tables_ddl.py``.
+fixture with ``python tests/ledger/test_ledger_tables_ddl.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy.schema import CreateIndex, CreateTable
 
 from zeroshot_kernel.ledger.tables import SCHEMA_VERSION, LedgerTable
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 DIALECTS: dict[str, Dialect] = {"sqlite": sqlite.dialect(), "postgresql": postgresql.dialect()}
 
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 
 def _project_root() -> Path:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     while not (here / "mkdocs.yml").is_file():
         if here.parent == here:
             raise RuntimeError("no mkdocs.yml above the tests")

@@ -17,7 +17,7 @@ from zeroshot_kernel.cli import app
 SEED = 20261204
 IN_PROCESS_CASES = 300
 SUBPROCESS_CASES = 6
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "headline.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "headline.yaml"
 
 
 def _write(path: Path, text: str) -> Path:

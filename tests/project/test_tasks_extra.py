@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 
 from zeroshot_kernel.auto_research import load_task
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HINT = (
     "this task needs scikit-learn (module 'sklearn'), which is not installed: "
     "pip install 'zeroshot-workbench[tasks]'"

@@ -31,7 +31,7 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 # slow: real research runs from zeroshot processes
 pytestmark = pytest.mark.slow
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "research_templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "research_templates"
 
 
 def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -214,7 +214,7 @@ def test_a_busy_study_refuses_a_second_run_before_anything_starts(
     assert len(client.runs()) == 2
 
 
-BEFORE_STUDIES = Path(__file__).resolve().parent / "research_before_studies"
+BEFORE_STUDIES = Path(__file__).resolve().parents[1] / "research_before_studies"
 """Records exactly as the code before studies wrote them (commit 3b2d675, ``zeroshot
 research run branin --iterations 3``): directly under ``.zeroshot/research/``."""
 

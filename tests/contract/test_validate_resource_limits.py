@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 
 DEPTH = 10_000
 DEADLINE_S = 60
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "headline.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "headline.yaml"
 NESTED = f"nested deeper than {MAX_NESTING} levels"
 YAML_NESTED = f"(nested deeper than {MAX_NESTING} levels|exceeded maximum nesting depth)"
 

@@ -25,7 +25,7 @@ from zeroshot_kernel.harness.agent_cli import CliMissing
 from zeroshot_kernel.lab_server.workspaces import OutsideRoot
 from zeroshot_kernel.ledger.errors import LedgerError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
     "zeroshot_kernel": ROOT / "zeroshot_kernel",
     "zeroshot_widgets": ROOT / "widgets" / "zeroshot_widgets",

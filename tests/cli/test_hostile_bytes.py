@@ -31,7 +31,7 @@ from zeroshot_kernel.ledger.events import MAX_EVENT_BYTES, MAX_INPUT_BYTES
 # slow: a real zeroshot process per case, bounded in time and memory
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICK_S = 20
 """A refusal takes about a second alone; this leaves room for a busy 2-core machine (the
 bombs took 33-53 s and 6 GB before they were counted in bytes)."""

@@ -26,7 +26,7 @@ from zeroshot_kernel.workspace import LEDGER_ENV
 # slow: a PostgreSQL server and detached controllers
 pytestmark = pytest.mark.slow
 
-WORKERS = Path(__file__).with_name("engine_workers.py")
+WORKERS = Path(__file__).parents[1].joinpath("engine_workers.py")
 ITERATIONS = 12
 DEADLINE_S = 90.0
 SECRET = "s3cret-Pa55word"

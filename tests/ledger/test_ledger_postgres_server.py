@@ -72,7 +72,7 @@ KILLED_PROCESS = textwrap.dedent(
 
 def test_a_killed_test_process_does_not_leave_its_server_running() -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", KILLED_PROCESS, str(Path(__file__).parent)],
+        [sys.executable, "-c", KILLED_PROCESS, str(Path(__file__).parents[1])],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -24,7 +24,9 @@ from zeroshot_kernel.features import EmbeddedCode, Feature, contributions
 from zeroshot_kernel.harness.python_call import resolve
 from zeroshot_kernel.templates import TemplateOptions, expand_template, templates
 
-RECORDED = json.loads((Path(__file__).parent / "fixtures" / "recorded_bindings.json").read_text())
+RECORDED = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "recorded_bindings.json").read_text()
+)
 
 _HARNESSES = ("claude", "codex", "openai")
 VARIANTS = [
@@ -151,7 +153,7 @@ def test_every_name_a_bundled_template_binds_resolves(
 def test_every_name_an_example_plan_binds_resolves(
     plan: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    examples = Path(__file__).parent.parent / "examples"
+    examples = Path(__file__).parents[2] / "examples"
     monkeypatch.syspath_prepend(str(examples.parent))  # its callables: examples.headline_workers
     graph = yaml.safe_load((examples / "headline.yaml").read_text())
     runtime = yaml.safe_load((examples / plan).read_text())  # JSON is YAML

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from auto_research_support import RUN_TIMEOUT_S, new_workspace
+from auto_research_support import RUN_TIMEOUT_S, ResearchModel, new_workspace
 from chat_server import ChatServer, chat_server
 from conftest import PROJECT_ROOT
 
@@ -27,49 +27,6 @@ pytestmark = pytest.mark.slow
 
 KEY_ENV = "OPENAI_API_KEY"
 AGENTS = {"scout_exploration", "scout_synthesis", "scout_challenge", "researcher", "reviewer"}
-
-
-class ResearchModel:
-    """Answers each research role by the schema it is asked for: a proposal, one change
-    near a Branin optimum, an accepting review."""
-
-    def __call__(self, body: dict[str, Any]) -> Any:
-        properties = body["response_format"]["json_schema"]["schema"]["properties"]
-        if "change" in properties:
-            return {
-                "change": {
-                    "parentId": "c000",
-                    "strategy": "exploration",
-                    "approach": "exploration:optimum",
-                    "rationale": "near pi",
-                    "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
-                }
-            }
-        output = properties["output"]
-        if "proposal" in output.get("properties", {}):
-            return {
-                "output": {
-                    "proposal": {
-                        "strategy": "exploration",
-                        "approach": "exploration:optimum",
-                        "paramsJson": json.dumps({"x1": 3.14159, "x2": 2.275}),
-                        "rationale": "a known optimum",
-                    }
-                },
-                "signals": {},
-                "diagnostic": None,
-            }
-        return {
-            "output": None,
-            "signals": {"verdict": "accepted"},
-            "diagnostic": {
-                "reason": "measured better",
-                "corrections": "",
-                "title": "Move to the optimum",
-                "description": "x near pi",
-                "adopt": True,
-            },
-        }
 
 
 @pytest.fixture

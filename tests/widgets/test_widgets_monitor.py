@@ -316,7 +316,7 @@ def test_a_monitor_on_a_plain_graph_shows_its_phase_and_log_but_no_rounds(
     (tmp_path / "examples").mkdir()
     for name in ("headline.yaml", "headline_workers.py", "headline-runtime.json"):
         (tmp_path / "examples" / name).write_bytes(
-            (Path(__file__).parent.parent / "examples" / name).read_bytes()
+            (Path(__file__).parents[2] / "examples" / name).read_bytes()
         )
     client = Client(workspace=str(tmp_path))
     run = client.submit(

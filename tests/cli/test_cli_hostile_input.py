@@ -20,7 +20,7 @@ from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES, MAX_NESTING
 # slow: a real zeroshot process per case, bounded in time and memory
 pytestmark = pytest.mark.slow
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "headline.yaml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "headline.yaml"
 MEMORY_LIMIT = 1024**3
 """Address space for one command (a normal one stays under half of it; the issue saw 2.7 GB
 for a million keys): reading an unbounded input would hit it and fail."""
