@@ -404,6 +404,8 @@ def reviewer_brief(request: ExecutionRequest, *, tools: bool) -> str:
     else:
         try:
             diff = change_diff(worktree, base)
+        except RoleError:
+            raise  # a secret in the change refuses the turn (a Refused, so a RuntimeError too)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as failed:
             parts.append(f"The engine could not compute the change: {failed}")
     if diff is not None:
