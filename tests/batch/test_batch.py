@@ -149,10 +149,10 @@ def test_bad_parameter_sources_say_what_is_wrong(
 # --- execution -----------------------------------------------------------------------------
 
 
-def test_eight_notebooks_on_the_local_pool_each_recorded_in_the_ledger(workspace: Path) -> None:
+def test_four_notebooks_on_the_local_pool_each_recorded_in_the_ledger(workspace: Path) -> None:
     notebook = write_notebook(workspace)
-    status = run_batch(notebook, sets(*range(8)), output_dir="out", workers=2, progress=False)
-    assert [item.status for item in status.items] == ["succeeded"] * 8
+    status = run_batch(notebook, sets(*range(4)), output_dir="out", workers=2, progress=False)
+    assert [item.status for item in status.items] == ["succeeded"] * 4
     for item in status.items:
         assert item.output is not None and item.duration_s is not None and item.attempts == 1
         assert_carries_parameters_and_metric(item.output, item.index)
@@ -160,7 +160,7 @@ def test_eight_notebooks_on_the_local_pool_each_recorded_in_the_ledger(workspace
     assert batch_status(status.batch_id) == status  # read back from the ledger alone
 
 
-def test_eight_notebooks_on_a_dask_cluster(workspace: Path) -> None:
+def test_four_notebooks_on_a_dask_cluster(workspace: Path) -> None:
     from distributed import LocalCluster
 
     notebook = write_notebook(workspace)
@@ -169,12 +169,12 @@ def test_eight_notebooks_on_a_dask_cluster(workspace: Path) -> None:
     ) as cluster:
         status = run_batch(
             notebook,
-            sets(*range(8)),
+            sets(*range(4)),
             output_dir="out",
             dask=cluster.scheduler_address,
             progress=False,
         )
-    assert [item.status for item in status.items] == ["succeeded"] * 8
+    assert [item.status for item in status.items] == ["succeeded"] * 4
     for item in status.items:
         assert item.output is not None
         assert_carries_parameters_and_metric(item.output, item.index)

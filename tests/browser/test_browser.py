@@ -10,10 +10,10 @@ the notebook on disk holds no widget state (screenshots under
 ``test-artifacts/browser/<lab|notebook>/``).
 
 A notebook saved mid-run and reopened with its kernel shut down shows a monitor that is
-still live: its progress grows and it reaches "succeeded". Another, reopened the same way,
-is stopped from the monitor's Stop button and continued from its Continue button: the view
-follows the new run, which counts the study's earlier rounds (screenshots under
-``test-artifacts/browser/reopen/<lab|notebook>/``).
+still live: its progress grows and it reaches "succeeded". Another, reopened the same way
+in JupyterLab, is stopped from the monitor's Stop button and continued from its Continue
+button: the view follows the new run, which counts the study's earlier rounds (screenshots
+under ``test-artifacts/browser/reopen/<lab|notebook>/``).
 
 In JupyterLab the studies notebook runs two studies; its study browser (ipywidgets) lists
 both, ticking them and pressing Compare shows the overlay image, and Export CSV writes one
@@ -302,6 +302,9 @@ def test_a_notebook_saved_mid_run_reopens_without_its_kernel_to_a_live_monitor(
     assert isinstance(run.terminal, SucceededResult)
 
 
+# JupyterLab only: Notebook 7 renders the same extension's monitor, which the two tests
+# above reopen in both front ends.
+@pytest.mark.parametrize("server", ["lab"], indirect=True)
 def test_a_reopened_monitor_stops_its_run_and_continues_the_study(server: Server) -> None:
     """Reopened with no kernel: Stop makes the run "stopped" (Stop greys out, Continue
     shows); Continue starts a new run on the same study, which the view follows, counting

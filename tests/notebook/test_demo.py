@@ -68,7 +68,7 @@ def test_demo_runs_the_rounds_and_writes_the_report(tmp_path: Path) -> None:
     assert re.search(r'src="data:image/png;base64,[A-Za-z0-9+/=\s]{200,}"', page), (
         "the plateau chart is embedded as a PNG"
     )
-    rows = re.findall(r'<tr class="zeroshot-(adopted|rejected|crashed)"', page)
+    rows = re.findall(r'<tr class="zeroshot-(adopted|rejected|crashed|remeasured)"', page)
     assert len(rows) == ROUNDS  # one evidence row per round, newest first
     assert rows == [
         "adopted" if r.adopted else "crashed" if r.metric is None else "rejected"
