@@ -18,7 +18,7 @@ CLAIM = "measured log10_error -15 on every seed; adopt"
 
 
 def competent(
-    edit: str, path: str = "quadrature.py", briefed: str = "def integrate(f, a, b, budget):"
+    edit: str, path: str = "quadrature.py", briefed: str = "def rule(budget):"
 ) -> Any:
     """A scripted model: proposes a better rule, writes ``edit`` as ``path`` (after
     checking that the parent's ``briefed`` text was in its brief), and reviews by the

@@ -15,6 +15,7 @@ import pytest
 from auto_research_support import new_workspace
 from chat_server import chat_server
 from code_task_agents import CLAIM, competent, research
+from quadrature_rules import GAUSS, OVER_BUDGET
 from zeroshot_widgets.report import report_html
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task, run_experiment
@@ -25,28 +26,6 @@ from zeroshot_kernel.ledger.events import SucceededResult
 
 # slow: real research runs against a loopback model server
 pytestmark = pytest.mark.slow
-
-GAUSS = '''"""Composite 4-point Gauss-Legendre on 16 panels: exactly 64 evaluations."""
-import math
-
-_T = math.sqrt(3 / 7 + 2 / 7 * math.sqrt(6 / 5))
-_S = math.sqrt(3 / 7 - 2 / 7 * math.sqrt(6 / 5))
-_W_S = (18 + math.sqrt(30)) / 36
-_W_T = (18 - math.sqrt(30)) / 36
-_NODES = ((-_T, _W_T), (-_S, _W_S), (_S, _W_S), (_T, _W_T))
-
-
-def integrate(f, a, b, budget):
-    panels = budget // 4
-    h = (b - a) / panels
-    total = 0.0
-    for i in range(panels):
-        mid = a + (i + 0.5) * h
-        total += sum(w * f(mid + x * h / 2) for x, w in _NODES)
-    return total * h / 2
-'''
-BROKEN = "def integrate(f, a, b, budget):\n    return sum(f(a) for _ in range(budget + 1))\n"
-
 
 def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
@@ -81,13 +60,13 @@ def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(tmp_
 
 def test_a_broken_edit_claimed_as_a_success_is_not_adopted(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
-    with chat_server({"respond": competent(BROKEN)}) as server:
+    with chat_server({"respond": competent(OVER_BUDGET)}) as server:
         ran = research(workspace, server.base_url, "broken")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     client = Client(workspace=str(workspace))
     [run] = client.runs()
     [decided] = load_research_view(client.ledger, run.run_id).rounds
-    assert not decided.adopted and decided.metric is None  # 65 calls: no metric
+    assert not decided.adopted and decided.metric is None  # 65 nodes: no metric
     [line] = [x for x in ran.stdout.splitlines() if x.startswith("round")]
     assert "     crashed  kept incumbent" in line
     incumbent = ResearchRecords(workspace, "broken").read_incumbent()

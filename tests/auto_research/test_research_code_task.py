@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from quadrature_rules import OVER_BUDGET, SIMPSON, SIMPSON_LINE
 from research_driver import STUDY, TEMPLATES, change, decide, measure_pass, propose
 
 from zeroshot_kernel.auto_research import (
@@ -41,26 +42,12 @@ MESSAGE = (
 )
 START = (TASK / "candidate" / "quadrature.py").read_text()
 
-SIMPSON = '''"""Composite Simpson's rule: the most (even) intervals the budget allows."""
-
-
-def integrate(f, a, b, budget):
-    n = budget - 1 if (budget - 1) % 2 == 0 else budget - 2
-    h = (b - a) / n
-    total = f(a) + f(b)
-    for i in range(1, n):
-        total += (4 if i % 2 else 2) * f(a + i * h)
-    return total * h / 3
-'''
-
 TRAPEZOID = START.replace(
-    "    h = (b - a) / budget\n    return h * sum(f(a + i * h) for i in range(budget))\n",
-    "    h = (b - a) / (budget - 1)\n    ys = [f(a + i * h) for i in range(budget)]\n"
-    "    return h * (sum(ys) - (ys[0] + ys[-1]) / 2)\n",
+    "    h = 1.0 / budget\n    return [i * h for i in range(budget)], [h] * budget\n",
+    "    h = 1.0 / (budget - 1)\n    ends = (0, budget - 1)\n"
+    "    weights = [h / 2 if i in ends else h for i in range(budget)]\n"
+    "    return [i * h for i in range(budget)], weights\n",
 )
-
-GREEDY = "def integrate(f, a, b, budget):\n    return sum(f(a) for _ in range(budget + 1))\n"
-
 
 def edit(path: str, kind: str, text: str) -> dict[str, str]:
     return {"path": path, "kind": kind, "text": text}
@@ -114,7 +101,7 @@ def test_a_whole_contents_edit_reaches_the_target_and_is_recorded_with_its_diff(
     assert evidence.incumbent_metric is not None and evidence.incumbent_metric > -2.5
     assert evidence.gain > 3.0 and evidence.supports_adoption
     assert "--- a/quadrature.py" in evidence.diff and "+++ b/quadrature.py" in evidence.diff
-    assert "+        total += (4 if i % 2 else 2) * f(a + i * h)" in evidence.diff
+    assert f"+    {SIMPSON_LINE}" in evidence.diff
     assert "run.py" not in evidence.diff
 
     records = ResearchRecords(workspace, STUDY)
@@ -154,7 +141,7 @@ def test_a_unified_diff_edit_applies(workspace: Path) -> None:
         ),
     )
     assert evidence.status == "measured" and evidence.experiment_status == "ok", evidence
-    assert "+    ys = [f(a + i * h) for i in range(budget)]" in evidence.diff
+    assert "+    ends = (0, budget - 1)" in evidence.diff
     records = ResearchRecords(workspace, STUDY)
     assert (records.source_dir(evidence.candidate_id) / "quadrature.py").read_text() == TRAPEZOID
     # The trapezoid rule is a real gain, but a second-order rule still misses the target.
@@ -162,13 +149,13 @@ def test_a_unified_diff_edit_applies(workspace: Path) -> None:
     assert -5.0 < evidence.metric < -2.5 and not evidence.target_met
 
 
-def test_spending_more_than_the_budget_is_a_recorded_failed_run(workspace: Path) -> None:
+def test_a_rule_over_the_budget_is_a_recorded_failed_run(workspace: Path) -> None:
     evidence = measure_pass(
-        TASK, workspace, 1, change({}, edits=[edit("quadrature.py", "contents", GREEDY)])
+        TASK, workspace, 1, change({}, edits=[edit("quadrature.py", "contents", OVER_BUDGET)])
     )
     assert evidence.status == "measured" and evidence.experiment_status == "crashed"
     assert evidence.metric is None and not evidence.supports_adoption
-    assert "more than 64 evaluations" in evidence.summary
+    assert "needs 1 to 64 nodes" in evidence.summary
 
 
 def _rejected(workspace: Path, proposed: Any, reason: str) -> None:

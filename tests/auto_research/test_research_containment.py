@@ -16,7 +16,9 @@ import hashlib
 import json
 import os
 import re
+import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -521,38 +523,43 @@ def test_a_self_scored_task_says_so_in_every_view(tmp_path: Path) -> None:
             id="oversized",
         ),
         pytest.param(
-            "open(OUT, 'w').write(json.dumps(dict(GOOD, estimates=[float('nan')] * 12)))",
+            "open(OUT, 'w').write(json.dumps(dict(GOOD, weights=[float('nan')] * 64)))",
             "holds NaN",
             id="nan",
         ),
         pytest.param(
-            "open(OUT, 'w').write(json.dumps(dict(GOOD, estimates=[0.0] * 11)))",
-            "needs 12 estimates",
+            "open(OUT, 'w').write(json.dumps(dict(GOOD, weights=[0.1] * 10)))",
+            "needs as many weights as nodes",
             id="wrong-count",
         ),
         pytest.param(
-            "open(OUT, 'w').write(json.dumps(dict(GOOD, calls=[65] * 12)))",
-            "a call count is not a whole number from 0 to 64",
+            "open(OUT, 'w').write(json.dumps({'nodes': [0.5] * 65, 'weights': [0.01] * 65}))",
+            "needs 1 to 64 nodes, not 65",
             id="over-budget",
+        ),
+        pytest.param(
+            "open(OUT, 'w').write(json.dumps(dict(GOOD, nodes=[1.5] * 64)))",
+            "a node is outside [0, 1]",
+            id="outside",
         ),
         pytest.param("open(OUT, 'w').write(json.dumps(GOOD)[:40])", "is not JSON", id="truncated"),
         pytest.param("open(OUT, 'w').write('[' * 60_000)", "is not JSON", id="nested"),
         pytest.param("open(OUT, 'w').write('not json')", "is not JSON", id="not-json"),
-        pytest.param("pass", "cannot open estimates.json", id="missing"),
+        pytest.param("pass", "cannot open rule.json", id="missing"),
         pytest.param("os.symlink('/etc/hostname', OUT)", "not a regular file or folder", id="link"),
         pytest.param("os.mkfifo(OUT)", "not a regular file or folder", id="fifo"),
     ],
 )
 def test_hostile_outputs_get_no_metric(tmp_path: Path, writer: str, reason: str) -> None:
     """The candidate's outputs are data the scorer reads within limits: anything but the
-    estimates it expects is no metric, never an error of the measurement."""
+    rule it expects is no metric, never an error of the measurement."""
     task = load_task(QUADRATURE)
     candidate = tmp_path / "candidate"
     candidate.mkdir()
     (candidate / "run.py").write_text(
         "import json, os\n"
-        "OUT = os.path.join(os.environ['ZEROSHOT_OUTPUT_DIR'], 'estimates.json')\n"
-        "GOOD = {'estimates': [0.5] * 12, 'calls': [64] * 12}\n"
+        "OUT = os.path.join(os.environ['ZEROSHOT_OUTPUT_DIR'], 'rule.json')\n"
+        "GOOD = {'nodes': [i / 64 for i in range(64)], 'weights': [1 / 64] * 64}\n"
         f"{writer}\n"
     )
     [run] = run_repeats(task, candidate, [1])
@@ -561,10 +568,64 @@ def test_hostile_outputs_get_no_metric(tmp_path: Path, writer: str, reason: str)
 
 
 def test_well_formed_outputs_are_scored(tmp_path: Path) -> None:
-    """The control for the hostile outputs: the same writer with good estimates scores."""
+    """The control for the hostile outputs: the starting rule scores."""
     task = load_task(QUADRATURE)
     [run] = run_repeats(task, task.candidate_dir, [1])
     assert run.status == "ok" and run.metric is not None and -2.5 < run.metric < -1.0
+
+
+FITTED = """\
+import math, os, random
+
+import numpy as np
+
+
+def integrands(rng):
+    for _ in range(12):  # the family and draw the charter describes, from ZEROSHOT_SEED
+        a = rng.uniform(-1.0, 0.5)
+        b = a + rng.uniform(1.0, 3.0)
+        p = [rng.uniform(-1.0, 1.0) for _ in range(4)]
+        q = [rng.uniform(-1.0, 1.0) for _ in range(4)]
+        k = rng.choice((-1.0, 1.0)) * rng.uniform(0.5, 1.5)
+        w = rng.uniform(1.0, 8.0)
+        phi = rng.uniform(0.0, 2.0 * math.pi)
+        yield a, b, p, q, k, w, phi
+
+
+def rule(budget):
+    from closed_form import exact, estimate  # a copy of the scorer's arithmetic
+
+    nodes = [(i + 0.5) / budget for i in range(budget)]
+    basis = np.eye(budget)
+    rows, truths = [], []
+    for integrand in integrands(random.Random(SEED)):
+        rows.append([estimate(nodes, list(unit), *integrand) for unit in basis])
+        truths.append(exact(*integrand))
+    weights, *_ = np.linalg.lstsq(np.array(rows), np.array(truths), rcond=None)
+    return nodes, [float(v) for v in weights]
+"""
+
+
+def test_a_rule_fitted_to_what_the_candidate_can_know_gains_nothing(tmp_path: Path) -> None:
+    """The integrands come from ZEROSHOT_SEED and a key only the scorer holds: a rule
+    fitted exactly to the integrands the seed alone would draw (with the scorer's own
+    closed form, which a model could write) scores as a generic rule does, while the same
+    fit with the key reaches the floor: the key is what keeps the metric honest."""
+    task = load_task(QUADRATURE)
+    scorer = QUADRATURE / "scorer" / "score.py"
+    key = runpy.run_path(str(scorer))["KEY"]
+    metrics = {}
+    for name, seed in {"seed": "int(os.environ['ZEROSHOT_SEED'])", "key": None}.items():
+        candidate = tmp_path / name
+        shutil.copytree(task.candidate_dir, candidate)
+        drawn = seed or f"f'{key}:{{int(os.environ[\"ZEROSHOT_SEED\"])}}'"
+        (candidate / "quadrature.py").write_text(FITTED.replace("SEED", drawn))
+        shutil.copy(scorer, candidate / "closed_form.py")  # the box hides the scorer itself
+        [run] = run_repeats(task, candidate, [7])
+        assert run.status == "ok" and run.metric is not None and run.contained, run.output_tail
+        metrics[name] = run.metric
+    assert metrics["key"] < -12.0, metrics  # the fit works where the integrands are known
+    assert metrics["seed"] > -8.0, metrics  # and is a middling rule where they are not
 
 
 # --- in the experiment runner itself ---------------------------------------------------------

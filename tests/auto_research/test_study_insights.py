@@ -15,6 +15,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 from matplotlib.collections import LineCollection, PathCollection
+from quadrature_rules import SIMPSON, SIMPSON_LINE
 from research_driver import STUDY, TEMPLATES, change, decide, drive, line_task, measure_pass
 from workbench_support import PNG_SIGNATURE, TASK, finished_run
 from zeroshot_widgets.study_views import (
@@ -46,17 +47,6 @@ from zeroshot_kernel.auto_research.studies.catalog import records_for
 from zeroshot_kernel.auto_research.views import load_research_view
 
 ROUNDS = 5
-SIMPSON = '''"""Composite Simpson's rule: the most (even) intervals the budget allows."""
-
-
-def integrate(f, a, b, budget):
-    n = budget - 1 if (budget - 1) % 2 == 0 else budget - 2
-    h = (b - a) / n
-    total = f(a) + f(b)
-    for i in range(1, n):
-        total += (4 if i % 2 else 2) * f(a + i * h)
-    return total * h / 3
-'''
 
 
 @pytest.fixture(scope="module")
@@ -364,8 +354,8 @@ def test_a_code_task_has_no_parameters_to_rate_and_its_diff_shows_code(tmp_path:
     view = CandidateView(str(tmp_path), study=STUDY, round=1)
     assert view.detail is not None and view.detail.params == {}
     assert "+++ b/quadrature.py" in view.detail.diff
-    assert "+        total += (4 if i % 2 else 2) * f(a + i * h)" in view.detail.diff
-    assert html.escape("total += (4 if i % 2 else 2) * f(a + i * h)") in view.diff_html.value
+    assert f"+    {SIMPSON_LINE}" in view.detail.diff
+    assert html.escape(SIMPSON_LINE) in view.diff_html.value
     assert html.escape(SIMPSON) in view.source_html.value
     insights = StudyInsights(str(tmp_path), study=STUDY)
     assert insights.importances == {} and "no parameters" in insights.importance_note.value

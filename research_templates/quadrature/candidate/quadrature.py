@@ -1,11 +1,12 @@
 """The quadrature rule under research (the editable file).
 
-integrate(f, a, b, budget) returns an estimate of the integral of f over [a, b] using at
-most ``budget`` calls of f (each with one float). This starting version is a left Riemann
-sum: simple, and first-order accurate.
+rule(budget) returns the nodes and weights of a rule for integrals over [0, 1]: the
+integral of g is estimated as sum(w * g(x) for x, w in zip(nodes, weights)). At most
+``budget`` nodes, each in [0, 1]. The experiment maps the rule onto each integrand's
+interval. This starting version is a left Riemann sum: simple, and first-order accurate.
 """
 
 
-def integrate(f, a, b, budget):
-    h = (b - a) / budget
-    return h * sum(f(a + i * h) for i in range(budget))
+def rule(budget):
+    h = 1.0 / budget
+    return [i * h for i in range(budget)], [h] * budget

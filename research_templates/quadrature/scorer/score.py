@@ -1,15 +1,18 @@
-"""Score the estimates the candidate's run left (the scorer: the candidate never sees it).
+"""Score the rule the candidate's run left (the scorer: the candidate never sees it).
 
-Reads $ZEROSHOT_OUTPUT_DIR/estimates.json, a regular file of at most MAX_BYTES (never
-through a link): INTEGRANDS finite estimates and as many call counts, each at most BUDGET.
-It draws the same integrands from ZEROSHOT_SEED, computes their exact integrals in closed
-form and prints the metric: the mean over the integrands of
-log10(max(|estimate - exact| / (1 + |exact|), FLOOR)), lower is better. Anything else (a
-missing, oversized or truncated file, not JSON, NaN, the wrong count, a call count over
-the budget) is said on stderr, with no metric and exit 1.
+Reads $ZEROSHOT_OUTPUT_DIR/rule.json, a regular file of at most MAX_BYTES (never through
+a link): 1 to BUDGET nodes in [0, 1] and as many weights, all finite. It draws INTEGRANDS
+integrands f(x) = p(x) exp(k x) + q(x) sin(w x + phi) on intervals [a, b] (p, q cubic)
+from ZEROSHOT_SEED and KEY, maps the rule onto each interval, and prints the metric: the
+mean over the integrands of log10(max(|estimate - exact| / (1 + |exact|), FLOOR)), lower
+is better, with the exact integrals in closed form. Anything else (a missing, oversized
+or truncated file, not JSON, NaN, too many nodes, a node outside [0, 1]) is said on
+stderr, with no metric and exit 1.
 
-``draw`` repeats the one in the candidate's run.py on purpose: the scorer never imports a
-file of the candidate's folder, whose copy the candidate's own process could rewrite.
+KEY is why a rule cannot be fitted to the integrands it is judged on: the candidate knows
+ZEROSHOT_SEED, not KEY, which lives in this folder only (no box the candidate's code runs
+in shows it). A task of your own keeps its key, like held-out labels, out of the
+candidate's folder and out of anything its agents can read.
 """
 
 import cmath
@@ -20,12 +23,13 @@ import random
 import stat
 import sys
 
+KEY = "quadrature-integrands-1f6c0e2a"
 BUDGET = 64
 INTEGRANDS = 12
 FLOOR = 1e-15
 DEGREE = 3
 MAX_BYTES = 64 * 1024
-OUTPUT = "estimates.json"
+OUTPUT = "rule.json"
 
 
 class Invalid(ValueError):
@@ -33,7 +37,7 @@ class Invalid(ValueError):
 
 
 def draw(rng):
-    """One integrand's description: interval, polynomials and rates (as run.py draws it)."""
+    """One integrand's description: interval, polynomials and rates."""
     a = rng.uniform(-1.0, 0.5)
     b = a + rng.uniform(1.0, 3.0)
     p = [rng.uniform(-1.0, 1.0) for _ in range(DEGREE + 1)]
@@ -68,6 +72,16 @@ def exact(a, b, p, q, k, w, phi):
     return smooth.real + wave.imag
 
 
+def estimate(nodes, weights, a, b, p, q, k, w, phi):
+    """The rule on [0, 1] mapped onto [a, b], applied to the integrand."""
+    span = b - a
+    values = []
+    for x, weight in zip(nodes, weights):
+        t = a + span * x
+        values.append(weight * (poly(p, t) * math.exp(k * t) + poly(q, t) * math.sin(w * t + phi)))
+    return span * math.fsum(values)
+
+
 def read_bounded(folder):
     """The output file's bytes: a regular file opened without following a link (a link
     could point the scorer at anything it can read), at most MAX_BYTES."""
@@ -95,8 +109,19 @@ def _refuse_constant(name):
     raise Invalid(f"{OUTPUT} holds {name}, not a finite number")
 
 
-def read_estimates(folder):
-    """The estimates and call counts, checked (see the module doc)."""
+def numbers(document, name):
+    values = document.get(name)
+    if not isinstance(values, list):
+        raise Invalid(f"{OUTPUT} needs a list of {name}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value):
+            raise Invalid(f"a {name[:-1]} is not a finite number")
+    return [float(v) for v in values]
+
+
+def read_rule(folder):
+    """The nodes and weights, checked (see the module doc)."""
     data = read_bounded(folder)
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
@@ -106,34 +131,31 @@ def read_estimates(folder):
         raise Invalid(f"{OUTPUT} is not JSON ({type(failed).__name__})") from None
     if not isinstance(document, dict):
         raise Invalid(f"{OUTPUT} is not an object")
-    estimates, calls = document.get("estimates"), document.get("calls")
-    if not isinstance(estimates, list) or len(estimates) != INTEGRANDS:
-        raise Invalid(f"{OUTPUT} needs {INTEGRANDS} estimates")
-    if not isinstance(calls, list) or len(calls) != INTEGRANDS:
-        raise Invalid(f"{OUTPUT} needs {INTEGRANDS} call counts")
-    for value in estimates:
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value):
-            raise Invalid("an estimate is not a finite number")
-    for count in calls:
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= BUDGET:
-            raise Invalid(f"a call count is not a whole number from 0 to {BUDGET}")
-    return [float(v) for v in estimates]
+    nodes, weights = numbers(document, "nodes"), numbers(document, "weights")
+    if not 1 <= len(nodes) <= BUDGET:
+        raise Invalid(f"{OUTPUT} needs 1 to {BUDGET} nodes, not {len(nodes)}")
+    if len(weights) != len(nodes):
+        raise Invalid(f"{OUTPUT} needs as many weights as nodes")
+    if not all(0.0 <= x <= 1.0 for x in nodes):
+        raise Invalid("a node is outside [0, 1]")
+    return nodes, weights
 
 
 def main():
     try:
-        estimates = read_estimates(os.environ["ZEROSHOT_OUTPUT_DIR"])
+        nodes, weights = read_rule(os.environ["ZEROSHOT_OUTPUT_DIR"])
     except Invalid as invalid:
         sys.exit(f"no metric: {invalid}")
-    rng = random.Random(int(os.environ.get("ZEROSHOT_SEED", "0")))
+    rng = random.Random(f"{KEY}:{int(os.environ.get('ZEROSHOT_SEED', '0'))}")
     logs = []
-    for estimate in estimates:
-        truth = exact(*draw(rng))
-        error = abs(estimate - truth) / (1.0 + abs(truth))
+    for _ in range(INTEGRANDS):
+        integrand = draw(rng)
+        truth = exact(*integrand)
+        error = abs(estimate(nodes, weights, *integrand) - truth) / (1.0 + abs(truth))
         logs.append(math.log10(max(error, FLOOR)))
     value = sum(logs) / len(logs)
-    print(f"{len(logs)} integrands: worst {max(logs):.2f}, best {min(logs):.2f}")
+    print(f"{len(nodes)} nodes on {len(logs)} integrands: worst {max(logs):.2f}, "
+          f"best {min(logs):.2f}")
     print("ZEROSHOT_METRIC " + json.dumps({"name": "log10_error", "value": value}))
 
 
