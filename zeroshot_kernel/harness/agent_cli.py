@@ -11,10 +11,12 @@ The child's environment is a small allow-list of this process's variables (local
 path, the CLI's own configuration directory) plus the values of the names the node
 declares; other secrets of the controller's environment never reach the agent.
 
-The CLI and every tool it runs are boxed (:mod:`zeroshot_kernel.sandbox`): the network is
-allowed (the model API), the execution's folder is writable for a step and read-only for a
-verifier, the CLI's own configuration folder (its login and sessions) is writable, and
-nothing else of the machine can be changed: not ``.git``, not ``.zeroshot/``, not the
+The CLI and every tool it runs are boxed (:mod:`zeroshot_kernel.sandbox`): the box has no
+network, only the hosts of the CLI's model API through an allow-list proxy outside it
+(:mod:`zeroshot_kernel.sandbox.egress`; ``$ZEROSHOT_AGENT_EGRESS`` adds hosts), the
+execution's folder is writable for a step and read-only for a verifier, the CLI's own
+configuration folder (its login and sessions) is writable, and nothing else of the machine
+can be changed: not ``.git``, not ``.zeroshot/``, not the
 ledger, not the home directory, whose other credentials are not even visible.
 """
 
@@ -26,7 +28,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,9 +40,12 @@ from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult, LogSin
 from zeroshot_kernel.harness.plan import AgentBinding
 from zeroshot_kernel.processes import PIPE, STDOUT, allowed_env, read_lines, spawn_async
 from zeroshot_kernel.sandbox import Box, Containment, Limits, SandboxUnavailable, folder_policy
+from zeroshot_kernel.sandbox.egress import endpoints
 from zeroshot_kernel.sandbox.policy import GiB
 
 GUARD = Path(__file__).with_name("agent_guard.py")
+EGRESS_ENV = "ZEROSHOT_AGENT_EGRESS"
+"""Hosts every agent CLI's box may reach besides its model API (a corporate gateway)."""
 _STDERR_TAIL = 20
 _DRAIN_S = 2.0
 _VERSION_TIMEOUT_S = 10.0
@@ -109,6 +114,18 @@ class AgentCli:
     config_paths: tuple[str, ...] = ()
     """Its configuration folder and files below the home directory, when the variable is
     not set (``.claude``, ``.claude.json``)."""
+    api_hosts: tuple[str, ...] = ()
+    """The hosts its box may reach (through the egress proxy): its model API's."""
+    base_url_envs: tuple[str, ...] = ()
+    """Variables that point it at another API (a gateway, a provider): their hosts too."""
+
+    def egress(self, env: Mapping[str, str], extra: Iterable[str] = ()) -> tuple[str, ...]:
+        """The ``host:port`` its box may reach: its model API's, those of the base URLs in
+        ``env``, ``extra`` (a provider's URL) and what the user adds in
+        ``$ZEROSHOT_AGENT_EGRESS`` (hosts, ``host:port`` or URLs, comma-separated)."""
+        added = os.environ.get(EGRESS_ENV, "").replace(",", " ").split()
+        urls = [env[name] for name in self.base_url_envs if env.get(name)]
+        return tuple(str(e) for e in endpoints([*self.api_hosts, *urls, *extra, *added]))
 
     def config(self, env: Mapping[str, str]) -> list[Path]:
         """The CLI's own configuration paths that exist: the only place outside its
@@ -186,11 +203,15 @@ def child_env(cli: AgentCli, values: Mapping[str, str]) -> dict[str, str]:
     return allowed_env((*BASE_ENV_NAMES, *cli.config_env_names), values)
 
 
-def agent_box(request: ExecutionRequest, cli: AgentCli, env: Mapping[str, str]) -> Box:
+def agent_box(
+    request: ExecutionRequest, cli: AgentCli, env: Mapping[str, str], egress: Iterable[str] = ()
+) -> Box:
     """The box of one invocation of ``cli`` for ``request`` (see the module doc); raises
     :class:`SandboxUnavailable` when the run wants a box and none can be made."""
     writable = not isinstance(request.node, VerifierNode)
-    return cli_box(cli, request.workspace, request.containment, env, writable=writable)
+    return cli_box(
+        cli, request.workspace, request.containment, env, writable=writable, egress=egress
+    )
 
 
 def cli_box(
@@ -200,15 +221,17 @@ def cli_box(
     env: Mapping[str, str],
     *,
     writable: bool,
+    egress: Iterable[str] = (),
 ) -> Box:
-    """The box of ``cli`` working in ``folder``: the network, its configuration folder and
-    (when ``writable``) ``folder`` are all it may use besides reading the machine."""
+    """The box of ``cli`` working in ``folder``: its model API's hosts (and ``egress``,
+    through the egress proxy), its configuration folder and (when ``writable``) ``folder``
+    are all it may use besides reading the machine."""
     binary = cli.binary()
     policy = folder_policy(
         folder,
         containment,
         env={**env, "TMPDIR": "/tmp"},
-        network=True,
+        egress=cli.egress(env, egress),
         writable=writable,
         limits=AGENT_LIMITS,
         show=[Path(binary)] if binary else [],

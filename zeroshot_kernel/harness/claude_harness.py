@@ -51,6 +51,10 @@ CLAUDE = AgentCli(
     config_env_names=("CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL"),
     config_dir_env="CLAUDE_CONFIG_DIR",
     config_paths=(".claude", ".claude.json"),
+    # The API, claude.ai (WebFetch's domain check) and statsig (feature flags), as Claude
+    # Code's network requirements list them; not sentry.io, a public upload service.
+    api_hosts=("api.anthropic.com", "claude.ai", "statsig.anthropic.com"),
+    base_url_envs=("ANTHROPIC_BASE_URL",),
 )
 SANDBOX_SETTINGS = json.dumps({"sandbox": {"enabled": True}}, separators=(",", ":"))
 """Claude Code's own sandbox for the commands it runs, inside the workbench's box."""

@@ -48,6 +48,9 @@ CODEX = AgentCli(
     config_env_names=("CODEX_HOME",),
     config_dir_env="CODEX_HOME",
     config_paths=(".codex",),
+    # The API, and ChatGPT's backend and sign-in for a CLI logged in with ChatGPT.
+    api_hosts=("api.openai.com", "chatgpt.com", "auth.openai.com"),
+    base_url_envs=("OPENAI_BASE_URL",),
 )
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 CONTINUE = "Continue"
@@ -75,9 +78,9 @@ class CodexHarness:
         env = agent_env(request, CODEX)
 
         async def invoke(prompt: str, session: str | None) -> tuple[Turn[str], bool]:
-            argv = [binary, *codex_arguments(request, session, provider)]
+            argv = [binary, *codex_arguments(request, session, provider.arguments)]
             try:
-                with agent_box(request, CODEX, env) as box:
+                with agent_box(request, CODEX, env, provider.urls) as box:
                     finished = await run_cli(argv, stdin=prompt, box=box, log=request.log)
             except CliMissing:
                 return Turn(failure=missing_cli(CODEX)), False
@@ -134,12 +137,20 @@ def codex_arguments(
     return arguments
 
 
-def _provider_arguments(request: ExecutionRequest) -> tuple[list[str], HarnessResult | None]:
+@dataclass(frozen=True)
+class _Provider:
+    arguments: list[str]
+    """What points codex at the provider (none for OpenAI itself)."""
+    urls: list[str]
+    """Where it is: hosts its box may reach."""
+
+
+def _provider_arguments(request: ExecutionRequest) -> tuple[_Provider, HarnessResult | None]:
     if provider_of(request, "openai") != "openrouter":
-        return [], None
+        return _Provider([], []), None
     connection = request.plan.connection("openrouter")
     if connection is None or not request.env.get(connection.env):
-        return [], auth_refusal(
+        return _Provider([], []), auth_refusal(
             "provider openrouter needs the 'openrouter' connection (OPENROUTER_API_KEY); "
             "add it to the node's connections and set it in the environment"
         )
@@ -148,7 +159,7 @@ def _provider_arguments(request: ExecutionRequest) -> tuple[list[str], HarnessRe
     arguments = ["-c", "model_provider=openrouter"]
     for key, value in settings.items():
         arguments += ["-c", f"model_providers.openrouter.{key}={json.dumps(value)}"]
-    return arguments, None
+    return _Provider(arguments, [base]), None
 
 
 @dataclass

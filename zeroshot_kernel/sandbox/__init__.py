@@ -2,7 +2,8 @@
 
 Agent CLI processes and their tools, declared checks and research experiments run under
 bubblewrap: a read-only root, only their own folder writable, no ledger, no credentials, no
-network unless they need a model API, and nothing left alive after their step. Trusted code
+network (an agent CLI reaches its model API's hosts through an allow-list proxy,
+:mod:`zeroshot_kernel.sandbox.egress`), and nothing left alive after their step. Trusted code
 describes the box (:func:`folder_policy`), opens it (:meth:`Box.open`) and runs the process
 through it; ``--sandbox none`` runs the same processes uncontained, and says so.
 """

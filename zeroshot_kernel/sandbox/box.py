@@ -10,6 +10,7 @@ what it records as UNCONTAINED.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 from zeroshot_kernel.processes import AsyncChild, Child, spawn, spawn_async
 from zeroshot_kernel.sandbox import bwrap
+from zeroshot_kernel.sandbox.egress import RELAY, EgressProxy, endpoints
 from zeroshot_kernel.sandbox.limits import LimitPlan
 from zeroshot_kernel.sandbox.policy import (
     DEFAULT_MODE,
@@ -106,6 +108,7 @@ def folder_policy(
     *,
     env: Mapping[str, str],
     network: bool = False,
+    egress: Iterable[str] = (),
     writable: bool = True,
     limits: Limits | None = None,
     show: Iterable[Path] = (),
@@ -145,6 +148,7 @@ def folder_policy(
         read_only=tuple(read_only),
         hidden=tuple(hidden),
         network=network,
+        egress=tuple(egress),
         limits=limits or Limits(),
         devices=tuple(devices),
     )
@@ -158,15 +162,25 @@ class Box:
     contained: bool
     binary: str | None = None
     plan: LimitPlan | None = field(default=None, repr=False)
+    proxy: EgressProxy | None = field(default=None, repr=False)
+    """The allow-list proxy of a box with ``egress`` (its only way out), while it is open."""
 
     @classmethod
     def open(cls, policy: BoxPolicy, containment: Containment) -> Box:
-        """Prepare the box (its cgroups); raises ``SandboxUnavailable`` when the run wants
-        one and none can be made."""
+        """Prepare the box (its cgroups, its egress proxy); raises ``SandboxUnavailable``
+        when the run wants one and none can be made. Uncontained, a box with ``egress``
+        has the machine's network, as every uncontained process has."""
         if not containment.contained:
             return cls(policy, contained=False)
         binary = bwrap.require()
-        return cls(policy, contained=True, binary=binary, plan=LimitPlan.make(policy.limits))
+        plan = LimitPlan.make(policy.limits)
+        if policy.network or not policy.egress:
+            return cls(policy, contained=True, binary=binary, plan=plan)
+        proxy = EgressProxy(endpoints(policy.egress)).__enter__()
+        shown = dataclasses.replace(
+            policy, read_only=(*policy.read_only, proxy.folder, RELAY.parent)
+        )
+        return cls(shown, contained=True, binary=binary, plan=plan, proxy=proxy)
 
     @property
     def env(self) -> dict[str, str]:
@@ -179,6 +193,9 @@ class Box:
     def argv(self, argv: Sequence[str | os.PathLike[str]]) -> list[str]:
         if not self.contained or self.binary is None:
             return [str(part) for part in argv]
+        if self.proxy is not None:
+            relay = [sys.executable, "-I", str(RELAY), str(self.proxy.socket_path), "--"]
+            argv = [*relay, *argv]
         return bwrap.command(self.policy, argv, self.binary)
 
     def spawn(
@@ -224,6 +241,9 @@ class Box:
     def close(self) -> None:
         if self.plan is not None:
             self.plan.close()
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
 
     def __enter__(self) -> Box:
         return self

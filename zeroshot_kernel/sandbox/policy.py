@@ -108,6 +108,10 @@ class BoxPolicy:
     hidden: tuple[Path, ...] = ()
     """Not visible at all: an empty folder (or empty file) stands in their place."""
     network: bool = False
+    """The machine's network; without it, the box has only its own loopback."""
+    egress: tuple[str, ...] = ()
+    """Without the network: hosts (``host:port``) the box may still reach, through an
+    allow-list proxy outside it (:mod:`zeroshot_kernel.sandbox.egress`)."""
     limits: Limits = field(default_factory=Limits)
     devices: tuple[Path, ...] = ()
     """Device nodes bound into the box (a GPU's ``/dev/nvidia*``)."""
