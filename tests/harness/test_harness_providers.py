@@ -65,6 +65,12 @@ def test_lists_clis_with_versions_and_connections_by_name(
     clis = {c["name"]: c for c in found["clis"]}
     assert clis["claude"]["installed"] and "Claude Code stand-in" in clis["claude"]["version"]
     assert not clis["codex"]["installed"]
+    assert clis["claude"]["egress"] == [
+        "api.anthropic.com:443",
+        "claude.ai:443",
+        "statsig.anthropic.com:443",
+    ]
+    assert "api.openai.com:443" in clis["codex"]["egress"]
     connections = {c["name"]: c for c in found["connections"]}
     assert connections["openai"] == {
         "name": "openai",
@@ -79,8 +85,13 @@ def test_lists_clis_with_versions_and_connections_by_name(
         OPENAI_API_KEY=secret,
         ZEROSHOT_CODEX_BIN=missing,
         ZEROSHOT_CLAUDE_BIN=os.environ[BIN_ENV["claude"]],
+        ZEROSHOT_AGENT_EGRESS="gpu-box:8000",
     )
     assert "claude     2.0.0 (Claude Code stand-in)" in text.stdout
+    assert (
+        "its box reaches api.anthropic.com:443, claude.ai:443, gpu-box:8000, "
+        "statsig.anthropic.com:443 and nothing else"
+    ) in text.stdout
     assert "not installed (put it on PATH or set ZEROSHOT_CODEX_BIN)" in text.stdout
     assert "openai     OPENAI_API_KEY       set" in text.stdout
     assert secret not in text.stdout

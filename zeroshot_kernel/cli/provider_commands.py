@@ -22,8 +22,9 @@ def providers(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Show installed harness CLIs (with versions) and which connections are satisfied
-    (names only, never values); --check also tries each configured provider.
+    """Show installed harness CLIs (with versions, and the hosts their boxes may reach;
+    ZEROSHOT_AGENT_EGRESS adds hosts) and which connections are satisfied (names only,
+    never values); --check also tries each configured provider.
 
     Example: zeroshot providers --check --runtime @plan.json
     """
@@ -52,6 +53,7 @@ def providers(
                 "version": c.version,
                 "path": c.binary,
                 "envVar": c.env_var,
+                "egress": list(c.egress),
             }
             for c in clis
         ],
@@ -79,6 +81,7 @@ def _print(report: dict[str, Any]) -> None:
             typer.echo(f"  {cli['name']:<10} {cli['version']}  ({cli['path']})")
         else:
             typer.echo(f"  {cli['name']:<10} not installed (put it on PATH or set {cli['envVar']})")
+        typer.echo(f"  {'':<10} its box reaches {', '.join(cli['egress'])} and nothing else")
     typer.echo("connections")
     for connection in report["connections"]:
         state = "set" if connection["satisfied"] else "not set"

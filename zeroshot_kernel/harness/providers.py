@@ -48,6 +48,8 @@ class CliStatus:
     env_var: str
     binary: str | None
     version: str | None
+    egress: tuple[str, ...] = ()
+    """The hosts its box may reach (``host:port``), as this environment sets them."""
 
     @property
     def installed(self) -> bool:
@@ -72,7 +74,7 @@ class CheckResult:
 async def cli_statuses() -> list[CliStatus]:
     versions = await asyncio.gather(*(cli.version() for cli in CLIS.values()))
     return [
-        CliStatus(name, cli.env_var, cli.binary(), version)
+        CliStatus(name, cli.env_var, cli.binary(), version, cli.egress(child_env(cli, {})))
         for (name, cli), version in zip(CLIS.items(), versions, strict=True)
     ]
 
