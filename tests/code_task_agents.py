@@ -17,9 +17,7 @@ from typing import Any
 CLAIM = "measured log10_error -15 on every seed; adopt"
 
 
-def competent(
-    edit: str, path: str = "quadrature.py", briefed: str = "def rule(budget):"
-) -> Any:
+def competent(edit: str, path: str = "quadrature.py", briefed: str = "def rule(budget):") -> Any:
     """A scripted model: proposes a better rule, writes ``edit`` as ``path`` (after
     checking that the parent's ``briefed`` text was in its brief), and reviews by the
     engine's evidence in its input (adopt only what was measured)."""

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -201,18 +200,3 @@ def resume_when_free(client: Client, run_id: str, timeout: float = 20) -> Run:
 
 
 ZEROSHOT = [sys.executable, "-m", "zeroshot_kernel"]
-
-
-def run_cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``zeroshot ARGS`` as a user runs it in ``cwd``: a real subprocess whose ledger and
-    target come from its arguments alone (``ZEROSHOT_LEDGER``/``ZEROSHOT_TARGET`` cleared
-    unless given in ``env``)."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
-    return subprocess.run(
-        [*ZEROSHOT, *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=cwd,
-        env={**clean, **env},
-    )

@@ -1,5 +1,6 @@
-"""What every test shares for processes and waiting: whether a process is alive, waiting on a
-condition instead of sleeping, and pid files written whole or not at all.
+"""What every test shares for processes and waiting: the ``zeroshot`` command as a user runs
+it, whether a process is alive, waiting on a condition instead of sleeping, and pid files
+written whole or not at all.
 
 Stand-in workers and scripts that run in other processes (``engine_workers.py``,
 ``change_workers.py``, the agent stand-ins, inline experiment scripts) cannot import this
@@ -10,6 +11,8 @@ then ``os.replace``), so a reader that sees the file sees all of it.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -86,3 +89,23 @@ def pid_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(path for path in folder.iterdir() if not path.name.startswith("."))
+
+
+def zeroshot(
+    cwd: Path, *args: str, timeout: float = 300.0, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``zeroshot ARGS`` as a user runs it in ``cwd``: a process of its own with this
+    process's environment and ``env``, its ledger and target from its arguments and ``env``
+    alone (``ZEROSHOT_LEDGER``/``ZEROSHOT_TARGET`` cleared), git never looking above
+    ``cwd``'s parent (a test's folder is never taken for part of a repository around it).
+    ``timeout`` only bounds a hang."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("ZEROSHOT_LEDGER", "ZEROSHOT_TARGET")}
+    ceiling = str(Path(cwd).resolve().parent)
+    return subprocess.run(
+        [sys.executable, "-m", "zeroshot_kernel", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**clean, "GIT_CEILING_DIRECTORIES": ceiling, **env},
+    )

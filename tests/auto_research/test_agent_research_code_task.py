@@ -27,6 +27,7 @@ from zeroshot_kernel.ledger.events import SucceededResult
 # slow: real research runs against a loopback model server
 pytestmark = pytest.mark.slow
 
+
 def test_an_llm_agent_reaches_the_code_tasks_target_on_trusted_measurements(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
     with chat_server({"respond": competent(GAUSS)}) as server:

@@ -3,14 +3,12 @@ types them, in a real subprocess."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from auto_research_support import RUN_TIMEOUT_S, box_visible_folder, copy_task, new_workspace
+from support import zeroshot
 
 from zeroshot_kernel.auto_research.commands import diff_lines, round_line
 from zeroshot_kernel.auto_research.views import load_research_view
@@ -35,17 +33,6 @@ def gates() -> Iterator[Path]:
     """Where the gate goes: a folder the boxed experiment can see."""
     with box_visible_folder() as folder:
         yield folder
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def test_detach_returns_at_once_and_the_run_finishes_on_its_own(

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import zeroshot
 
 from zeroshot_kernel.auto_research import bundled_tasks
 from zeroshot_kernel.client import Client
 
 # slow: real research runs from zeroshot processes
 pytestmark = pytest.mark.slow
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def test_tasks_lists_the_bundled_tasks_with_their_metrics(tmp_path: Path) -> None:

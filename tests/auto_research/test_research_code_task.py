@@ -49,6 +49,7 @@ TRAPEZOID = START.replace(
     "    return [i * h for i in range(budget)], weights\n",
 )
 
+
 def edit(path: str, kind: str, text: str) -> dict[str, str]:
     return {"path": path, "kind": kind, "text": text}
 

@@ -22,7 +22,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from auto_research_support import (
 from chat_server import chat_server
 from code_task_agents import competent, research
 from conftest import require
-from support import processes_named, wait_until
+from support import processes_named, wait_until, zeroshot
 from zeroshot_widgets.evidence_table import incumbent_card_html
 from zeroshot_widgets.study_views import header_html
 
@@ -193,19 +192,6 @@ def probe_task(
         spec["selfScored"] = True
     (root / "task.yaml").write_text(json.dumps(spec))  # JSON is YAML
     return root
-
-
-def zeroshot(
-    workspace: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent), **(env or {})},
-    )
 
 
 def sha256(path: Path) -> str:
@@ -400,7 +386,7 @@ def test_sandbox_none_runs_uncontained_says_so_and_the_attacks_land(unboxed: Esc
 def test_a_code_task_without_a_box_is_refused_in_one_line(tmp_path: Path) -> None:
     workspace = new_workspace(tmp_path / "ws")
     probe_task(workspace, "probe", {})
-    ran = zeroshot(workspace, "research", "run", "probe", "--iterations", "1", env=NO_BOX)
+    ran = zeroshot(workspace, "research", "run", "probe", "--iterations", "1", **NO_BOX)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     [line] = ran.stderr.splitlines()
     assert line.startswith("error: no sandbox: bubblewrap (bwrap) is not installed; install")
@@ -434,7 +420,7 @@ def test_a_parameter_task_without_a_box_runs_unboxed_and_records_it(tmp_path: Pa
     """No model-written code runs in a parameter-only task, so it runs without a box,
     recorded as such, rather than not at all."""
     workspace = new_workspace(tmp_path / "ws")
-    ran = zeroshot(workspace, "research", "run", "branin", "--iterations", "1", env=NO_BOX)
+    ran = zeroshot(workspace, "research", "run", "branin", "--iterations", "1", **NO_BOX)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     runs = measurements(workspace, "branin")
     assert runs and all(r.status == "ok" and not r.contained for r in runs)

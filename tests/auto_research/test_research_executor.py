@@ -8,8 +8,6 @@ import itertools
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Any
 
 import pytest
 from research_driver import STUDY, change, line_task, measure_pass
-from support import wait_until
+from support import wait_until, zeroshot
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task
 from zeroshot_kernel.auto_research.executor import DaskExecutor, ExperimentsLost
@@ -258,17 +256,6 @@ def test_a_task_whose_resources_no_worker_has_is_refused_at_once(
 def test_task_resources_are_validated(tmp_path: Path, resources: dict[str, Any]) -> None:
     with pytest.raises(TaskError, match="resources"):
         load_task(gpu_task(tmp_path / "t", resources=resources))
-
-
-def zeroshot(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent), **env},
-    )
 
 
 def test_research_run_with_dask_measures_every_experiment_on_the_cluster(

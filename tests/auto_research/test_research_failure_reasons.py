@@ -5,14 +5,12 @@ error and the worker's or the experiment's own last lines reach ``status`` (text
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from auto_research_agents import FAILURE
 from auto_research_support import copy_task, new_workspace, python_node, start
+from support import zeroshot
 from zeroshot_widgets.monitor import RunMonitor
 from zeroshot_widgets.report import report_html
 
@@ -26,17 +24,6 @@ sys.stderr.write("loading data\\n")
 sys.stderr.write("FileNotFoundError: training.csv is missing\\n")
 sys.exit(3)
 """
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def test_an_experiment_failing_at_the_baseline_ends_the_run_with_its_stderr(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from auto_research_support import box_visible_folder
-from support import wait_until
+from support import wait_until, zeroshot
 from zeroshot_widgets.charts import plateau_figure
 
 from zeroshot_kernel.auto_research import RestoreError, StudyError, restore_candidate_source
@@ -32,17 +31,6 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template
 pytestmark = pytest.mark.slow
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "research_templates"
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def research(workspace: Path, task: str, *extra: str) -> str:

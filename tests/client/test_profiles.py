@@ -9,7 +9,8 @@ import subprocess
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, run_cli, wire
+from engine_support import Workspace, finish, wire
+from support import zeroshot as run_cli
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.profiles import ProfileNotFound, TemplateSource

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import engine_graphs as g
 import pytest
-from engine_support import Workspace, finish, run_cli
+from engine_support import Workspace, finish
 from sqlalchemy.engine import make_url
+from support import zeroshot as run_cli
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.targets import TargetError, Targets, resolve_ledger

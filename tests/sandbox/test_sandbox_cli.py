@@ -6,9 +6,6 @@ the claude stand-in (``tests/agent_standins``), which records the environment it
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from conftest import require
 from engine_support import make_workspace
 from harness_support import install_standin, one_step, script
 from software_change_support import change_cli, repository, verdict
+from support import zeroshot
 
 from zeroshot_kernel.sandbox import problem
 from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
@@ -24,17 +22,6 @@ from zeroshot_kernel.sandbox.bwrap import BWRAP_ENV
 pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 120
-
-
-def zeroshot(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        env={**os.environ, **env},
-    )
 
 
 @pytest.fixture

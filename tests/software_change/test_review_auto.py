@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import run_cli as zeroshot
 from software_change_support import (
     CLASSIFIER_RUNTIME,
     repository,
@@ -17,6 +16,7 @@ from software_change_support import (
     start_change,
     workers_importable,
 )
+from support import zeroshot
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.ledger.events import SucceededResult

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import software_change_support as support
-from engine_support import run_cli
 from software_change_support import repository, script, start_change
+from support import zeroshot as run_cli
 
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.outcome import VerifierOutcome

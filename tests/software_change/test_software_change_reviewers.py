@@ -9,9 +9,6 @@ diff's budget, new files, ``.zeroshot/`` left out, the recorded base."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ from software_change_support import (
     start_change,
     verdict,
 )
+from support import zeroshot
 
 from zeroshot_kernel.harness.claude_harness import (
     GIT_READ_TOOLS,
@@ -227,17 +225,6 @@ def test_a_high_risk_integration_review_sees_the_receipts_of_the_tree_it_reviews
     final = reviews["integration_review"]
     assert "- `true` -> exit 0 (receipt " in final
     assert "recorded by review_gate, boxed, on the tree under review" in final
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 @pytest.mark.parametrize("tier_flag", ["--tier", "--profile"])  # --profile: deprecated

@@ -7,14 +7,12 @@ shapes, and ``zeroshot status`` showing the recorded completion decision."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from software_change_support import git, repository, script, start_change
+from support import zeroshot
 
 from zeroshot_kernel.admission.admit import admit
 from zeroshot_kernel.contract.documents import node_documents
@@ -24,17 +22,6 @@ from zeroshot_kernel.templates import TemplateOptions, expand_template, template
 
 # slow: real runs of the template and zeroshot processes
 pytestmark = pytest.mark.slow
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def by_name(graph: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -5,13 +5,11 @@ round count is checked, and its runtime plan keeps the sessions the design asks 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import zeroshot
 
 from zeroshot_kernel.admission.admit import admit, verify_document
 from zeroshot_kernel.auto_research.options import MAX_ITERATIONS
@@ -33,17 +31,6 @@ FAIL_REASONS = {
     "adoption_failed",
 }
 PUSH_FAIL_REASONS = FAIL_REASONS | {"delivery_failed", "delivery_repair_requested"}
-
-
-def zeroshot(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zeroshot_kernel", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(cwd.parent)},
-    )
 
 
 def shown(cwd: Path, *args: str) -> dict[str, Any]:
