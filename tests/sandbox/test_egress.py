@@ -11,7 +11,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -103,7 +103,7 @@ def test_an_agent_clis_hosts_are_its_apis_its_base_urls_and_the_users(
 
 def test_the_proxy_lets_through_what_its_list_allows_and_nothing_else() -> None:
     with http_server("api") as api, http_server("elsewhere") as other:
-        with EgressProxy([Endpoint("127.0.0.1", api)]) as proxy:
+        with closing(EgressProxy.start([Endpoint("127.0.0.1", api)])) as proxy:
             tunnel = ask(
                 proxy,
                 f"CONNECT 127.0.0.1:{api} HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -11,7 +11,6 @@ import typer
 from zeroshot_kernel.auto_research.launch import declared
 from zeroshot_kernel.console.options import (
     HarnessOption,
-    IterationsOption,
     LedgerOption,
     SandboxOption,
     TargetOption,
@@ -72,7 +71,7 @@ def save(
     ] = None,
     title: Annotated[str | None, typer.Option(help="Title of the runs (default: NAME).")] = None,
     task: TaskOption = "",
-    iterations: IterationsOption = None,
+    iterations: Annotated[int | None, declared("iterations")] = None,
     study: Annotated[
         str | None,
         typer.Option(

@@ -9,7 +9,6 @@ import typer
 from zeroshot_kernel.auto_research.launch import declared
 from zeroshot_kernel.console.options import (
     HarnessOption,
-    IterationsOption,
     TaskOption,
 )
 from zeroshot_kernel.console.outline import show_expansion
@@ -39,7 +38,7 @@ def show(
         bool, typer.Option("--json", help="Print {graph, input, runtime} as JSON.")
     ] = False,
     task: TaskOption = "",
-    iterations: IterationsOption = None,
+    iterations: Annotated[int | None, declared("iterations")] = None,
     push: Annotated[bool, declared("push")] = False,
     dask: Annotated[str | None, declared("dask")] = None,
     parallel: Annotated[int | None, declared("parallel")] = None,

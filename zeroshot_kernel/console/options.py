@@ -107,7 +107,4 @@ SandboxOption = Annotated[
 # Template options, shared by `zeroshot template show` and `zeroshot profile save` (the options
 # of auto-research alone are declared in zeroshot_kernel.auto_research.options).
 TaskOption = Annotated[str, typer.Option(help="Template: task text or research task folder.")]
-IterationsOption = Annotated[
-    int | None, typer.Option(min=1, max=100, help="auto-research rounds (default 10).")
-]
 HarnessOption = Annotated[str, typer.Option(help="local, python, claude, codex or openai.")]

@@ -176,7 +176,7 @@ class Box:
         plan = LimitPlan.make(policy.limits)
         if policy.network or not policy.egress:
             return cls(policy, contained=True, binary=binary, plan=plan)
-        proxy = EgressProxy(endpoints(policy.egress)).__enter__()
+        proxy = EgressProxy.start(endpoints(policy.egress))
         shown = dataclasses.replace(
             policy, read_only=(*policy.read_only, proxy.folder, RELAY.parent)
         )

@@ -27,7 +27,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import urlsplit
 
 from zeroshot_kernel.sandbox.egress_relay import splice
@@ -75,9 +74,10 @@ def endpoints(entries: Iterable[str]) -> tuple[Endpoint, ...]:
 
 
 class EgressProxy:
-    """An allow-list proxy on a Unix socket in a private folder, served by a thread for as
-    long as the ``with`` block lasts. :attr:`decisions` says which hosts were asked for and
-    whether each was let through (hosts only: never a path, a header or a byte of data)."""
+    """An allow-list proxy on a Unix socket in a private folder, served by a thread from
+    :meth:`start` until :meth:`close`. :attr:`decisions` says which hosts were asked for
+    and whether each was let through (hosts only: never a path, a header or a byte of
+    data)."""
 
     def __init__(self, allowed: Iterable[Endpoint]) -> None:
         self.allowed = frozenset(allowed)
@@ -85,24 +85,17 @@ class EgressProxy:
         self.folder = Path(tempfile.mkdtemp(prefix="zeroshot-egress-"))
         self.socket_path = self.folder / "proxy.sock"
         self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> EgressProxy:
-        os.chmod(self.folder, 0o700)
-        self._server = _Server(str(self.socket_path), _Handler, self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="zeroshot-egress", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    @classmethod
+    def start(cls, allowed: Iterable[Endpoint]) -> EgressProxy:
+        """A proxy for ``allowed``, serving (``with contextlib.closing(...)`` ends it)."""
+        proxy = cls(allowed)
+        os.chmod(proxy.folder, 0o700)
+        proxy._server = _Server(str(proxy.socket_path), _Handler, proxy)
+        threading.Thread(
+            target=proxy._server.serve_forever, name="zeroshot-egress", daemon=True
+        ).start()
+        return proxy
 
     def close(self) -> None:
         if self._server is not None:
