@@ -282,7 +282,8 @@ def escape_run(root: Path, attacks: str, *options: str, env: dict[str, str]) -> 
             "--iterations",
             "1",
             *options,
-            env={**SECRETS, **env},
+            **SECRETS,
+            **env,
         )
         survivors = processes_named(daemon)  # at once: a surviving daemon lives 62 s
         pending = bool(select.select([listener], [], [], 0)[0])
