@@ -208,7 +208,8 @@ def test_an_agent_cli_reaches_its_api_and_its_exit_status_comes_through(
 ) -> None:
     """The CLI runs under the relay: a stand-in "CLI" (a script) probes the network from
     the box ``cli_box`` makes for the claude harness, with the loopback API added the way
-    a user adds a gateway; its exit status is the CLI's own."""
+    a user adds a gateway; its exit status is the CLI's own, and the host refused to it is
+    in its log and its error."""
     cli = tmp_path / "cli"
     script = textwrap.dedent(PROBE) + "\nsys.exit(3)\n"
     cli.write_text(f"#!{sys.executable}\n{script}")
@@ -218,11 +219,21 @@ def test_an_agent_cli_reaches_its_api_and_its_exit_status_comes_through(
     with http_server("api") as api, http_server("elsewhere") as other:
         monkeypatch.setenv("ZEROSHOT_AGENT_EGRESS", f"127.0.0.1:{api}")
         monkeypatch.setenv("ZEROSHOT_CLAUDE_BIN", str(cli))  # shown in the box, as claude is
+        logged: list[tuple[str, str]] = []
         with cli_box(CLAUDE, folder, Containment(), box_env({}), writable=True) as box:
             finished = asyncio.run(
-                run_cli([str(cli), str(api), str(other)], stdin="", box=box, log=lambda *_: None)
+                run_cli(
+                    [str(cli), str(api), str(other)],
+                    stdin="",
+                    box=box,
+                    log=lambda stream, line: logged.append((stream, line)),
+                )
             )
     assert finished.returncode == 3, finished.stderr_text()
+    # What was refused is said where a user looks when the CLI fails: its log and its error.
+    refused = f"egress_refused: 127.0.0.1:{other} is not on the allow-list of the agent's box"
+    assert ("error", f"{refused} (ZEROSHOT_AGENT_EGRESS adds hosts)") in logged
+    assert finished.stderr_tail[-1] == refused
     seen = probe_results("\n".join(finished.stdout))
     assert (seen["api"], seen["other"]) == ("api", 403)
     assert seen["direct"] != "connected" and seen["internet"] != "connected"

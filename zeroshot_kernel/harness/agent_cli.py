@@ -256,7 +256,8 @@ async def run_cli(
 
     The CLI runs under :mod:`agent_guard` (the group's leader, outside the box), which kills
     the group if this process dies. Raises :class:`CliMissing` when the binary cannot be
-    started; a limit of the box that stopped it is said on its last stderr line."""
+    started; a limit of the box that stopped it, and each host its egress proxy refused, are
+    said on its last stderr lines (and the refusals in the log)."""
     try:
         child = await box.spawn_async(argv, outside=[sys.executable, "-I", str(GUARD)], stdin=PIPE)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as missing:
@@ -291,10 +292,15 @@ async def run_cli(
     limit = box.exceeded(result.returncode, "\n".join(result.stderr_tail))
     if limit is not None:
         result.stderr_tail.append(f"{RESOURCE_LIMIT}: the agent's box hit its {limit} limit")
+    for host in box.proxy.refused() if box.proxy is not None else []:
+        line = f"{EGRESS_REFUSED}: {host} is not on the allow-list of the agent's box"
+        log("error", f"{line} ({EGRESS_ENV} adds hosts)")
+        result.stderr_tail.append(line)
     return result
 
 
 RESOURCE_LIMIT = "resource_limit"
+EGRESS_REFUSED = "egress_refused"
 
 
 async def _feed(process: asyncio.subprocess.Process, text: str) -> None:

@@ -109,6 +109,11 @@ class EgressProxy:
         self.decisions.append(f"{wanted} {'allowed' if allowed else 'refused'}")
         return allowed
 
+    def refused(self) -> list[str]:
+        """The ``host:port`` refused so far, each once, in the order first asked for."""
+        ends = [d.removesuffix(" refused") for d in list(self.decisions) if d.endswith(" refused")]
+        return list(dict.fromkeys(ends))
+
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
