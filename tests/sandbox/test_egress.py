@@ -101,6 +101,19 @@ def test_an_agent_clis_hosts_are_its_apis_its_base_urls_and_the_users(
     assert "sentry.io:443" not in claude  # an upload service anyone can use
 
 
+def test_an_allowed_host_that_cannot_be_reached_is_a_502_and_prints_nothing(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    unnamed = "x" * 70 + ".invalid"  # a label IDNA refuses: not even looked up
+    with closing(EgressProxy.start([Endpoint(unnamed, 443), Endpoint("127.0.0.1", 9)])) as proxy:
+        for target in (f"{unnamed}:443", "127.0.0.1:9"):
+            answer = ask(proxy, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
+            assert answer.startswith(b"HTTP/1.1 502 Bad Gateway"), answer
+            assert f"cannot reach {target}".encode() in answer
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.err + printed.out
+
+
 def test_the_proxy_lets_through_what_its_list_allows_and_nothing_else() -> None:
     with http_server("api") as api, http_server("elsewhere") as other:
         with closing(EgressProxy.start([Endpoint("127.0.0.1", api)])) as proxy:
@@ -137,13 +150,16 @@ def test_the_proxy_lets_through_what_its_list_allows_and_nothing_else() -> None:
                 b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n",  # closed before the head ends
             ):
                 assert ask(proxy, malformed).startswith(b"HTTP/1.1 400 Bad Request"), malformed
+            here, there = Endpoint("127.0.0.1", api), Endpoint("127.0.0.1", other)
+            named = Endpoint("localhost", api)
             assert proxy.decisions == [
-                f"127.0.0.1:{api} allowed",
-                f"127.0.0.1:{api} allowed",
-                f"127.0.0.1:{other} refused",
-                f"127.0.0.1:{other} refused",
-                f"localhost:{api} refused",
+                (here, True),
+                (here, True),
+                (there, False),
+                (there, False),
+                (named, False),
             ]
+            assert proxy.refused() == [str(there), str(named)]
         assert not proxy.socket_path.exists() and not proxy.folder.exists()
 
 
@@ -199,7 +215,7 @@ def test_a_box_with_egress_reaches_its_hosts_through_the_proxy_and_nothing_direc
     assert seen["other"] == 403  # another server on the same machine: refused
     assert seen["direct"] != "connected"  # the box's loopback is its own
     assert seen["internet"] != "connected"
-    assert decisions == [f"127.0.0.1:{api} allowed", f"127.0.0.1:{other} refused"]
+    assert decisions == [(Endpoint("127.0.0.1", api), True), (Endpoint("127.0.0.1", other), False)]
 
 
 @pytest.mark.slow  # an agent CLI's box, end to end

@@ -84,7 +84,8 @@ class EgressProxy:
 
     def __init__(self, allowed: Iterable[Endpoint]) -> None:
         self.allowed = frozenset(allowed)
-        self.decisions: list[str] = []
+        self.decisions: list[tuple[Endpoint, bool]] = []
+        """Each host and port asked for, and whether it was let through."""
         self.folder = Path(tempfile.mkdtemp(prefix="zeroshot-egress-"))
         self.socket_path = self.folder / "proxy.sock"
         self._server: _Server | None = None
@@ -112,13 +113,12 @@ class EgressProxy:
 
     def decide(self, wanted: Endpoint) -> bool:
         allowed = wanted in self.allowed
-        self.decisions.append(f"{wanted} {'allowed' if allowed else 'refused'}")
+        self.decisions.append((wanted, allowed))
         return allowed
 
     def refused(self) -> list[str]:
         """The ``host:port`` refused so far, each once, in the order first asked for."""
-        ends = [d.removesuffix(" refused") for d in list(self.decisions) if d.endswith(" refused")]
-        return list(dict.fromkeys(ends))
+        return list(dict.fromkeys(str(e) for e, allowed in list(self.decisions) if not allowed))
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -127,6 +127,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def __init__(self, path: str, handler: type[_Handler], proxy: EgressProxy) -> None:
         self.proxy = proxy
         super().__init__(path, handler)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A connection that broke ends alone; nothing of it is printed (the default prints
+        a traceback to the controller's stderr)."""
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -150,8 +154,9 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         try:
             upstream = socket.create_connection((wanted.host, wanted.port), CONNECT_TIMEOUT_S)
-        except OSError as failed:
-            _reply(client, 502, f"cannot reach {wanted}: {failed.strerror or failed}")
+        except (OSError, UnicodeError) as failed:  # UnicodeError: a name IDNA refuses
+            reason = getattr(failed, "strerror", None) or failed
+            _reply(client, 502, f"cannot reach {wanted}: {reason}")
             return
         with upstream:
             if first_line is None:  # CONNECT: the tunnel is open
