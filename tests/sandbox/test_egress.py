@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import sys
 import textwrap
@@ -268,3 +269,20 @@ def test_a_cli_that_cannot_start_under_the_relay_is_missing_not_a_crash(
         pytest.raises(CliMissing, match=r"cannot start .*cli"),
     ):
         asyncio.run(run_cli([str(cli)], stdin="", box=box, log=lambda *_: None))
+
+
+@pytest.mark.slow  # an agent CLI's box
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_cli_ended_by_a_signal_ends_the_same_way_through_the_relay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """A box's limits are read from how its process ended (SIGKILL for memory): the relay
+    between the box and the CLI must not turn a signal into an exit status of its own."""
+    cli = tmp_path / "cli"
+    cli.write_text(f"#!{sys.executable}\nimport os\nos.kill(os.getpid(), {int(sig)})\n")
+    cli.chmod(0o755)
+    monkeypatch.setenv("ZEROSHOT_CLAUDE_BIN", str(cli))
+    with cli_box(CLAUDE, tmp_path, Containment(), box_env({}), writable=True) as box:
+        finished = asyncio.run(run_cli([str(cli)], stdin="", box=box, log=lambda *_: None))
+    assert finished.returncode == 128 + sig, finished.stderr_text()
+    assert "Traceback" not in finished.stderr_text()

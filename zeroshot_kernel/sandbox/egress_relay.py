@@ -91,7 +91,8 @@ def main(argv: list[str]) -> int:
         return CANNOT_START
     code = child.wait()
     if code < 0:  # end the same way, so the box's limits are read as they happened
-        signal.signal(-code, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 
