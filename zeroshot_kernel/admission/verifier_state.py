@@ -120,17 +120,35 @@ class VerifierState:
         return answer
 
     def _independent(self, parts: Sequence[Predicate]) -> list[Predicate]:
-        """``parts`` grouped so that no two groups share a coupled node."""
-        groups: list[tuple[set[str], list[Predicate]]] = []
-        for part in parts:
-            nodes = set(self._coupled(part))
-            touching = [group for group in groups if not group[0].isdisjoint(nodes)]
-            for group in touching:
-                nodes |= group[0]
-            members = [member for group in touching for member in group[1]]
-            groups = [group for group in groups if group[0].isdisjoint(nodes)]
-            groups.append((nodes, [*members, part]))
-        return [conjoin(members) for _, members in groups]
+        """``parts`` grouped so that no two groups share a coupled node, in the order of
+        each group's last part (a group merged by a part moves to the end with it).
+
+        Groups are keyed by the index of their last part; a node points at the group that
+        took it, and a merged group's old keys point at its new one (union-find), so each
+        part costs its own nodes, not a scan of every group (a long conjunction of
+        unrelated choices stays linear)."""
+        merged_into: dict[int, int] = {}
+
+        def current(key: int) -> int:
+            root = key
+            while root in merged_into:
+                root = merged_into[root]
+            while key != root:  # point the whole chain at the root
+                merged_into[key], key = root, merged_into[key]
+            return root
+
+        owner: dict[str, int] = {}
+        groups: dict[int, list[Predicate]] = {}
+        for index, part in enumerate(parts):
+            nodes = self._coupled(part)
+            touching = sorted({current(owner[node]) for node in nodes if node in owner})
+            members = [member for key in touching for member in groups.pop(key)]
+            for key in touching:
+                merged_into[key] = index
+            groups[index] = [*members, part]
+            for node in nodes:
+                owner[node] = index
+        return [conjoin(members) for members in groups.values()]
 
     def _coupled(self, part: Predicate) -> frozenset[str]:
         """The nodes whose controls deciding ``part`` enumerates together, remembered per
