@@ -16,8 +16,8 @@ network, only the hosts of the CLI's model API through an allow-list proxy outsi
 (:mod:`zeroshot_kernel.sandbox.egress`; ``$ZEROSHOT_AGENT_EGRESS`` adds hosts), the
 execution's folder is writable for a step and read-only for a verifier, the CLI's own
 configuration folder (its login and sessions) is writable, and nothing else of the machine
-can be changed: not ``.git``, not ``.zeroshot/``, not the
-ledger, not the home directory, whose other credentials are not even visible.
+can be changed: not ``.git``, not ``.zeroshot/``, not the ledger, not the home directory,
+whose other credentials are not even visible.
 """
 
 from __future__ import annotations

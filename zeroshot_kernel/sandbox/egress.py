@@ -18,7 +18,6 @@ that finds the socket gets the same allow-list.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import socketserver
@@ -93,8 +92,7 @@ class EgressProxy:
     @classmethod
     def start(cls, allowed: Iterable[Endpoint]) -> EgressProxy:
         """A proxy for ``allowed``, serving (``with contextlib.closing(...)`` ends it)."""
-        proxy = cls(allowed)
-        os.chmod(proxy.folder, 0o700)
+        proxy = cls(allowed)  # its folder is the user's alone (mkdtemp's 0700)
         proxy._server = _Server(str(proxy.socket_path), _Handler, proxy)
         threading.Thread(
             target=proxy._server.serve_forever,
