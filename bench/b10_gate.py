@@ -186,8 +186,9 @@ def run(repeats: int) -> Report:
         "their spread (min - max).",
         "Every comparison is of a study whose first comparison was the 100-fold drop "
         "(0.9 to 0.009), on the same noise; the incumbent is at 0.009.",
-        "Ours: one seed, then 3, 6 and 9 paired seeds while undecided; a paired t-test at "
-        "one-sided 5 % split over the three looks; an early stop after one seed only on a "
+        "Ours: one seed, then 3 paired seeds and one more at a time up to 9 while "
+        "undecided; a paired t-test at one-sided 5 % split over its seven looks (3 to 9 "
+        "seeds); an early stop after one seed only on a "
         "sigma borrowed from comparisons at a similar scale (here none: the drop's is 100 "
         "times larger). The old rule: 3 paired seeds, 2 sigma / sqrt(n), sigma the larger "
         "of the pair's and the study's pooled.",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from research_driver import STUDY, change, line_task, measure_pass
+from research_driver import STUDY, change, line_task, measure_pass, propose
 from support import wait_until, zeroshot
 
 from zeroshot_kernel.auto_research import ResearchRecords, load_task
@@ -210,10 +210,10 @@ print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x + noise}))
 def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
     tmp_path: Path, cluster: Any, client: Any
 ) -> None:
-    """The race's look at four seeds needs two the incumbent lacks: on the cluster their
-    runs and the candidate's runs of them are in flight together (one wave, not two; the
-    task holds no GPU, so the four fit on the workers' four threads). Uncontained, so
-    that the runs see each other's marks."""
+    """The race's looks at three and four seeds need seeds the incumbent lacks: on the
+    cluster their runs and the candidate's runs of them are in flight together (one wave,
+    not two; the task holds no GPU, so they fit on the workers' four threads).
+    Uncontained, so that the runs see each other's marks."""
     marks = tmp_path / "marks"
     marks.mkdir()
     task = gpu_task(tmp_path / "t", repeats=2, env={"MARKS": str(marks)})
@@ -238,6 +238,62 @@ def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
     for seed in seeds[2:4]:
         together = sorted(p.name for p in marks.glob(f"together-{seed}-*"))
         assert together == [f"together-{seed}-0.99", f"together-{seed}-1.0"], together
+
+
+STARTS = """
+import json, os, pathlib, random, time
+x, seed = json.load(open("params.json"))["x"], os.environ["ZEROSHOT_SEED"]
+(pathlib.Path(os.environ["MARKS"]) / f"{seed}-{x}").write_text(repr(time.time()))
+time.sleep(0.3)
+noise = random.Random(seed + repr(x)).gauss(0.0, 0.5)  # a race that goes on
+print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x + noise}))
+"""
+
+
+def test_candidates_measured_at_once_run_the_incumbents_seeds_ahead(
+    tmp_path: Path, cluster: Any, client: Any
+) -> None:
+    """Two candidates raced in step on the cluster: once a race goes past its first look,
+    the incumbent's remaining seeds of the budget run at once, every one started before
+    either candidate's third seed, instead of one per look beside the candidates' runs.
+    Uncontained, so that the runs' start marks are seen."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    task = gpu_task(tmp_path / "t", repeats=2, maxSeeds=5, env={"MARKS": str(marks)})
+    spec = json.loads((task / "task.yaml").read_text())
+    del spec["resources"]  # the workers' four threads run four experiments at once
+    (task / "task.yaml").write_text(json.dumps(spec))
+    (task / "candidate" / "objective.py").write_text(STARTS)
+    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
+    baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
+    measured = measure_on_cluster(
+        task,
+        tmp_path,
+        cluster.scheduler_address,
+        change({"x": 0.999}).to_wire(),
+        pass_number=2,
+        containment=Containment("none"),
+        candidates=2,
+        proposals=[propose({"x": 0.998})],
+    )
+    seeds = seeds_recorded(tmp_path, BASELINE_ID)
+    assert len(seeds) == 5, "the incumbent has every seed of the budget"
+    records = ResearchRecords(tmp_path, STUDY)
+    candidates = [c for c in records.candidates() if c != BASELINE_ID]
+    assert len(candidates) == 2, candidates
+    raced = {c: seeds_recorded(tmp_path, c) for c in candidates}
+    assert max(map(len, raced.values())) >= 3, ("both races stopped early", measured.summary)
+
+    def started(seed: int, x: float) -> float:
+        return float((marks / f"{seed}-{x}").read_text())
+
+    def x_of(candidate: str) -> float:
+        manifest = records.read_manifest(candidate)
+        assert manifest is not None
+        return float(manifest.params["x"])
+
+    third = min(started(r[2], x_of(c)) for c, r in raced.items() if len(r) >= 3)
+    assert all(started(seed, 1.0) < third for seed in seeds[2:]), "the incumbent ran ahead"
 
 
 def test_a_task_whose_resources_no_worker_has_is_refused_at_once(

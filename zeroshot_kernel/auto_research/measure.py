@@ -25,8 +25,8 @@ import dataclasses
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +157,34 @@ class _Turn:
         self.done.set()
 
 
+class _IncumbentAhead:
+    """The incumbent's remaining seeds of the race, run at once when a race of candidates
+    measured at once on a cluster goes past its first look. Racing in step, each look of
+    each candidate needs the incumbent's seed of that look: one run more than the
+    candidates, a wave of its own on workers they fill, look after look. Run ahead, the
+    incumbent's seeds take the workers once, and later rounds against the same incumbent
+    find them recorded. Started at most once a pass; the pass ends after it."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="zeroshot-incumbent")
+        self._started: Future[None] | None = None
+
+    def start(self, run: Callable[[], None]) -> None:
+        with self._lock:
+            if self.enabled and self._started is None:
+                self._started = self._pool.submit(run)
+
+    def __enter__(self) -> _IncumbentAhead:
+        return self
+
+    def __exit__(self, error: type[BaseException] | None, *_: object) -> None:
+        self._pool.shutdown(wait=True)
+        if error is None and self._started is not None:
+            self._started.result()  # its failure is the pass's, as a look's would be
+
+
 def measure(request: MeasureRequest) -> Evidence:
     """Measure one pass's change (see the module's docstring); its evidence is also the
     pass's row in ``rounds/<round>.json``."""
@@ -176,11 +204,17 @@ def measure(request: MeasureRequest) -> Evidence:
     requests = [request, *_alternates(request, request.candidates or task.spec.parallel)]
     begun = [_begin(records, r) for r in requests]  # the rows in proposal order, first
 
-    def finish(at: int, building: AbstractContextManager[object] = _BUILDING) -> Evidence:
+    def finish(
+        at: int,
+        building: AbstractContextManager[object] = _BUILDING,
+        ahead: _IncumbentAhead | None = None,
+    ) -> Evidence:
         started = begun[at]
         if isinstance(started, Evidence):
             return started  # the pass finished; only its execution's completion was lost
-        return _run_pass(task, records, requests[at], started, containment, unboxed, building)
+        return _run_pass(
+            task, records, requests[at], started, containment, unboxed, building, ahead
+        )
 
     if len(requests) == 1:
         return finish(0)
@@ -188,13 +222,17 @@ def measure(request: MeasureRequest) -> Evidence:
     for turn, previous in zip(turns[1:], turns, strict=False):
         turn.previous = previous
 
-    def finish_in_turn(at: int) -> Evidence:
-        try:
-            return finish(at, turns[at])
-        finally:
-            turns[at].done.set()  # built, or never to be: the next may build
+    with (
+        _IncumbentAhead(enabled=bool(request.dask) and task.spec.pruner is None) as ahead,
+        ThreadPoolExecutor(len(requests), thread_name_prefix="zeroshot-candidate") as pool,
+    ):
 
-    with ThreadPoolExecutor(len(requests), thread_name_prefix="zeroshot-candidate") as pool:
+        def finish_in_turn(at: int) -> Evidence:
+            try:
+                return finish(at, turns[at], ahead)
+            finally:
+                turns[at].done.set()  # built, or never to be: the next may build
+
         measured = list(pool.map(finish_in_turn, range(len(requests))))
     chosen = next((at for at, e in enumerate(measured) if e.supports_adoption), 0)
     records.move_pass_last(request.round, requests[chosen].pass_id)  # the one decided
@@ -271,9 +309,10 @@ def _run_pass(
     containment: Containment,
     unboxed: str,
     building: AbstractContextManager[object] = _BUILDING,
+    ahead: _IncumbentAhead | None = None,
 ) -> Evidence:
     parsed = parse_change(request.change)
-    pass_ = _Pass(task, records, request, row, containment, building=building)
+    pass_ = _Pass(task, records, request, row, containment, building=building, ahead=ahead)
     if unboxed:
         pass_.notes.append(unboxed)
     if isinstance(parsed, list):
@@ -301,6 +340,8 @@ class _Pass:
     diff: str = ""
     building: AbstractContextManager[object] = _BUILDING
     """Held while the candidate is built and stored (see :class:`_Turn`)."""
+    ahead: _IncumbentAhead | None = None
+    """Shared by the candidates measured at once (see :class:`_IncumbentAhead`)."""
 
     def run(self, change: Change) -> Evidence:
         incumbent = self.records.read_incumbent()
@@ -324,6 +365,8 @@ class _Pass:
         looked: list[Sequence[int]] = [first]
 
         def measure_look(look: Sequence[int]) -> Measured:
+            if self.ahead is not None and len(looked) > 1:  # undecided after its first look
+                self.ahead.start(lambda: self.record_runs(incumbent.candidate_id, seeds))
             looked.append(look)
             self.record_pair(incumbent.candidate_id, built, look)
             runs = by_seed(self.records, built)

@@ -14,9 +14,13 @@ own yet (after one seed), and only those at a similar scale (mean incumbents wit
 factor :data:`SIMILAR_SCALE`), rescaled in proportion to the metric when it is positive
 (noise that grows with the metric) — see :func:`borrowed_sigma`.
 
-**Racing** (:func:`race`, SMAC's intensification and F-race in spirit): the candidate is
-measured on one seed first, then on ``repeats`` seeds, then on ``repeats`` more at a time
-until the comparison is decided or the :class:`Gate`'s budget of seeds is spent:
+**Racing** (:func:`race`, F-race in spirit): the candidate is measured on one seed first,
+then on ``repeats`` seeds, then on one more at a time (two for a discriminating
+measurement) until the comparison is decided or the :class:`Gate`'s budget of seeds is
+spent. A look per seed stops a race as soon as its evidence allows, and keeps the runs of
+candidates measured at once in step: each look adds one run per candidate, so they fill
+the workers, where looks of several seeds leave workers idle while the slowest candidate
+of a round catches up. The decisions:
 
 - ``better``: a paired t-test says the gain beats the noise floor ``t * sd / sqrt(n)``; its
   one-sided level :data:`ALPHA` is split evenly over the race's looks (Bonferroni), so a
@@ -317,39 +321,48 @@ def t_quantile(p: float, dof: int) -> float:
 @dataclass(frozen=True)
 class Gate:
     """The rule that decides a comparison: the seeds of its first decisive look
-    (``repeats``), the most seeds racing may give it (``max_seeds``), and its false-adoption
-    level :data:`ALPHA`, split evenly over the looks."""
+    (``repeats``), the seeds each later look adds (``step``), the most seeds racing may give
+    it (``max_seeds``), and its false-adoption level :data:`ALPHA`, split evenly over the
+    looks."""
 
     repeats: int
     max_seeds: int
+    step: int = 1
     alpha: float = ALPHA
     first_seed: bool = True
     """Whether the race looks after one seed first (an early stop for a clearly worse
     candidate, on a borrowed sigma)."""
 
     def __post_init__(self) -> None:
-        if self.repeats < 1 or self.max_seeds < self.repeats or not 0 < self.alpha < 1:
+        if (
+            self.repeats < 1
+            or self.max_seeds < self.repeats
+            or self.step < 1
+            or not 0 < self.alpha < 1
+        ):
             raise ValueError(
-                f"a gate needs 1 <= repeats <= max_seeds and 0 < alpha < 1, "
-                f"got {self.repeats}, {self.max_seeds}, {self.alpha}"
+                f"a gate needs 1 <= repeats <= max_seeds, step >= 1 and 0 < alpha < 1, "
+                f"got {self.repeats}, {self.max_seeds}, {self.step}, {self.alpha}"
             )
 
     @classmethod
     def of(cls, spec: TaskSpec, discriminating: bool = False) -> Gate:
-        """The task's gate; a discriminating measurement doubles the seeds and the budget."""
+        """The task's gate; a discriminating measurement doubles the seeds, the budget and
+        the seeds a look adds (so it has as many looks)."""
         factor = 2 if discriminating else 1
         budget = spec.max_seeds or MAX_SEEDS_PER_REPEAT * spec.repeats
         budget = max(budget, spec.repeats)
         return cls(
             repeats=factor * spec.repeats,
             max_seeds=factor * budget,
+            step=factor,
             first_seed=not discriminating,
         )
 
     @property
     def looks(self) -> tuple[int, ...]:
         """The seed counts at which an adoption may be decided."""
-        looks = list(range(self.repeats, self.max_seeds + 1, self.repeats))
+        looks = list(range(self.repeats, self.max_seeds + 1, self.step))
         if looks[-1] != self.max_seeds:
             looks.append(self.max_seeds)
         return tuple(looks)
