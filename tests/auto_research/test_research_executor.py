@@ -207,6 +207,37 @@ print("ZEROSHOT_METRIC " + json.dumps({"name": "line", "value": x + noise}))
 """
 
 
+def marked_baseline(
+    tmp_path: Path, cluster: Any, client: Any, objective: str, **fields: Any
+) -> tuple[Path, Path]:
+    """A task whose ``objective`` leaves marks in a folder (``MARKS``), holding no GPU (the
+    workers' four threads run four experiments at once), and its baseline measured
+    uncontained, so that the runs' marks are seen: the task and the marks folder."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    task = gpu_task(tmp_path / "t", repeats=2, env={"MARKS": str(marks)}, **fields)
+    spec = json.loads((task / "task.yaml").read_text())
+    del spec["resources"]
+    (task / "task.yaml").write_text(json.dumps(spec))
+    (task / "candidate" / "objective.py").write_text(objective)
+    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
+    baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
+    return task, marks
+
+
+def measure_marked(task: Path, workspace: Path, cluster: Any, x: float, **fields: Any) -> Evidence:
+    """The pass after :func:`marked_baseline`'s: ``x`` measured, uncontained."""
+    return measure_on_cluster(
+        task,
+        workspace,
+        cluster.scheduler_address,
+        change({"x": x}).to_wire(),
+        pass_number=2,
+        containment=Containment("none"),
+        **fields,
+    )
+
+
 def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
     tmp_path: Path, cluster: Any, client: Any
 ) -> None:
@@ -214,24 +245,9 @@ def test_a_look_runs_the_incumbent_and_the_candidate_at_once_on_the_cluster(
     cluster their runs and the candidate's runs of them are in flight together (one wave,
     not two; the task holds no GPU, so they fit on the workers' four threads).
     Uncontained, so that the runs see each other's marks."""
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    task = gpu_task(tmp_path / "t", repeats=2, env={"MARKS": str(marks)})
-    spec = json.loads((task / "task.yaml").read_text())
-    del spec["resources"]
-    (task / "task.yaml").write_text(json.dumps(spec))
-    (task / "candidate" / "objective.py").write_text(PAIRED)
-    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
-    baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
+    task, marks = marked_baseline(tmp_path, cluster, client, PAIRED)
     (marks / "pair").touch()
-    evidence = measure_on_cluster(
-        task,
-        tmp_path,
-        cluster.scheduler_address,
-        change({"x": 0.99}).to_wire(),
-        pass_number=2,
-        containment=Containment("none"),
-    )
+    evidence = measure_marked(task, tmp_path, cluster, 0.99)
     assert evidence.candidate_id == "c001" and len(evidence.metric_repeats) >= 4
     seeds = seeds_recorded(tmp_path, BASELINE_ID)
     assert not (marks / f"together-{seeds[0]}-1.0").exists(), "the baseline ran before 'pair'"
@@ -257,24 +273,9 @@ def test_candidates_measured_at_once_run_the_incumbents_seeds_ahead(
     the incumbent's remaining seeds of the budget run at once, every one started before
     either candidate's third seed, instead of one per look beside the candidates' runs.
     Uncontained, so that the runs' start marks are seen."""
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    task = gpu_task(tmp_path / "t", repeats=2, maxSeeds=5, env={"MARKS": str(marks)})
-    spec = json.loads((task / "task.yaml").read_text())
-    del spec["resources"]  # the workers' four threads run four experiments at once
-    (task / "task.yaml").write_text(json.dumps(spec))
-    (task / "candidate" / "objective.py").write_text(STARTS)
-    wait_until(lambda: len(client.scheduler_info()["workers"]) == WORKERS, 30, "both workers")
-    baseline(task, tmp_path, cluster.scheduler_address, containment=Containment("none"))
-    measured = measure_on_cluster(
-        task,
-        tmp_path,
-        cluster.scheduler_address,
-        change({"x": 0.999}).to_wire(),
-        pass_number=2,
-        containment=Containment("none"),
-        candidates=2,
-        proposals=[propose({"x": 0.998})],
+    task, marks = marked_baseline(tmp_path, cluster, client, STARTS, maxSeeds=5)
+    measured = measure_marked(
+        task, tmp_path, cluster, 0.999, candidates=2, proposals=[propose({"x": 0.998})]
     )
     seeds = seeds_recorded(tmp_path, BASELINE_ID)
     assert len(seeds) == 5, "the incumbent has every seed of the budget"
