@@ -184,7 +184,9 @@ def test_unloading_stops_the_pollers_of_the_monitors_shown(
     wait_until(lambda: monitor.polling or monitor.terminal is not None, 60, "polling")
     zeroshot_kernel.unload_ipython_extension(shell)
     assert not monitor.polling
-    monitor.stop_run()
+    monitor.stop_run()  # follows the run again: its end is published in this test, not a later one
+    monitor.join(timeout=60)
+    monitor.close()
     zeroshot_kernel.load_ipython_extension(shell)  # the fixture unloads it again
 
 
