@@ -190,8 +190,9 @@ def test_hovering_and_clicking_a_chart_point_opens_its_candidate(lab: Lab) -> No
     lab.finished_run()
     server = lab.server
     data = server.zeroshot(f"studies/{STUDY}")
-    candidates = set(data["chart"]["candidate_ids"])
-    assert len(candidates) >= ITERATIONS
+    assert len(data["chart"]["rounds"]) >= ITERATIONS, "a point per round"
+    candidates = set(data["chart"]["candidate_ids"])  # a re-measure round names the incumbent
+    assert len(candidates) > ITERATIONS // 2
     artifacts = ARTIFACTS / "dashboard"
     with browser_page(artifacts) as page:
         dashboard = open_dashboard(page, server, STUDY)
