@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +20,26 @@ from research_driver import STUDY, TEMPLATES, drive, propose
 
 from zeroshot_kernel.auto_research import STRATEGIES, ResearchRecords, load_task
 from zeroshot_kernel.auto_research.agents import researcher, scout
+from zeroshot_kernel.auto_research.agents.surrogate import Surrogate
+from zeroshot_kernel.auto_research.agents.trust_region import Box, box, side
 from zeroshot_kernel.auto_research.experiment import ExperimentResult
 from zeroshot_kernel.auto_research.protocol import (
+    REMEASURE,
     ResearcherInput,
+    ResearchResult,
     ScoutInput,
     ScoutProposal,
     Strategy,
 )
-from zeroshot_kernel.auto_research.records import CandidateManifest, Measurement
+from zeroshot_kernel.auto_research.records import (
+    CandidateManifest,
+    IncumbentRecord,
+    Measurement,
+    ResearchState,
+    RoundPass,
+    RoundRecord,
+)
+from zeroshot_kernel.auto_research.task import TaskSpec
 
 UNIT_SQUARE = [
     {"name": "x", "type": "float", "low": 0.0, "high": 1.0},
@@ -49,6 +63,43 @@ def _task(root: Path, space: list[dict[str, Any]], start: dict[str, Any]) -> Pat
     }
     (root / "task.yaml").write_text(json.dumps(spec))  # JSON is YAML
     return root
+
+
+def staged_result(
+    number: int,
+    candidate: str,
+    disposition: str,
+    approach: str,
+    *,
+    incumbent: str = "c000",
+    params: dict[str, Any] | None = None,
+    repeats: Sequence[float] = (),
+) -> ResearchResult:
+    """A decided round as trusted adoption writes it, for the parts the search reads."""
+    return ResearchResult.model_validate(
+        {
+            "round": number,
+            "parentId": incumbent,
+            "candidateId": candidate,
+            "strategy": approach.split(":")[0],
+            "approach": approach,
+            "params": params or {},
+            "measureStatus": "measured",
+            "experimentStatus": "ok",
+            "metric": statistics.fmean(repeats) if repeats else None,
+            "metricRepeats": list(repeats),
+            "incumbentId": incumbent,
+            "gain": 0.0,
+            "noiseFloor": 0.1,
+            "evidence": "staged",
+            "disposition": disposition,
+            "justification": "staged",
+            "bytesVerified": True,
+            "candidateSha256": "",
+            "reconsidered": False,
+            "reconsiderationDue": False,
+        }
+    )
 
 
 class Study:
@@ -84,6 +135,38 @@ class Study:
             )
         )
         self.count += 1
+
+    def decide(self, disposition: str, approach: str = "exploration:ei") -> None:
+        """Record the last candidate's round as decided (``adopt`` crowns it)."""
+        cid = f"c{self.count - 1:03d}"
+        manifest = self.records.read_manifest(cid)
+        assert manifest is not None and manifest.metric is not None
+        incumbent = self.records.read_incumbent()
+        result = staged_result(
+            self.count - 1,
+            cid,
+            disposition,
+            approach,
+            incumbent=incumbent.candidate_id if incumbent else cid,
+            params=manifest.params,
+            repeats=manifest.values,
+        )
+        self.records.write_round(
+            RoundRecord(
+                round=result.round,
+                passes=[RoundPass(status="done", pass_id="staged")],
+                result=result,
+            )
+        )
+        if disposition == "adopt":
+            self.records.write_incumbent(
+                IncumbentRecord(
+                    candidate_id=cid,
+                    adopted_round=result.round,
+                    metric=manifest.metric,
+                    content_sha256="",
+                )
+            )
 
     def ask(self, strategy: Strategy, seed: int = 0) -> ScoutProposal:
         return scout(
@@ -248,3 +331,108 @@ def test_a_study_of_30_evaluations_nears_the_branin_optimum(tmp_path: Path, seed
     manifest = records.read_manifest(incumbent.candidate_id)
     assert manifest is not None
     assert _branin(manifest.params) < 0.6, manifest.params
+
+
+def _rejections_around_an_incumbent(root: Path, rejected: int) -> Study:
+    """The incumbent (0.5, 0.5), adopted first, then worse candidates spread over the
+    square, with no pattern to learn; the first ``rejected`` of them decided (rejections),
+    the others only measured (with 0, the box is still at its start)."""
+    study = Study(root / "ws", _task(root / "task", UNIT_SQUARE, {"x": 0.5, "y": 0.5}))
+    centre = {"x": 0.5, "y": 0.5}
+    study.record(centre, 0.0)
+    study.decide("adopt")
+    rng = random.Random(7)
+    for i in range(16):
+        point = {"x": rng.random(), "y": rng.random()}
+        study.record(point, 0.05 + rng.random())
+        if i < rejected:
+            study.decide("reject")
+    return study
+
+
+def _beyond(study: Study, region: Box) -> int:
+    """How many of exploration's proposals (twelve seeds) lie outside ``region``, give or take
+    the refining steps around its best draws (sigma 0.04 of the unit cube)."""
+    margin = 0.1
+    return sum(
+        any(
+            abs(float(p.params[name]) - 0.5) > half + margin
+            for name, half in region.half_widths.items()
+        )
+        for p in (study.ask("exploration", seed) for seed in range(12))
+    )
+
+
+def test_exploration_narrows_around_the_incumbent_after_rejections_in_a_row(
+    tmp_path: Path,
+) -> None:
+    """Sixteen rejections in a row halve the trust region four times (0.8 -> 0.05): the
+    expected improvement of corners no one measured no longer draws exploration away from
+    the incumbent. The box is long along the length scale the process learnt."""
+    narrowed = _rejections_around_an_incumbent(tmp_path / "narrowed", rejected=16)
+    fresh = _rejections_around_an_incumbent(tmp_path / "fresh", rejected=0)
+    spec = load_task(narrowed.task).spec
+    state = narrowed.records.snapshot()
+    surrogate = Surrogate.fit_to(spec, state.candidates.values())
+    region = box(spec, state, {"x": 0.5, "y": 0.5}, surrogate)
+    assert region.side == pytest.approx(0.05)
+    assert math.prod(2 * h for h in region.half_widths.values()) == pytest.approx(0.05**2)
+    assert _beyond(narrowed, region) == 0
+    assert _beyond(fresh, region) >= 3, "without the rounds' rejections, the box spans the square"
+    rationale = narrowed.ask("exploration").rationale
+    assert "a box of side 0.05 around c000" in rationale, rationale
+
+
+def _decided(space: list[dict[str, Any]], approaches: str) -> tuple[TaskSpec, ResearchState]:
+    """A task over ``space`` and a study whose rounds were decided as ``approaches`` says,
+    one letter a round: ``a`` adopted, ``r`` rejected, ``m`` a re-measurement."""
+    spec = TaskSpec.model_validate(
+        {
+            "name": "staged",
+            "charter": "Lower the metric.",
+            "metric": "loss",
+            "direction": "minimize",
+            "command": ["run"],
+            "budgetSeconds": 5,
+            "repeats": 2,
+            "searchSpace": space,
+        }
+    )
+    rounds = {}
+    for number, letter in enumerate(approaches, start=1):
+        result = staged_result(
+            number,
+            f"c{number:03d}",
+            "adopt" if letter == "a" else "reject",
+            REMEASURE if letter == "m" else "exploration:ei",
+        )
+        rounds[number] = RoundRecord(round=number, passes=[], result=result)
+    return spec, ResearchState(rounds=rounds, candidates={}, incumbent=None)
+
+
+@pytest.mark.parametrize(
+    ("approaches", "expected"),
+    [
+        ("", 0.8),
+        ("rrr", 0.8),
+        ("rrrr", 0.4),
+        ("rrrarrr", 0.8),  # an adoption resets the count of rejections
+        ("rrmrr", 0.4),  # a re-measurement of the incumbent is neither
+        ("aa", 0.8),
+        ("aaa", 1.6),
+        ("aaaaaa", 1.6),  # at most the whole space from anywhere
+        ("aaarrrr", 0.8),
+        ("r" * 24, 0.8 / 64),
+        ("r" * 28, 0.8),  # below 1/128: starts again
+    ],
+)
+def test_the_trust_region_follows_the_decided_rounds(approaches: str, expected: float) -> None:
+    spec, state = _decided(UNIT_SQUARE, approaches)
+    assert side(spec, state) == pytest.approx(expected)
+
+
+def test_the_trust_region_waits_a_rejection_per_numeric_parameter() -> None:
+    wide = [{"name": f"p{i}", "type": "float", "low": 0.0, "high": 1.0} for i in range(6)]
+    wide.append({"name": "kind", "type": "categorical", "choices": ["a", "b"]})
+    assert side(*_decided(wide, "rrrrr")) == pytest.approx(0.8)
+    assert side(*_decided(wide, "rrrrrr")) == pytest.approx(0.4)

@@ -199,6 +199,20 @@ class Surrogate:
         ]
         return self.best([*options, *steps])
 
+    def length_scales(self, numeric: Sequence[SearchParameter]) -> np.ndarray:
+        """The fitted length scale of each of ``numeric`` (unit cube); all alike before a fit."""
+        if self.fit is None:
+            return np.ones(len(numeric))
+        columns: dict[str, float] = {}
+        column = 0
+        for p in self.space:
+            if p.choices is not None:
+                column += len(p.choices)
+            else:
+                columns[p.name] = float(self.fit.lengths[column])
+                column += 1
+        return np.array([columns[p.name] for p in numeric])
+
     def describe(self) -> str:
         return (
             f"a Gaussian process fitted to {self.measured} measured candidates "
