@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from research_driver import STUDY, TEMPLATES, drive, propose
 
@@ -383,10 +384,8 @@ def test_exploration_narrows_around_the_incumbent_after_rejections_in_a_row(
     assert "a box of side 0.05 around c000" in rationale, rationale
 
 
-def _decided(space: list[dict[str, Any]], approaches: str) -> tuple[TaskSpec, ResearchState]:
-    """A task over ``space`` and a study whose rounds were decided as ``approaches`` says,
-    one letter a round: ``a`` adopted, ``r`` rejected, ``m`` a re-measurement."""
-    spec = TaskSpec.model_validate(
+def _spec(space: list[dict[str, Any]]) -> TaskSpec:
+    return TaskSpec.model_validate(
         {
             "name": "staged",
             "charter": "Lower the metric.",
@@ -398,6 +397,12 @@ def _decided(space: list[dict[str, Any]], approaches: str) -> tuple[TaskSpec, Re
             "searchSpace": space,
         }
     )
+
+
+def _decided(space: list[dict[str, Any]], approaches: str) -> tuple[TaskSpec, ResearchState]:
+    """A task over ``space`` and a study whose rounds were decided as ``approaches`` says,
+    one letter a round: ``a`` adopted, ``r`` rejected, ``m`` a re-measurement."""
+    spec = _spec(space)
     rounds = {}
     for number, letter in enumerate(approaches, start=1):
         result = staged_result(
@@ -436,3 +441,16 @@ def test_the_trust_region_waits_a_rejection_per_numeric_parameter() -> None:
     wide.append({"name": "kind", "type": "categorical", "choices": ["a", "b"]})
     assert side(*_decided(wide, "rrrrr")) == pytest.approx(0.8)
     assert side(*_decided(wide, "rrrrrr")) == pytest.approx(0.4)
+
+
+def test_a_draw_with_other_choices_than_the_incumbents_is_not_held_to_its_box() -> None:
+    """The incumbent's numbers say little about how another choice behaves (an SVC's best
+    gamma moves by a decade when its features are scaled)."""
+    spec = _spec([*UNIT_SQUARE, {"name": "kind", "type": "categorical", "choices": ["a", "b"]}])
+    region = Box({"x": 0.5, "y": 0.5, "kind": "a"}, 0.05, {"x": 0.025, "y": 0.025})
+    draws = region.draw(spec, np.random.default_rng(0), 400)
+    same = [d for d in draws if d["kind"] == "a"]
+    other = [d for d in draws if d["kind"] == "b"]
+    assert len(same) > 150 and len(other) > 150
+    assert all(abs(float(d[n]) - 0.5) <= 0.025 for d in same for n in ("x", "y"))
+    assert max(abs(float(d[n]) - 0.5) for d in other for n in ("x", "y")) > 0.45

@@ -9,8 +9,9 @@ than their incumbent. The box keeps exploration where the evidence is: its side 
 adoptions in a row, halves after four rejections in a row (or one per numeric parameter,
 whichever is more) and starts again at 0.8 once it has shrunk below 1/128. Each side is
 scaled by the process's length scale along it, so the box is long where the metric changes
-slowly. Categorical parameters are drawn over all their choices. The side follows from the
-round records alone, so a resumed study draws the same box.
+slowly. Categorical parameters are drawn over all their choices, and a draw whose choices
+differ from the incumbent's is drawn over the whole space. The side follows from the round
+records alone, so a resumed study draws the same box.
 """
 
 from __future__ import annotations
@@ -67,19 +68,25 @@ class Box:
         return f"a box of side {self.side:.3g}"
 
     def draw(self, spec: TaskSpec, rng: np.random.Generator, count: int) -> list[Params]:
-        """``count`` points uniform in the box (clipped to the space); categorical
-        parameters uniform over their choices."""
+        """``count`` points, categorical parameters uniform over their choices; the numeric
+        ones uniform in the box (clipped to the space) where every choice is the centre's,
+        over the whole space where one differs. A neighbourhood in the numbers is one only
+        under the same choices: an SVC's best gamma moves by a decade when its features
+        are scaled, and a box around the incumbent's gamma kept exploration from it."""
         points = []
         for _ in range(count):
-            point: Params = {}
+            point: Params = {
+                p.name: p.choices[int(rng.integers(len(p.choices)))]
+                for p in spec.search_space
+                if p.choices is not None
+            }
+            alike = all(point[name] == self.centre[name] for name in point)
             for p in spec.search_space:
-                if p.choices is not None:
-                    point[p.name] = p.choices[int(rng.integers(len(p.choices)))]
-                    continue
-                middle = to_unit(p, self.centre[p.name])
-                half = self.half_widths[p.name]
-                low, high = max(0.0, middle - half), min(1.0, middle + half)
-                point[p.name] = from_unit(p, float(rng.uniform(low, high)))
+                if p.choices is None:
+                    middle = to_unit(p, self.centre[p.name])
+                    half = self.half_widths[p.name] if alike else 1.0
+                    low, high = max(0.0, middle - half), min(1.0, middle + half)
+                    point[p.name] = from_unit(p, float(rng.uniform(low, high)))
             points.append(point)
         return points
 
