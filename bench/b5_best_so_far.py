@@ -237,6 +237,18 @@ def best_after_budget(name: str, task_name: str, seed: int) -> tuple[float, int]
         shutil.rmtree(workspace, ignore_errors=True)
 
 
+def at_least_as_good(ours: float, peer: float, sign: float) -> bool:
+    """``ours`` no worse than ``peer``, equal medians included: svc-digits' errors are
+    multiples of 1/2,700 (five splits of 540 images), and two medians of the same value
+    reached through different pairs differ in their last bits.
+
+    >>> ours, peer = (30 / 2700 + 31 / 2700) / 2, (29 + 32) / 2 / 2700
+    >>> ours <= peer, at_least_as_good(ours, peer, 1.0)
+    (False, True)
+    """
+    return sign * ours <= sign * peer or math.isclose(ours, peer, rel_tol=1e-9, abs_tol=0.0)
+
+
 def run(seeds: int) -> Report:
     report = Report("B5", f"best-so-far after {EVALUATIONS} evaluations, {seeds} seeds")
     report.versions = versions(["zeroshot-workbench", "optuna", "scikit-learn"])
@@ -256,8 +268,8 @@ def run(seeds: int) -> Report:
         values = {name: [outcomes[name, task_name, s][0] for s in range(seeds)] for name in METHODS}
         runs = {name: [outcomes[name, task_name, s][1] for s in range(seeds)] for name in METHODS}
         medians = {name: statistics.median(v) for name, v in values.items()}
-        beats_tpe = sign * medians["ours"] <= sign * medians["tpe"]
-        not_below_random = sign * medians["ours"] <= sign * medians["random"]
+        beats_tpe = at_least_as_good(medians["ours"], medians["tpe"], sign)
+        not_below_random = at_least_as_good(medians["ours"], medians["random"], sign)
         wins_tpe += beats_tpe
         never_below_random &= not_below_random
         for name in METHODS:
