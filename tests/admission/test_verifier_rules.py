@@ -357,6 +357,38 @@ def test_a_node_after_an_unconditional_terminal_is_unreachable() -> None:
     ]
 
 
+def _contradicting(second: tuple[str, str]) -> dict[str, Any]:
+    """A sequence whose first choice completes only when ``check`` accepted, then an
+    unrelated choice, then one that completes only on ``second``; then ``done``."""
+    return graph(
+        seq(
+            "root",
+            verifier("check"),
+            verifier("other"),
+            seq(
+                "work",
+                choice("first", [(signal("check", "accepted"), step("a"))], fail("f1")),
+                choice("middle", [(signal("other", "accepted"), step("b"))], step("c")),
+                choice("second", [(signal(*second), step("d"))], fail("f2")),
+            ),
+            succeed(),
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("second", "unreachable"),
+    [(("check", "rejected"), True), (("check", "accepted"), False), (("other", "accepted"), False)],
+)
+def test_a_sequence_whose_children_need_contradicting_outcomes_never_completes(
+    second: tuple[str, str], unreachable: bool
+) -> None:
+    """The last child's condition contradicts the first's across an unrelated one: the
+    sequence is decided as it grows, and a late conjunct must join the early one."""
+    expected = [("reachability", "root/root/children/3/done", ["done", "root"])]
+    assert found(verify(_contradicting(second))) == (expected if unreachable else [])
+
+
 def test_only_the_full_profile_is_executable() -> None:
     document = graph(step("work"), profile="openengine.graph.single-worker/v1")
     assert ("invalid_graph_shape", "profile", []) in found(verify(document))

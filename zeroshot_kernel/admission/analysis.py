@@ -117,6 +117,7 @@ class FlowWalk:
         effects = Effects()
         falls_through = True
         completion: Predicate = ALWAYS
+        decided = self.run.conjunction(loc)
         for child in group.children:
             child_effects = self.visit(child, scope.entering(flow, group.state))
             if falls_through:
@@ -125,7 +126,7 @@ class FlowWalk:
             falls_through = (
                 falls_through
                 and child_effects.falls_through
-                and self.run.satisfiable(completion, loc) is not False
+                and decided.add(child_effects.completion) is not False
             )
             effects.definite_nodes |= child_effects.definite_nodes
             compose_writes(effects.definite_writes, child_effects.definite_writes)

@@ -64,13 +64,17 @@ class Routes:
 
 
 def branch_conditions(choice: ChoiceNode) -> list[Predicate]:
-    """Branch ``i`` runs when its guard holds and no earlier guard does."""
-    earlier: list[Predicate] = []
+    """Branch ``i`` runs when its guard holds and no earlier guard does (its own guard
+    first: it rules out most assignments at once, where the earlier guards' negations hold
+    on nearly all of them)."""
+    # Negations of the earlier guards, one object each: shared by every later condition,
+    # so what the verifier learns about one (its coupled nodes) is learnt once.
+    ruled_out: list[Predicate] = []
     conditions = []
     for branch in choice.branches:
         current = Holds(branch.when)
-        conditions.append(conjoin([*(negate(e) for e in earlier), current]))
-        earlier.append(current)
+        conditions.append(conjoin([current, *ruled_out]))
+        ruled_out.append(negate(current))
     return conditions
 
 

@@ -105,52 +105,22 @@ class VerifierState:
         that read no common control (after the correlations that tie controls together)
         range over a product space, so the whole holds somewhere iff every group does.
         This keeps a long sequence of unrelated choices linear instead of a product."""
-        if isinstance(predicate, Always):
-            return True
-        if isinstance(predicate, Never):
-            return False
-        parts = predicate.parts if isinstance(predicate, Conjunction) else (predicate,)
-        answer: bool | None = True
-        for group in self._independent(parts):
-            found = self.assignments(guards_in(group), loc)
-            if found is None:
-                answer = None
-            elif not any(holds(group, assignment) for assignment in found):
-                return False
-        return answer
+        return self.conjunction(loc).add(predicate)
 
-    def _independent(self, parts: Sequence[Predicate]) -> list[Predicate]:
-        """``parts`` grouped so that no two groups share a coupled node, in the order of
-        each group's last part (a group merged by a part moves to the end with it).
+    def conjunction(self, loc: Loc) -> GrowingConjunction:
+        """An empty conjunction to decide as conjuncts are added (a sequence's completion
+        child by child), reporting ceilings at ``loc``."""
+        return GrowingConjunction(self, loc)
 
-        Groups are keyed by the index of their last part; a node points at the group that
-        took it, and a merged group's old keys point at its new one (union-find), so each
-        part costs its own nodes, not a scan of every group (a long conjunction of
-        unrelated choices stays linear)."""
-        merged_into: dict[int, int] = {}
+    def decide(self, members: Sequence[Predicate], loc: Loc) -> bool | None:
+        """Whether some legal assignment satisfies every one of ``members`` at once."""
+        group = conjoin(members)
+        found = self.assignments(guards_in(group), loc)
+        if found is None:
+            return None
+        return any(holds(group, assignment) for assignment in found)
 
-        def current(key: int) -> int:
-            root = key
-            while root in merged_into:
-                root = merged_into[root]
-            while key != root:  # point the whole chain at the root
-                merged_into[key], key = root, merged_into[key]
-            return root
-
-        owner: dict[str, int] = {}
-        groups: dict[int, list[Predicate]] = {}
-        for index, part in enumerate(parts):
-            nodes = self._coupled(part)
-            touching = sorted({current(owner[node]) for node in nodes if node in owner})
-            members = [member for key in touching for member in groups.pop(key)]
-            for key in touching:
-                merged_into[key] = index
-            groups[index] = [*members, part]
-            for node in nodes:
-                owner[node] = index
-        return [conjoin(members) for members in groups.values()]
-
-    def _coupled(self, part: Predicate) -> frozenset[str]:
+    def coupled(self, part: Predicate) -> frozenset[str]:
         """The nodes whose controls deciding ``part`` enumerates together, remembered per
         predicate object until a new group correlation is recorded."""
         version = (len(self.controls.joins), len(self.controls.executions))
@@ -163,3 +133,79 @@ class VerifierState:
 
     def may_fall_through(self, node: object) -> bool:
         return self.fallthrough.get(id(node), True)
+
+
+class _Groups:
+    """Conjuncts grouped so that no two groups share a coupled node.
+
+    Groups are keyed by the index of their last part; a node points at the group that took
+    it, and a merged group's old keys point at its new one (union-find), so each part costs
+    its own nodes, not a scan of every group."""
+
+    def __init__(self) -> None:
+        self.members: dict[int, list[Predicate]] = {}
+        """In the order of each group's last part (a merged group moves to the end)."""
+        self._merged_into: dict[int, int] = {}
+        self._owner: dict[str, int] = {}
+        self._added = 0
+
+    def add(self, part: Predicate, nodes: frozenset[str]) -> tuple[int, list[int]]:
+        """Files ``part`` (coupled to ``nodes``); returns its group's key and the keys of
+        the groups it merged."""
+        key = self._added
+        self._added += 1
+        merged = sorted({self._current(self._owner[node]) for node in nodes if node in self._owner})
+        members = [member for old in merged for member in self.members.pop(old)]
+        for old in merged:
+            self._merged_into[old] = key
+        self.members[key] = [*members, part]
+        for node in nodes:
+            self._owner[node] = key
+        return key, merged
+
+    def _current(self, key: int) -> int:
+        root = key
+        while root in self._merged_into:
+            root = self._merged_into[root]
+        while key != root:  # point the whole chain at the root
+            self._merged_into[key], key = root, self._merged_into[key]
+        return root
+
+
+class GrowingConjunction:
+    """A conjunction decided as it grows: a new conjunct re-decides only the groups it
+    joins, since the others were decided when they last changed. A sequence's completion
+    is checked after every child; re-deciding the whole of it each time made admission
+    quadratic in the length of the sequence."""
+
+    def __init__(self, state: VerifierState, loc: Loc) -> None:
+        self._state = state
+        self._loc = loc
+        self._groups = _Groups()
+        self._undecidable: set[int] = set()
+        self._never = False
+
+    def add(self, predicate: Predicate) -> bool | None:
+        """Conjoins ``predicate``; whether the conjunction so far is satisfiable
+        (``None``: undecidable)."""
+        if isinstance(predicate, Never):
+            self._never = True
+        if self._never:
+            return False
+        parts = predicate.parts if isinstance(predicate, Conjunction) else (predicate,)
+        changed: set[int] = set()
+        for part in parts:
+            if isinstance(part, Always):
+                continue
+            key, merged = self._groups.add(part, self._state.coupled(part))
+            changed.difference_update(merged)
+            self._undecidable.difference_update(merged)
+            changed.add(key)
+        for key in sorted(changed):
+            verdict = self._state.decide(self._groups.members[key], self._loc)
+            if verdict is False:
+                self._never = True
+                return False
+            if verdict is None:
+                self._undecidable.add(key)
+        return None if self._undecidable else True
