@@ -87,15 +87,19 @@ def write_report(ledger_url: str, run_id: str, out: Path) -> Path:
     import papermill
     from nbconvert import HTMLExporter
 
+    from zeroshot_kernel.batch.kernels import private_kernels
+
     executed = out / "report.ipynb"
-    papermill.execute_notebook(
-        str(PROJECT / "notebooks" / "report.ipynb"),
-        str(executed),
-        parameters={"ledger": ledger_url, "run_id": run_id},
-        kernel_name="python3",
-        cwd=str(out),
-        progress_bar=False,
-    )
+    with private_kernels() as config:
+        papermill.execute_notebook(
+            str(PROJECT / "notebooks" / "report.ipynb"),
+            str(executed),
+            parameters={"ledger": ledger_url, "run_id": run_id},
+            kernel_name="python3",
+            cwd=str(out),
+            progress_bar=False,
+            config=config,
+        )
     notebook = nbformat.read(executed, 4)  # type: ignore[no-untyped-call]
     exporter = HTMLExporter(exclude_input=True)  # type: ignore[no-untyped-call]
     html, _ = exporter.from_notebook_node(notebook)

@@ -293,6 +293,36 @@ def test_a_kernel_that_fails_to_start_is_retried(
     assert missing.items[0].error.startswith("the kernel did not start: NoSuchKernel")
 
 
+def test_kernels_listen_on_private_unix_sockets_that_go_with_the_batch(workspace: Path) -> None:
+    """Not TCP ports on localhost (any local process can connect to those, and ipykernel
+    warns about them at every start): sockets in a folder of mode 0700, removed after."""
+    notebook = workspace / "where.ipynb"
+    source = (
+        "import json, os, stat\n"
+        "from ipykernel.connect import get_connection_info\n"
+        "from zeroshot_kernel.batch import record\n"
+        "info = json.loads(get_connection_info())\n"
+        "folder = os.path.dirname(info['ip'])\n"
+        "record(metric=0, transport=info['transport'], folder=folder,\n"
+        "       mode=stat.S_IMODE(os.stat(folder).st_mode))"
+    )
+    cells = [nbformat.v4.new_code_cell("x = 0"), nbformat.v4.new_code_cell(source)]
+    cells[0].metadata["tags"] = ["parameters"]
+    written = nbformat.v4.new_notebook(cells=cells)
+    written.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(written, notebook)
+    status = run_batch(notebook, [{"x": 1}], output_dir="out", progress=False)
+    (item,) = status.items
+    assert item.status == "succeeded", item.error
+    assert item.results is not None
+    assert (item.results["transport"], item.results["mode"]) == ("ipc", 0o700)
+    assert not Path(item.results["folder"]).exists()
+
+
 # --- the command line ----------------------------------------------------------------------
 
 

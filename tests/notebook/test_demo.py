@@ -42,6 +42,8 @@ def test_demo_runs_the_rounds_and_writes_the_report(tmp_path: Path) -> None:
         env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    # The report's kernel listens on a private Unix socket: no warning about TCP in the output.
+    assert "without encryption" not in done.stdout + done.stderr
     printed = done.stdout.splitlines()
 
     # The rounds it printed are the ledger's rounds, one line each.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zeroshot_kernel.batch.kernels import private_kernels
 from zeroshot_kernel.batch.results import read_results
 from zeroshot_kernel.processes import PIPE, spawn
 from zeroshot_kernel.retry import RetriesExhausted, RetryPolicy, retry_sync
@@ -59,16 +60,18 @@ def execute_item(
     def attempt() -> None:
         nonlocal attempts
         attempts += 1
-        papermill.execute_notebook(
-            notebook,
-            output,
-            parameters=parameters,
-            kernel_name=kernel_name,
-            start_timeout=START_TIMEOUT_S,
-            progress_bar=False,
-            log_output=False,
-            cwd=cwd,
-        )
+        with private_kernels() as config:
+            papermill.execute_notebook(
+                notebook,
+                output,
+                parameters=parameters,
+                kernel_name=kernel_name,
+                start_timeout=START_TIMEOUT_S,
+                progress_bar=False,
+                log_output=False,
+                cwd=cwd,
+                config=config,
+            )
 
     def kernel_did_not_start(problem: BaseException) -> bool:
         return (
