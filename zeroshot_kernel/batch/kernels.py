@@ -19,9 +19,11 @@ def private_kernels() -> Iterator[Config]:
     process can connect to (ipykernel warns about those at every start, in the middle of a
     command's output). The folder and its sockets are removed when the block ends.
 
-    >>> import papermill  # doctest: +SKIP
-    >>> with private_kernels() as config:  # doctest: +SKIP
-    ...     papermill.execute_notebook("in.ipynb", "out.ipynb", config=config)
+    Pass it on as ``papermill.execute_notebook(..., config=config)``:
+
+    >>> with private_kernels() as config:
+    ...     config.KernelManager.transport
+    'ipc'
     """
     from traitlets.config import Config
 
