@@ -47,14 +47,16 @@ record(metric=(1 - x) ** 2, x=x)
 """
 
 
-def write_notebook(folder: Path) -> Path:
-    """A notebook that records ``metric`` for ``x``; with ``hang`` it sleeps on its first
-    execution only (so that a resumed item finishes); ``x < 0`` fails a cell."""
+def write_notebook(
+    folder: Path,
+    parameters: str = 'x = 0\nhang = 0\nmarks = "."',
+    source: str = NOTEBOOK_SOURCE.strip(),
+    name: str = "metric.ipynb",
+) -> Path:
+    """By default, a notebook that records ``metric`` for ``x``; with ``hang`` it sleeps
+    on its first execution only (so that a resumed item finishes); ``x < 0`` fails a cell."""
     notebook = nbformat.v4.new_notebook(
-        cells=[
-            nbformat.v4.new_code_cell('x = 0\nhang = 0\nmarks = "."'),
-            nbformat.v4.new_code_cell(NOTEBOOK_SOURCE.strip()),
-        ]
+        cells=[nbformat.v4.new_code_cell(parameters), nbformat.v4.new_code_cell(source)]
     )
     notebook.cells[0].metadata["tags"] = ["parameters"]
     notebook.metadata["kernelspec"] = {
@@ -62,7 +64,7 @@ def write_notebook(folder: Path) -> Path:
         "display_name": "Python 3",
         "language": "python",
     }
-    path = folder / "metric.ipynb"
+    path = folder / name
     nbformat.write(notebook, path)
     return path
 
@@ -296,7 +298,6 @@ def test_a_kernel_that_fails_to_start_is_retried(
 def test_kernels_listen_on_private_unix_sockets_that_go_with_the_batch(workspace: Path) -> None:
     """Not TCP ports on localhost (any local process can connect to those, and ipykernel
     warns about them at every start): sockets in a folder of mode 0700, removed after."""
-    notebook = workspace / "where.ipynb"
     source = (
         "import json, os, stat\n"
         "from ipykernel.connect import get_connection_info\n"
@@ -306,15 +307,7 @@ def test_kernels_listen_on_private_unix_sockets_that_go_with_the_batch(workspace
         "record(metric=0, transport=info['transport'], folder=folder,\n"
         "       mode=stat.S_IMODE(os.stat(folder).st_mode))"
     )
-    cells = [nbformat.v4.new_code_cell("x = 0"), nbformat.v4.new_code_cell(source)]
-    cells[0].metadata["tags"] = ["parameters"]
-    written = nbformat.v4.new_notebook(cells=cells)
-    written.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(written, notebook)
+    notebook = write_notebook(workspace, "x = 0", source, name="where.ipynb")
     status = run_batch(notebook, [{"x": 1}], output_dir="out", progress=False)
     (item,) = status.items
     assert item.status == "succeeded", item.error
