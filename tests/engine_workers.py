@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zeroshot_kernel.exceptions import OperationFailed
 from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 
@@ -199,6 +200,12 @@ def wrong_type(value: dict[str, int], context: WorkerContext) -> dict[str, str]:
 def crash(value: dict[str, int], context: WorkerContext) -> dict[str, int]:
     _start(value, context)
     raise RuntimeError("this worker always crashes")
+
+
+def fail_plainly(value: dict[str, int], context: WorkerContext) -> dict[str, int]:
+    """Fails with one of the project's own errors, whose message is written to be read."""
+    _start(value, context)
+    raise OperationFailed("the value cannot be used here")
 
 
 def die(value: dict[str, int], context: WorkerContext) -> dict[str, int]:

@@ -14,13 +14,13 @@ Example (in a notebook)::
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from zeroshot_kernel.auto_research.launch import Research, launch_research, research_options
@@ -37,6 +37,9 @@ from zeroshot_kernel.console.output import (
     fail_usage,
 )
 from zeroshot_kernel.sandbox import SandboxUnavailable, sandbox_mode
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.client import Client
 
 LINE_PROG = "%zeroshot"
 CELL_PROG = "%%zeroshot_graph"
@@ -121,7 +124,8 @@ def wait(
     from zeroshot_kernel.console.event_lines import describe_result
 
     magics = _invocation(ctx).magics
-    handle = run_commands._run_handle(open_client(ledger, target), _chosen_run(magics, run_id))
+    client = magics.client_for(run_id, ledger, target)
+    handle = run_commands._run_handle(client, _chosen_run(magics, run_id))
     try:
         result = handle.result(timeout)
     except TimeoutError as problem:
@@ -147,9 +151,9 @@ def report(
     from zeroshot_widgets.report import show_report
 
     magics = _invocation(ctx).magics
-    client = open_client(ledger, target)
+    client = magics.client_for(run_id, ledger, target)
     handle = run_commands._run_handle(client, _chosen_run(magics, run_id))
-    magics.remember(handle.id)
+    magics.remember(handle.id, client)
     show_report(client, handle.id)
 
 
@@ -231,6 +235,7 @@ class ZeroshotMagics(Magics):
         self.shown: list[Any] = []
         self._latest: Any = None
         """The run id these magics named last, or the monitor they showed last."""
+        self._latest_client: Client | None = None
 
     @property
     def latest_run(self) -> str | None:
@@ -239,15 +244,26 @@ class ZeroshotMagics(Magics):
         latest = self._latest
         return latest if latest is None or isinstance(latest, str) else str(latest.run_id)
 
-    def remember(self, latest: Any) -> None:
-        """Make ``latest`` (a run id, or a monitor) what ``wait`` and ``report`` default to."""
+    def remember(self, latest: Any, client: Client) -> None:
+        """Make ``latest`` (a run id, or a monitor) what ``wait`` and ``report`` default to,
+        read through ``client`` (the ledger it was launched or shown from)."""
         self._latest = latest
+        self._latest_client = client
+
+    def client_for(self, run_id: str | None, ledger: str | None, target: str | None) -> Client:
+        """Where a command reads ``run_id`` (``None``: the latest run): the ledger or target
+        it names, else the latest run's own ledger when it reads that run, else the
+        default."""
+        named = ledger is not None or target is not None
+        if not named and run_id in (None, self.latest_run) and self._latest_client is not None:
+            return self._latest_client
+        return open_client(ledger, target)
 
     @line_magic
     def zeroshot(self, line: str) -> None:
         """%zeroshot COMMAND [ARGS]: templates, research, runs, status, monitor, wait,
         report, browse, stop. ``%zeroshot COMMAND --help`` describes each."""
-        _invoke(line_app, LINE_PROG, line, Invocation(self))
+        _invoke(line_app, LINE_PROG, line or "--help", Invocation(self))  # bare: its help
 
     @cell_magic
     def zeroshot_graph(self, line: str, cell: str) -> None:
@@ -268,7 +284,7 @@ def _show_monitor(ctx: typer.Context, client: Any, run_id: str) -> None:
     widget = RunMonitor(client, run_id)
     magics = _invocation(ctx).magics
     magics.shown.append(widget)
-    magics.remember(widget)
+    magics.remember(widget, client)
     _display(widget)
 
 
@@ -294,17 +310,22 @@ def _invocation(ctx: typer.Context) -> Invocation:
 
 
 def _invoke(app: typer.Typer, prog: str, line: str, invocation: Invocation) -> None:
-    """Run a command as the CLI would (its usage errors print the CLI's texts); its exit
-    status ends the command, never the kernel."""
+    """Run a command as the CLI would (its errors print the CLI's texts). Its exit status
+    ends the command, never the kernel; a failure raises IPython's ``UsageError`` (one
+    line, no traceback), so the cell fails and a notebook run headless (papermill, ``zeroshot
+    batch``) stops there instead of going on as if the command had worked."""
     try:
         args = shlex.split(line)
     except ValueError as problem:
-        typer.echo(f"error: {problem}", err=True)
-        return
-    with contextlib.suppress(SystemExit):
-        try:
-            typer.main.get_command(app).main(
-                args, prog_name=prog, standalone_mode=True, obj=invocation
-            )
-        except SandboxUnavailable as refused:  # one line, as the CLI's main prints it
-            typer.echo(f"error: {refused}", err=True)
+        raise UsageError(f"{prog} {line}: {problem}") from None
+    try:
+        typer.main.get_command(app).main(args, prog_name=prog, standalone_mode=True, obj=invocation)
+        status: object = 0
+    except SystemExit as exited:
+        status = exited.code
+    except SandboxUnavailable as refused:  # one line, as the CLI's main prints it
+        typer.echo(f"error: {refused}", err=True)
+        status = EXIT_REJECTED
+    if status not in (0, None):
+        command = args[0] if args and not args[0].startswith("-") else ""
+        raise UsageError(f"{prog} {command} failed (exit status {status}): the error is above")

@@ -44,3 +44,4 @@ def test_a_folder_in_the_workspace_wins_over_a_bundled_name(tmp_path: Path) -> N
     assert "task.yaml is missing" in refused.stderr
     missing = zeroshot(tmp_path, "research", "run", "no-such-task")
     assert missing.returncode == 2 and "not a directory" in missing.stderr
+    assert "no bundled task is named 'no-such-task' (bundled: branin, " in missing.stderr

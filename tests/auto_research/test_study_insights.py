@@ -29,7 +29,7 @@ from zeroshot_widgets.study_views import (
     slice_png,
 )
 
-from zeroshot_kernel.auto_research import ResearchRecords, restore_candidate_source
+from zeroshot_kernel.auto_research import ResearchRecords, load_task, restore_candidate_source
 from zeroshot_kernel.auto_research.candidate_detail import (
     CandidateNotFound,
     candidate_choices,
@@ -142,7 +142,7 @@ def test_a_single_parameter_task_carries_all_the_weight(tmp_path: Path) -> None:
     task = line_task(tmp_path / "line")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    records_for(workspace, STUDY).round_offset("test", str(task))  # as a run starts a study
+    records_for(workspace, STUDY).round_offset("test", str(task), load_task(task).spec)  # as a run
     for number, x in enumerate((0.8, 0.5), start=1):
         evidence = measure_pass(task, workspace, number, change({"x": x}))
         decide(task, workspace, evidence)
@@ -333,7 +333,7 @@ def test_study_insights_has_its_four_tabs(branin: Path, measured: MeasuredStudy)
 
 def test_a_code_task_has_no_parameters_to_rate_and_its_diff_shows_code(tmp_path: Path) -> None:
     task = TEMPLATES / "quadrature"
-    records_for(tmp_path, STUDY).round_offset("test", str(task))  # as a run starts a study
+    records_for(tmp_path, STUDY).round_offset("test", str(task), load_task(task).spec)  # as a run
     evidence = measure_pass(
         task,
         tmp_path,

@@ -234,6 +234,22 @@ def test_a_hung_cell_fails_at_the_timeout_and_a_failing_cell_says_why(workspace:
     assert "raised AssertionError: negative x" in negative.error
 
 
+def test_a_failed_magic_fails_its_item_with_the_commands_own_error(workspace: Path) -> None:
+    # IPython expands {task} in a magic's line: the research command gets the parameter
+    source = "%load_ext zeroshot_kernel\n%zeroshot research {task}\nprint('went on')"
+    notebook = write_notebook(workspace, 'task = "branin"', source)
+    (item,) = run_batch(
+        notebook, [{"task": "no-such-task"}], output_dir="magic", timeout_s=300, progress=False
+    ).items
+    assert item.status == "failed"
+    assert item.error is not None and item.error.startswith("cell 3 failed: research task ")
+    assert "no bundled task is named 'no-such-task'" in item.error
+    assert item.output is not None
+    cells = nbformat.read(item.output, 4).cells
+    printed = [o.get("text", "") for c in cells for o in c.get("outputs", [])]
+    assert printed and not any("went on" in text for text in printed)  # the cell stopped there
+
+
 def test_the_timeout_bounds_the_whole_notebook_not_only_each_cell(workspace: Path) -> None:
     cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(6)]
     notebook = nbformat.v4.new_notebook(cells=cells)

@@ -27,6 +27,17 @@ def test_a_crash_names_its_node_code_and_the_workers_own_error(ws: Workspace) ->
     assert "this worker always crashes" in " ".join([cause.detail or "", *cause.error_lines])
     assert cause.summary().startswith("failed: crash (node work: crash - ")
     assert cause.to_wire()["errorLines"] == cause.error_lines
+    assert "engine_workers.py:" in (cause.detail or "")  # the line where the bug is
+
+
+def test_a_crash_with_the_projects_own_error_says_its_message_and_no_source_line(
+    ws: Workspace,
+) -> None:
+    run = ws.submit(g.guarded_graph("fail_plainly", attempts=1), {"value": 1})
+    finish(run)
+    cause = _cause(run)
+    assert cause is not None
+    assert cause.detail == "OperationFailed: the value cannot be used here"
 
 
 def test_a_crash_repaired_by_a_retry_is_no_cause(ws: Workspace) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import nbformat
 import pytest
 import yaml
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import CapturedIO, capture_output
 from nbclient import NotebookClient
@@ -39,15 +40,29 @@ def shell() -> Iterator[InteractiveShell]:
     zeroshot_kernel.unload_ipython_extension(ip)
 
 
-def line(ip: InteractiveShell, text: str) -> CapturedIO:
+FAILED = r"failed \(exit status [12]\): the error is above"
+"""What a command that failed raises (``UsageError``), after printing its own error."""
+
+
+def line(ip: InteractiveShell, text: str, *, fails: bool = False) -> CapturedIO:
+    """What ``%zeroshot TEXT`` printed; ``fails``: the command fails, and so its cell."""
     with capture_output() as captured:
-        ip.run_line_magic("zeroshot", text)
+        if fails:
+            with pytest.raises(UsageError, match=FAILED):
+                ip.run_line_magic("zeroshot", text)
+        else:
+            ip.run_line_magic("zeroshot", text)
     return captured
 
 
-def cell(ip: InteractiveShell, args: str, body: str) -> CapturedIO:
+def cell(ip: InteractiveShell, args: str, body: str, *, fails: bool = False) -> CapturedIO:
+    """What ``%%zeroshot_graph ARGS`` printed for ``body``; ``fails`` as for :func:`line`."""
     with capture_output() as captured:
-        ip.run_cell_magic("zeroshot_graph", args, body)
+        if fails:
+            with pytest.raises(UsageError, match=FAILED):
+                ip.run_cell_magic("zeroshot_graph", args, body)
+        else:
+            ip.run_cell_magic("zeroshot_graph", args, body)
     return captured
 
 
@@ -129,13 +144,14 @@ def test_usage_errors_are_the_cli_errors(shell: InteractiveShell, tmp_path: Path
         ("research x --iterations 0", ["template", "show", "auto-research", "--iterations", "0"]),
     ]
     for magic, command in cases:
-        printed = line(shell, magic)
+        printed = line(shell, magic, fails=True)
         assert printed.stdout == "" and printed.outputs == []
         assert error_lines(printed.stderr) == error_lines(cli(*command)) != [], magic
-    assert "Usage: %zeroshot stop [OPTIONS]" in line(shell, "stop").stderr
-    assert "No such command 'nope'" in line(shell, "nope").stderr
-    assert "Commands:" in line(shell, "").stderr  # bare %zeroshot: help, as bare zeroshot
-    assert line(shell, "runs 'unbalanced").stderr.startswith("error: No closing quotation")
+    assert "Usage: %zeroshot stop [OPTIONS]" in line(shell, "stop", fails=True).stderr
+    assert "No such command 'nope'" in line(shell, "nope", fails=True).stderr
+    assert "Commands:" in line(shell, "").stdout  # bare %zeroshot: its help, not a failure
+    with pytest.raises(UsageError, match="No closing quotation"):
+        shell.run_line_magic("zeroshot", "runs 'unbalanced")
 
 
 @pytest.mark.slow  # a real kernel or real research runs
@@ -143,12 +159,12 @@ def test_research_launches_and_shows_a_monitor_that_stop_stops(
     shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(research_workspace(tmp_path))
-    missing = line(shell, "research no-such-task")
+    missing = line(shell, "research no-such-task", fails=True)
     assert "error: research task" in missing.stderr and "not a directory" in missing.stderr
-    unsuitable = line(shell, f"research {TASK} --harness python")  # refused as the CLI does
+    unsuitable = line(shell, f"research {TASK} --harness python", fails=True)  # as the CLI
     assert unsuitable.stderr.startswith("error: --harness python: the python harness runs")
     assert unsuitable.stdout == "" and unsuitable.outputs == []
-    rejected = line(shell, f"research {TASK} --harness bogus")  # left to admission
+    rejected = line(shell, f"research {TASK} --harness bogus", fails=True)  # by admission
     assert "at runtime \u203a harness" in rejected.stdout
     assert rejected.stdout.rstrip().endswith("problem found.")
 
@@ -157,7 +173,7 @@ def test_research_launches_and_shows_a_monitor_that_stop_stops(
     assert widgets_shown(launched) == 1
     (monitor,) = ours(shell).shown
     assert monitor.progress.max == 5
-    impatient = line(shell, "wait --timeout 0")
+    impatient = line(shell, "wait --timeout 0", fails=True)
     assert f"error: run {monitor.run_id} still running after 0.0 s" in impatient.stderr
     stopped = line(shell, f"stop {monitor.run_id}").stdout
     assert stopped.startswith(("stop requested", f"{monitor.run_id} closed"))
@@ -197,12 +213,13 @@ def test_graph_cell_shows_diagnostics_or_identity(shell: InteractiveShell) -> No
     assert verified.stdout == f"graph: verified (identity {identity})\n"
 
     broken = dict(graph, policy={"unknown": 1})
-    rejected = cell(shell, "", yaml.safe_dump(broken))
+    rejected = cell(shell, "", yaml.safe_dump(broken), fails=True)
     assert "at policy" in rejected.stdout and "found." in rejected.stdout
-    as_json = cell(shell, "--json", '{"profile": "nope"}')
+    as_json = cell(shell, "--json", '{"profile": "nope"}', fails=True)
     assert '"status": "rejected"' in as_json.stdout
-    assert cell(shell, "", "profile: [").stderr.startswith("error: neither JSON nor YAML")
-    assert error_lines(cell(shell, "--bogus", "{}").stderr) == error_lines(
+    unreadable = cell(shell, "", "profile: [", fails=True)
+    assert unreadable.stderr.startswith("error: neither JSON nor YAML")
+    assert error_lines(cell(shell, "--bogus", "{}", fails=True).stderr) == error_lines(
         cli("validate", "x.json", "--bogus")
     )
 
@@ -220,6 +237,7 @@ def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
                 f"%zeroshot monitor {done.run.id} --ledger {done.client.url}"
             ),
             nbformat.v4.new_code_cell(f"%%zeroshot_graph\n{graph}"),
+            nbformat.v4.new_code_cell("%zeroshot research no-such-task\nprint('went on')"),
             nbformat.v4.new_code_cell("%unload_ext zeroshot_kernel\n%zeroshot templates"),
         ]
     )
@@ -239,7 +257,11 @@ def test_the_magics_in_a_real_kernel(tmp_path: Path) -> None:
     # a finished run's monitor is shown as its static snapshot (it outlives the kernel)
     assert WIDGET not in shown.data and "zeroshot-snapshot" in shown.data["text/html"]
     assert texts[4].startswith("graph: verified (identity ")
-    assert texts[5] == "UsageError: Line magic function `%zeroshot` not found.\n"
+    # a failed command fails its cell: the rest of it does not run (and a notebook run
+    # headless stops there: tests/batch/test_batch.py)
+    assert "not a directory" in texts[5] and "went on" not in texts[5]
+    assert "UsageError: %zeroshot research failed (exit status 2)" in texts[5]
+    assert texts[6] == "UsageError: Line magic function `%zeroshot` not found.\n"
 
 
 @pytest.mark.slow  # a real kernel or real research runs
@@ -247,17 +269,20 @@ def test_wait_and_report_mean_the_run_shown_last(
     shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert "error: no run launched or shown yet" in line(shell, "wait").stderr
+    assert "error: no run launched or shown yet" in line(shell, "wait", fails=True).stderr
     done = finished_run()
     ledger = done.client.url
     line(shell, f"monitor {done.run.id} --ledger {ledger}")
-    waited = line(shell, f"wait --ledger {ledger}")
+    waited = line(shell, "wait")  # in the ledger that run was shown from, not the default
     assert waited.stdout.startswith(f"{done.run.id} succeeded: ")
     (monitor,) = ours(shell).shown
     assert not monitor.polling and monitor.progress.value == 2
-    report = line(shell, f"report --ledger {ledger}")
+    report = line(shell, "report")
     assert [o for o in report.outputs if "image/png" in o.data]
+    assert line(shell, f"report {done.run.id}").outputs
     assert line(shell, f"report {done.run.id} --ledger {ledger}").outputs
+    elsewhere = str(tmp_path / "other.db")  # a ledger named is the one read
+    assert "error: no run" in line(shell, f"wait --ledger {elsewhere}", fails=True).stderr
 
 
 def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell) -> None:
@@ -265,7 +290,7 @@ def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell
     shell.user_ns.pop("authored", None)
     assert cell(shell, "--as authored", yaml.safe_dump(graph)).stdout.startswith("graph: verified")
     assert shell.user_ns["authored"] == graph
-    refused = cell(shell, "--as 1st", yaml.safe_dump(graph))
+    refused = cell(shell, "--as 1st", yaml.safe_dump(graph), fails=True)
     assert "error: --as '1st': not a Python variable name" in refused.stderr
 
 
@@ -275,7 +300,7 @@ def test_research_takes_the_sandbox_option_as_the_cli_does(
 ) -> None:
     monkeypatch.chdir(research_workspace(tmp_path))
     monkeypatch.setenv(BWRAP_ENV, str(tmp_path / "no-bwrap"))
-    refused = line(shell, f"research {TASK} --harness claude --model m")
+    refused = line(shell, f"research {TASK} --harness claude --model m", fails=True)
     assert error_lines(refused.stderr) and "no sandbox" in refused.stderr
     assert ours(shell).shown == []
     launched = line(shell, f"research {TASK} --iterations 1 --sandbox none")

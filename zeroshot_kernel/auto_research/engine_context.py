@@ -17,6 +17,7 @@ from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.studies.catalog import check_study_name, records_for, study_of
 from zeroshot_kernel.auto_research.studies.run_lock import hold_study
 from zeroshot_kernel.auto_research.studies.run_lock import release_run as release_study
+from zeroshot_kernel.auto_research.task import resolve_task
 from zeroshot_kernel.auto_research.views import ResearchView, ResearchViewBuilder
 from zeroshot_kernel.harness.base import ExecutionRequest
 from zeroshot_kernel.ledger.events import RunEvent
@@ -101,7 +102,8 @@ def _run(request: ExecutionRequest, study: str, task: str) -> _Run:
     run = _runs.get(request.run_id)
     if run is None or run.where != where:
         hold_study(request.workspace, check_study_name(study), request.run_id)
-        offset = records_for(request.workspace, study).round_offset(request.run_id, task)
+        spec = resolve_task(task, request.workspace).spec
+        offset = records_for(request.workspace, study).round_offset(request.run_id, task, spec)
         run = _runs[request.run_id] = _Run(where, offset)
     return run
 

@@ -31,6 +31,7 @@ from zeroshot_kernel.auto_research.protocol import (
 from zeroshot_kernel.auto_research.reconsider import reconsideration_due
 from zeroshot_kernel.auto_research.seeds import study_seed
 from zeroshot_kernel.auto_research.studies.catalog import records_for
+from zeroshot_kernel.auto_research.task import resolve_task
 from zeroshot_kernel.sandbox import Containment
 
 REVIEW_PASSES = 64
@@ -64,7 +65,8 @@ def run_rounds(
 
     folder, place = str(task), str(workspace)
     base = study_seed(study) if measure_seed is None else measure_seed
-    offset = records_for(place, study).round_offset(run_id, folder)
+    spec = resolve_task(folder, place).spec
+    offset = records_for(place, study).round_offset(run_id, folder, spec)
     done: list[InlineRound] = []
     for number in range(offset + 1, offset + rounds + 1):
         proposals = [

@@ -36,7 +36,7 @@ from pydantic import Field, ValidationError
 
 from zeroshot_kernel.auto_research.experiment import ExperimentResult, ExperimentStatus
 from zeroshot_kernel.auto_research.protocol import Change, Evidence, ResearchResult, ScoutProposal
-from zeroshot_kernel.auto_research.task import Params
+from zeroshot_kernel.auto_research.task import Direction, Params, TaskSpec
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.safe_files import opened_below, read_open
 
@@ -119,10 +119,46 @@ class RoundRecord(ContractModel):
 
 
 class StudyRecord(ContractModel):
-    """Which task a study researches, and where each of its runs started counting rounds."""
+    """Which task a study researches, and where each of its runs started counting rounds.
+
+    ``task_name``, ``metric`` and ``direction`` are the task as the study's first run found
+    it (``None`` in records from before they were kept): a run whose task reads another
+    name or measures another metric would mix numbers that cannot be compared, so it is
+    refused (:func:`.studies.catalog.claim_study`)."""
 
     task: str
+    task_name: str | None = None
+    metric: str | None = None
+    direction: Direction | None = None
     run_offsets: dict[str, int] = Field(default_factory=dict)
+
+    def with_identity(self, spec: TaskSpec) -> StudyRecord:
+        """This record, naming ``spec``'s task where it names none yet."""
+        if self.task_name is not None:
+            return self
+        return self.model_copy(
+            update={"task_name": spec.name, "metric": spec.metric, "direction": spec.direction}
+        )
+
+    def identity_problem(self, task: str, spec: TaskSpec | None) -> str | None:
+        """Why a run of ``task`` (its reference) with ``spec`` (``None``: unknown) cannot
+        continue this study, or ``None`` when it can: another folder name, another task
+        name, or another metric or direction than the study recorded."""
+        if Path(self.task).name != Path(task).name:
+            return f"researches task {self.task!r}, not {task!r}"
+        if spec is None:
+            return None
+        if self.task_name is not None and self.task_name != spec.name:
+            return f"researches task {self.task_name!r}, and {task!r} is now {spec.name!r}"
+        if self.metric is not None and (self.metric, self.direction) != (
+            spec.metric,
+            spec.direction,
+        ):
+            return (
+                f"measures {self.metric} ({self.direction}), and {task!r} now measures "
+                f"{spec.metric} ({spec.direction}): the numbers could not be compared"
+            )
+        return None
 
 
 class IncumbentRecord(ContractModel):
@@ -175,12 +211,13 @@ class ResearchRecords:
     def read_study(self) -> StudyRecord | None:
         return _read(self.workspace, self.study_path, StudyRecord)
 
-    def round_offset(self, run_id: str, task: str) -> int:
+    def round_offset(self, run_id: str, task: str, spec: TaskSpec) -> int:
         """Rounds the study recorded before ``run_id`` started (fixed on its first call,
-        so a retried execution gets the same numbers)."""
+        so a retried execution gets the same numbers); a study that does not name its
+        task's name and metric yet records ``spec``'s."""
         study = self.read_study() or StudyRecord(task=task)
         if run_id not in study.run_offsets:
-            study = study.model_copy(
+            study = study.with_identity(spec).model_copy(
                 update={"run_offsets": {**study.run_offsets, run_id: self._last_round()}}
             )
             _write_json(self.study_path, study)

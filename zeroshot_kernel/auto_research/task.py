@@ -350,11 +350,22 @@ def resolve_task(task: str, workspace: str | Path) -> ResearchTask:
     """Load ``task`` as given in an agent input: relative paths are inside the workspace; a
     bare name that is no folder there is a bundled task (``rosenbrock``)."""
     path = Path(task)
-    if not path.is_absolute():
-        inside = Path(workspace) / path
-        bundled = BUNDLED_TASKS / task
-        path = bundled if not inside.exists() and task in bundled_tasks() else inside
-    return load_task(path)
+    if path.is_absolute():
+        return load_task(path)
+    inside = Path(workspace) / path
+    if inside.exists():
+        return load_task(inside)
+    names = bundled_tasks()
+    if task in names:
+        return load_task(BUNDLED_TASKS / task)
+    try:
+        return load_task(inside)
+    except TaskError as missing:
+        if len(path.parts) != 1:  # a path, not a name
+            raise
+        raise TaskError(
+            f"{missing}, and no bundled task is named {task!r} (bundled: {', '.join(names)})"
+        ) from None
 
 
 def params_key(params: Params) -> str:

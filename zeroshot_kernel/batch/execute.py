@@ -28,6 +28,8 @@ from zeroshot_kernel.retry import RetriesExhausted, RetryPolicy, retry_sync
 START_TIMEOUT_S = 120.0
 BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
+MAX_REASON_CHARS = 500
+"""The longest line of a notebook's own output a failed item's reason quotes."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def execute_item(
         return (
             isinstance(problem, Exception)
             and not _file_problem(problem)
-            and not _any_cell_started(output)
+            and not _any_cell_started(_executed_cells(output))
         )
 
     # The budget only bounds the retries: each start has its own timeout, and the whole
@@ -97,7 +99,7 @@ def execute_item(
             "failed",
             time.monotonic() - started,
             output,
-            _reason(problem, started=_any_cell_started(output)),
+            _reason(problem, output),
             _results(output),
             attempts,
         )
@@ -106,17 +108,38 @@ def execute_item(
     )
 
 
-def _any_cell_started(output: str) -> bool:
-    """Whether papermill began executing a cell (it stamps each cell's start; a kernel that
-    never started leaves every stamp empty, whatever statuses the clean-up wrote)."""
+def _executed_cells(output: str) -> list[dict[str, Any]]:
+    """The cells of the executed notebook papermill wrote (none when it cannot be read)."""
     try:
         document = json.loads(Path(output).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return any(
-        cell.get("metadata", {}).get("papermill", {}).get("start_time")
-        for cell in document.get("cells", [])
-    )
+        return []
+    cells = document.get("cells") if isinstance(document, dict) else None
+    return [cell for cell in cells if isinstance(cell, dict)] if isinstance(cells, list) else []
+
+
+def _any_cell_started(cells: list[dict[str, Any]]) -> bool:
+    """Whether papermill began executing a cell (it stamps each cell's start; a kernel that
+    never started leaves every stamp empty, whatever statuses the clean-up wrote)."""
+    return any(cell.get("metadata", {}).get("papermill", {}).get("start_time") for cell in cells)
+
+
+def _last_error_line(cells: list[dict[str, Any]], execution_count: int | None) -> str:
+    """What a cell that failed without an exception said: the last ``error:`` line cell
+    ``execution_count`` wrote to stderr (a ``%zeroshot`` command's), else its last line."""
+    for cell in cells:
+        if cell.get("execution_count") != execution_count:
+            continue
+        lines = [
+            line.strip()
+            for output in cell.get("outputs", [])
+            if isinstance(output, dict) and output.get("name") == "stderr"
+            for line in "".join(output.get("text", "")).splitlines()
+            if line.strip()
+        ]
+        errors = [line for line in lines if line.startswith("error:")] or lines
+        return errors[-1].removeprefix("error: ")[:MAX_REASON_CHARS] if errors else ""
+    return ""
 
 
 def _results(output: str) -> dict[str, Any] | None:
@@ -132,17 +155,21 @@ def _file_problem(problem: BaseException) -> bool:
     return isinstance(problem, OSError) and problem.filename is not None
 
 
-def _reason(problem: Exception, *, started: bool) -> str:
+def _reason(problem: Exception, output: str) -> str:
     from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
+    cells = _executed_cells(output)
     if isinstance(problem, PapermillExecutionError):
-        return f"cell {problem.exec_count} raised {problem.ename}: {problem.evalue}"
+        said = problem.evalue or _last_error_line(cells, problem.exec_count)
+        if problem.ename == "CellExecutionError" and said:  # no exception: its own words
+            return f"cell {problem.exec_count} failed: {said}"
+        return f"cell {problem.exec_count} raised {problem.ename}: {said}"
     if isinstance(problem, DeadKernelError):
         return "the kernel died while a cell ran (killed, or out of memory)"
     if isinstance(problem, OSError) and _file_problem(problem):
         return f"cannot use the file {problem.filename}: {problem.strerror or problem}"
-    if not started:
+    if not _any_cell_started(cells):
         return f"the kernel did not start: {type(problem).__name__}: {problem}"
     return f"{type(problem).__name__}: {problem}"
 

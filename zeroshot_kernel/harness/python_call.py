@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from zeroshot_kernel.exceptions import ZeroshotError
 from zeroshot_kernel.workers import Refusal, Verdict, WorkerContext
 
 Reply = tuple[str, Any, str | None]
@@ -84,7 +85,7 @@ def _refused(refusal: Refusal) -> Reply:
 
 
 def _crashed(error: Exception) -> Reply:
-    return ("crash", None, _last_frame(error))
+    return ("crash", None, _described(error))
 
 
 def classify(result: Any, *, verifier: bool) -> Reply:
@@ -106,7 +107,10 @@ def _verdict(output: Any, signals: Mapping[str, Any], diagnostic: Any) -> dict[s
     return {"output": output, "signals": dict(signals), "diagnostic": diagnostic}
 
 
-def _last_frame(error: BaseException) -> str:
+def _described(error: BaseException) -> str:
+    """The error and, unless it is one of the project's own (whose messages are written to
+    be read as they are), the line that raised it: a worker's bug is found from there."""
     frames = traceback.extract_tb(error.__traceback__)
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    own = isinstance(error, ZeroshotError)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames and not own else ""
     return f"{type(error).__name__}: {error}{where}"

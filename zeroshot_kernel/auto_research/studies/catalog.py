@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zeroshot_kernel.auto_research.lock_files import LockUnusable, locks_folder, open_lock
-from zeroshot_kernel.auto_research.records import RECORDS_DIR, ResearchRecords, RoundPass
+from zeroshot_kernel.auto_research.records import (
+    RECORDS_DIR,
+    ResearchRecords,
+    RoundPass,
+    StudyRecord,
+)
 from zeroshot_kernel.auto_research.studies.run_lock import await_release, holder_file, study_holder
+from zeroshot_kernel.auto_research.task import TaskError, resolve_task
 from zeroshot_kernel.contract.model import ContractModel
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.ledger.errors import RunNotFound
@@ -130,6 +136,16 @@ def _finished_here(client: Client, run_id: str) -> bool:
         return client.run(run_id).terminal is not None
     except RunNotFound:
         return False
+
+
+def _identity_problem(recorded: StudyRecord, workspace: Path, task: str) -> str | None:
+    """Why ``task`` cannot continue the study ``recorded`` describes; a task that cannot be
+    loaded is compared by its folder name only (the run itself says what is wrong)."""
+    try:
+        spec = resolve_task(task, workspace).spec
+    except TaskError:
+        return recorded.identity_problem(task, None)
+    return recorded.identity_problem(task, spec)
 
 
 def _is_research_input(run_input: Any) -> bool:
@@ -301,11 +317,9 @@ def claim_study(client: Client, workspace: Path, study: str, task: str) -> None:
             f"study {study!r} has a damaged study.json; name another study "
             "with --study. Nothing was started."
         ) from None
-    if recorded is not None and Path(recorded.task).name != Path(task).name:
-        raise StudyError(
-            f"study {study!r} researches task {recorded.task!r}, not {task!r}; "
-            f"name another study with --study"
-        )
+    problem = None if recorded is None else _identity_problem(recorded, workspace, task)
+    if problem is not None:
+        raise StudyError(f"study {study!r} {problem}; name another study with --study")
     for summary in client.runs():
         if summary.terminal is not None:
             continue
