@@ -71,6 +71,12 @@ def rejected(ran: subprocess.CompletedProcess[str], words: str) -> str:
 
 
 REJECTED_GRAPHS = {
+    "a graph file naming a private file, run",
+    "a graph file naming a private file, validated by run",
+    "a graph file naming a private file, saved as a profile",
+    "a graph file holding a list, run",
+    "a graph file holding a list, saved as a profile",
+    "a graph that is not UTF-8, validated by run",
     "alias bomb graph",
     "a 50 MB graph",
     "nested 1,000 deep",
@@ -128,8 +134,37 @@ def private_mapping(folder: Path) -> Path:
     return path
 
 
+def naming(folder: Path) -> Path:
+    """A graph file whose whole content is a JSON string: the path of a private file."""
+    return _write(folder / "redirect.json", json.dumps(str(private(folder))))
+
+
 Case = Callable[[Path], list[str]]
 CASES: dict[str, tuple[Case, str]] = {
+    "a graph file naming a private file, run": (
+        lambda d: ["run", str(naming(d))],
+        "expected an object, got the string",
+    ),
+    "a graph file naming a private file, validated by run": (
+        lambda d: ["run", str(naming(d)), "--validate-only"],
+        "expected an object, got the string",
+    ),
+    "a graph file naming a private file, saved as a profile": (
+        lambda d: ["profile", "save", "p", "--graph", str(naming(d))],
+        "expected an object, got the string",
+    ),
+    "a graph file holding a list, run": (
+        lambda d: ["run", str(_write(d / "list.json", "[]"))],
+        "Input should be a valid dictionary",
+    ),
+    "a graph file holding a list, saved as a profile": (
+        lambda d: ["profile", "save", "p", "--graph", str(_write(d / "list.json", "[]"))],
+        "Input should be a valid dictionary",
+    ),
+    "a graph that is not UTF-8, validated by run": (
+        lambda d: ["run", str(_write_bytes(d / "bin.yaml", b"\xff\xfe")), "--validate-only"],
+        "not UTF-8 text",
+    ),
     "alias bomb graph": (
         lambda d: ["validate", str(alias_bomb(d))],
         "YAML aliases expand the document",
@@ -205,6 +240,11 @@ CASES: dict[str, tuple[Case, str]] = {
 
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
+    return path
+
+
+def _write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
     return path
 
 

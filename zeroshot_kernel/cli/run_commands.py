@@ -90,7 +90,7 @@ def run(
         fail_usage("give a graph file or --profile NAME (one of them)")
     if profile is not None and runtime is not None:
         fail_usage("a profile carries its runtime plan; save a new profile to change it")
-    document: Any = read_document(graph) if graph is not None else None
+    document: Any = read_document(graph, as_json=as_json) if graph is not None else None
     initial = read_input(input, document) if input is not None else None
     plan = read_runtime(runtime) if runtime is not None else None
     mode = sandbox_mode(sandbox)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
@@ -11,15 +11,12 @@ from zeroshot_kernel.console.output import (
     EXIT_OK,
     EXIT_REJECTED,
     fail_usage,
-    graph_document,
     print_diagnostics,
     print_json,
+    read_document,
     read_input,
     read_runtime,
 )
-
-if TYPE_CHECKING:
-    from zeroshot_kernel.contract.reading import DocumentError
 
 
 def validate(
@@ -49,35 +46,14 @@ def validate(
 
     Example: zeroshot validate graph.json --input '{"task": "x"}' --runtime @plan.json --json
     """
-    from zeroshot_kernel.contract.reading import DocumentError, DocumentUnreadable, load_document
-
-    try:
-        document = load_document(graph)
-    except DocumentUnreadable as unreadable:
-        fail_usage(str(unreadable))
-    except DocumentError as refused:  # over a limit, or no JSON/YAML: the graph is rejected
-        _reject(refused, as_json)
     report_validation(
-        graph_document(document, graph),
+        read_document(graph, as_json=as_json),
         str(graph),
         input=input,
         runtime=runtime,
         registry=registry,
         as_json=as_json,
     )
-
-
-def _reject(refused: DocumentError, as_json: bool) -> NoReturn:
-    from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
-
-    diagnostic = GraphDiagnostic(
-        code="invalid_graph_shape", path=[], message=f"the graph document was refused: {refused}"
-    )
-    if as_json:
-        print_json({"status": "rejected", "diagnostics": [diagnostic.to_wire()]})
-    else:
-        print_diagnostics([diagnostic])
-    raise typer.Exit(EXIT_REJECTED)
 
 
 def report_validation(

@@ -46,15 +46,35 @@ def fail_usage(message: str) -> NoReturn:
     raise typer.Exit(EXIT_USAGE)
 
 
-def read_document(path: Path) -> Any:
-    """A graph document from a file (a file that is no graph document is not quoted)."""
-    from zeroshot_kernel.contract.reading import DocumentError, load_document
+def read_document(path: Path, *, as_json: bool = False) -> Any:
+    """A graph document from a file, read as every command reads one: a file that cannot
+    be read is a usage error (exit 2); one that is no JSON or YAML, is over a reading limit
+    or holds no object is rejected with admission's diagnostic (exit 1; ``as_json``: as
+    a JSON envelope); a file without any graph field is refused without quoting it."""
+    from zeroshot_kernel.admission.admit import verify_document
+    from zeroshot_kernel.contract.diagnostics import GraphDiagnostic
+    from zeroshot_kernel.contract.reading import DocumentError, DocumentUnreadable, load_document
 
     try:
         document = load_document(path)
-    except DocumentError as error:
-        fail_usage(str(error))
+    except DocumentUnreadable as unreadable:
+        fail_usage(str(unreadable))
+    except DocumentError as refused:  # over a limit, or no JSON/YAML: the graph is rejected
+        message = f"the graph document was refused: {refused}"
+        reject([GraphDiagnostic(code="invalid_graph_shape", path=[], message=message)], as_json)
+    if not isinstance(document, dict):  # a string is no path to another file
+        reject(verify_document(document).diagnostics, as_json)
     return graph_document(document, path)
+
+
+def reject(diagnostics: Sequence[GraphDiagnostic], as_json: bool) -> NoReturn:
+    """Print why a graph was rejected (``as_json``: the ``validate --json`` envelope) and
+    exit 1."""
+    if as_json:
+        print_json({"status": "rejected", "diagnostics": [d.to_wire() for d in diagnostics]})
+    else:
+        print_diagnostics(diagnostics)
+    raise typer.Exit(EXIT_REJECTED)
 
 
 def graph_document(document: Any, path: Path) -> Any:
