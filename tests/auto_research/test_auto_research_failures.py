@@ -14,8 +14,10 @@ from auto_research_agents import FAILURE
 from auto_research_support import Research, copy_task, new_workspace, python_node, start
 from engine_support import controller_pid, kill, resume_when_free
 from support import alive, processes_named, wait_until
+from zeroshot_widgets.evidence_table import rounds_table, row_html
 
-from zeroshot_kernel.auto_research import load_task
+from zeroshot_kernel.auto_research import Study, load_task
+from zeroshot_kernel.auto_research.commands import round_line
 from zeroshot_kernel.auto_research.template import ATTEMPTS
 from zeroshot_kernel.contract.outcome import ErrorOutcome, VerifiedOutcome
 from zeroshot_kernel.ledger.events import FailedResult, SucceededResult
@@ -86,6 +88,21 @@ def test_a_hanging_experiment_is_killed_at_its_budget_and_recorded(tmp_path: Pat
             "reject",
         )
         assert record.result.justification == round_view.justification
+        # never compared with the incumbent: no gain or noise floor is shown as measured
+        assert not record.result.compared and round_view.seeds == 0
+        assert "was not compared with incumbent c000: no paired measurement" in (
+            record.result.evidence
+        )
+        rows = Study.open(workspace, research.records.study).rows()
+        (exported,) = [row for row in rows if row["round"] == round_view.round]
+        assert (exported["gain"], exported["noise_floor"]) == (None, None)
+        first = f"| {round_view.round} | {round_view.candidate_id} |"
+        summary = (research.records.root / "summary.md").read_text().splitlines()
+        (line,) = [line for line in summary if line.startswith(first)]
+        assert "| n/a | n/a |" in line
+        assert "; no paired measurement, failed" in round_line(round_view)
+        (table_row,) = [row for row in rounds_table(view) if row.round == round_view.round]
+        assert ">-<br><small>failed</small></td>" in row_html(table_row)
         manifest = research.records.read_manifest(round_view.candidate_id)
         assert manifest is not None
         [measurement] = manifest.measurements  # no repeats after a failed run

@@ -158,7 +158,7 @@ def row_html(row: RoundRow) -> str:
         str(row.round),
         _e(disposition),
         metric,
-        f"{_number(row.gain)} / {_number(row.noise_floor)}{_seeds_html(row)}",
+        _gain_html(row),
         f"{_e(row.parent)} → {_e(row.candidate)}",
         _e(approach_words(row.chosen, row.candidate, row.parent)),
         _details_html(row),
@@ -210,10 +210,17 @@ def _proposal_words(text: str) -> str:
     return "re-measure the incumbent (" + text[len(prefix) :] if text.startswith(prefix) else text
 
 
+def _gain_html(row: RoundRow) -> str:
+    """Gain / noise floor over the seeds; a candidate compared on no paired seed (it
+    crashed, hung or printed no metric first) has no such numbers."""
+    if not row.seeds:
+        decision = row.gate_decision.replace("_", " ") if row.gate_decision else ""
+        return "-" + (f"<br><small>{_e(decision)}</small>" if decision else "")
+    return f"{_number(row.gain)} / {_number(row.noise_floor)}{_seeds_html(row)}"
+
+
 def _seeds_html(row: RoundRow) -> str:
     """The seeds and the gate's decision under the gain (``6/9 seeds · better``)."""
-    if not row.seeds:
-        return ""
     budget = f"/{row.max_seeds}" if row.max_seeds else ""
     decision = f" · {row.gate_decision.replace('_', ' ')}" if row.gate_decision else ""
     return (

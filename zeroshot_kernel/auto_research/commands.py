@@ -179,6 +179,8 @@ def _gate(r: RoundView) -> str:
     """The gate's numbers of a raced round: ``; gain 23.3 / floor 9.01, 3/9 seeds, better``."""
     if r.gate_decision is None:
         return ""
+    if not r.seeds:  # crashed, hung or printed no metric first: nothing was compared
+        return f"; no paired measurement, {r.gate_decision.replace('_', ' ')}"
     budget = f"/{r.max_seeds}" if r.max_seeds else ""
     return (
         f"; gain {r.gain:.3g} / floor {r.noise_floor:.3g}, {r.seeds}{budget} seeds, "

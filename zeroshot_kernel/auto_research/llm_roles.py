@@ -100,12 +100,16 @@ class _Briefing:
         lines = ["## Recent rounds (measured by the engine)", ""]
         for r in results:
             gate = f", gate {r.gate_decision.replace('_', ' ')}" if r.gate_decision else ""
+            compared = (
+                f"gain {fmt(r.gain)} vs noise floor {fmt(r.noise_floor)} on "
+                f"{len(r.metric_repeats)} paired seeds"
+                if r.compared
+                else "no paired measurement"
+            )
             lines.append(
                 f"- round {r.round}: {r.candidate_id or '-'} from {r.parent_id or '-'} "
                 f"({r.strategy}: {r.approach[:120]}); {r.measure_status}, "
-                f"{self.task.spec.metric} {fmt(r.metric)}, gain {fmt(r.gain)} vs "
-                f"noise floor {fmt(r.noise_floor)} on {len(r.metric_repeats)} paired "
-                f"seeds{gate}; {r.disposition}"
+                f"{self.task.spec.metric} {fmt(r.metric)}, {compared}{gate}; {r.disposition}"
             )
         return "\n".join(lines) + "\n"
 

@@ -103,7 +103,8 @@ def summary(task: ResearchTask, state: ResearchState) -> str:
         lines.append(
             f"| {r.round} | {r.candidate_id} | {r.parent_id} | "
             f"{approach_words(r.approach, r.candidate_id, r.parent_id)} | {metric} "
-            f"| {fmt(r.gain)} | {fmt(r.noise_floor)} | {_seeds(r)} | "
+            f"| {fmt(r.gain if r.compared else None)} "
+            f"| {fmt(r.noise_floor if r.compared else None)} | {_seeds(r)} | "
             f"{(r.gate_decision or '-').replace('_', ' ')} | "
             f"{REMEASURED if remeasure else r.disposition} | {r.justification} |"
         )

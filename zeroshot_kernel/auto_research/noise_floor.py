@@ -470,8 +470,13 @@ class Paired:
         )
 
     def describe(self, metric: str, candidate_id: str, incumbent_id: str) -> str:
-        c_mean = sum(self.candidate) / self.n if self.n else None
-        i_mean = sum(self.incumbent) / self.n if self.n else None
+        if not self.n:
+            return (
+                f"{candidate_id} was not compared with incumbent {incumbent_id}: no paired "
+                f"measurement; gate: {self.decision_text()}"
+            )
+        c_mean = sum(self.candidate) / self.n
+        i_mean = sum(self.incumbent) / self.n
         effect = "" if self.effect_size is None else f", effect size {fmt(self.effect_size)}"
         relative = "" if self.relative_gain is None else f" ({percent(self.relative_gain)})"
         return (

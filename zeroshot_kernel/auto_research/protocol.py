@@ -234,3 +234,10 @@ class ResearchResult(ResearchModel):
     """Whether the experiments of the decided evidence ran in a box (see ``Evidence``)."""
     self_scored: bool = False
     """The metric came from the candidate's own code (a code task without a scorer)."""
+
+    @property
+    def compared(self) -> bool:
+        """Whether the candidate was measured against the incumbent on a paired seed: a
+        candidate that crashed, hung or printed no metric first was not, and its recorded
+        gain and noise floor (0) are no measurement."""
+        return bool(self.metric_repeats) and self.metric is not None
