@@ -1,7 +1,7 @@
 """Where a run's files and the default ledger live.
 
 The workspace is the nearest directory (from the current one upwards) holding a
-``.zeroshot`` folder, else the nearest git work tree, else the current directory. The
+``.zeroshot`` folder or a ``.git``, else the current directory (see :func:`find_workspace`). The
 ledger is ``--ledger``/``ledger=``, else ``ZEROSHOT_LEDGER``, else the workspace's
 ``.zeroshot/ledger.db``.
 """
@@ -16,6 +16,8 @@ from sqlalchemy import URL
 from zeroshot_kernel.exceptions import InvalidInput
 
 LEDGER_ENV = "ZEROSHOT_LEDGER"
+WORKSPACE_DIR = ".zeroshot"
+"""The workspace's own folder: its ledger, records and change worktrees."""
 MAX_SHOWN_CHARS = 200
 
 
@@ -25,11 +27,14 @@ class LedgerPathError(InvalidInput):
 
 
 def find_workspace(start: str | os.PathLike[str] | None = None) -> Path:
+    """The workspace of ``start`` (default: the current directory): the nearest directory
+    holding ``.zeroshot/`` or ``.git``, as git finds its repository, so a repository
+    inside a folder that once held a workspace is a workspace of its own (its change
+    worktrees, its ledger and its git agree); with neither, ``start`` itself."""
     here = Path(start or Path.cwd()).resolve()
-    for marker in (".zeroshot", ".git"):
-        for directory in (here, *here.parents):
-            if (directory / marker).exists():
-                return directory
+    for directory in (here, *here.parents):
+        if (directory / WORKSPACE_DIR).is_dir() or (directory / ".git").exists():
+            return directory
     return here
 
 
