@@ -26,7 +26,7 @@ from zeroshot_kernel.batch import create_batch
 from zeroshot_kernel.batch.parameters import MAX_SETS
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import MAX_DOCUMENT_BYTES
-from zeroshot_kernel.ledger.events import MAX_EVENT_BYTES, MAX_INPUT_BYTES
+from zeroshot_kernel.ledger.events import MAX_INPUT_BYTES
 
 # slow: a real zeroshot process per case, bounded in time and memory
 pytestmark = pytest.mark.slow
@@ -140,23 +140,20 @@ def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     nothing_recorded(tmp_path)
 
 
-def test_an_input_no_event_could_record_is_refused_at_submission(tmp_path: Path) -> None:
+def test_an_input_no_event_could_record_is_rejected_by_admission(tmp_path: Path) -> None:
     """1.5 MB is under the 2 MiB submission limit, but the first step's node_started event
-    would be 1.5 MB: the run would be admitted and no controller could ever start it."""
+    would be 1.5 MB: the run would be admitted and no controller could ever start it. So
+    admission rejects it, and ``validate`` says so before anyone tries to run it."""
     folder = workspace(tmp_path)
     document = folder / "input.json"
     document.write_text(json.dumps({"topic": "a" * 1_500_000}))
-    ran = quickly(
-        folder,
-        "run",
-        str(folder / "examples" / "headline.yaml"),
-        "--input",
-        f"@{document}",
-        "--runtime",
-        f"@{folder / 'examples' / 'headline-runtime.json'}",
-    )
-    line = refused(ran, f"at most {MAX_INPUT_BYTES:,} are stored")
-    assert f"{MAX_EVENT_BYTES:,} bytes" in line
+    graph = str(folder / "examples" / "headline.yaml")
+    plan = f"@{folder / 'examples' / 'headline-runtime.json'}"
+    for command in (["run"], ["run", "--validate-only"], ["validate"]):
+        ran = quickly(folder, *command, graph, "--input", f"@{document}", "--runtime", plan)
+        assert ran.returncode == 1, (command, ran.stdout[-500:], ran.stderr[-500:])
+        assert ran.stdout.startswith("error: ceiling_exceeded at input"), ran.stdout[-500:]
+        assert f"a run records at most {MAX_INPUT_BYTES:,}" in ran.stdout
     assert not (folder / ".zeroshot" / "ledger.db").exists()
 
 

@@ -165,13 +165,15 @@ def test_validate_rejects_the_attack_with_a_diagnostic_naming_the_file(
 @pytest.mark.parametrize(
     "case", ["JSON objects", "YAML flow lists", "YAML integer of 100,000 digits"]
 )
-def test_run_refuses_the_same_graph_files_before_starting_anything(
+def test_run_rejects_the_same_graph_files_as_validate_before_starting_anything(
     tmp_path: Path, case: str
 ) -> None:
     name, contents, words = REFUSED[case]
     path = _write(tmp_path, name, contents)
     ran = zeroshot(tmp_path, "run", str(path), "--input", "{}")
-    assert ran.returncode == 2 and re.search(words, ran.stderr), ran.stderr[-500:]
+    assert ran.returncode == 1, (ran.returncode, ran.stdout[-500:], ran.stderr[-500:])
+    assert ran.stdout.startswith("error: invalid_graph_shape at (document)")
+    assert re.search(words, ran.stdout), ran.stdout[-500:]
     assert not (tmp_path / ".zeroshot" / "ledger.db").exists()
 
 

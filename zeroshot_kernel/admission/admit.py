@@ -42,6 +42,7 @@ from zeroshot_kernel.contract.parse import diagnostics_from_validation, parse_gr
 from zeroshot_kernel.contract.payload import iter_violations
 from zeroshot_kernel.contract.reading import MAX_VIOLATIONS
 from zeroshot_kernel.harness.plan import RuntimePlan
+from zeroshot_kernel.ledger.events import MAX_INPUT_BYTES, stored_json
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,28 @@ def _parse_plan(
 
 def _input_diagnostics(graph: GraphSpec, value: Any) -> list[GraphDiagnostic]:
     """One diagnostic per violation up to :data:`MAX_VIOLATIONS`, then one that counts the
-    rest (an input can hold a million unknown keys)."""
+    rest (an input can hold a million unknown keys); and one for an input larger than a
+    run can record, so what validation admits, a run accepts."""
+    return _violations(graph, value) + _oversize(value)
+
+
+def _oversize(value: Any) -> list[GraphDiagnostic]:
+    try:
+        size = len(stored_json(value).encode("utf-8"))
+    except (TypeError, ValueError):  # not plain JSON: the type check says where
+        return []
+    if size <= MAX_INPUT_BYTES:
+        return []
+    message = (
+        f"the initial input is {size:,} bytes of JSON; a run records at most "
+        f"{MAX_INPUT_BYTES:,} (a step's start event carries the input it reads)"
+    )
+    return [
+        GraphDiagnostic(code="ceiling_exceeded", message=message, path=[field_segment("input")])
+    ]
+
+
+def _violations(graph: GraphSpec, value: Any) -> list[GraphDiagnostic]:
     violations = iter_violations(value, graph.initial_input)
     diagnostics = [
         GraphDiagnostic(

@@ -6,6 +6,7 @@ from it, and every view (CLI, widgets, reports) reads it through cursors.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -21,6 +22,14 @@ MAX_INPUT_BYTES = MAX_EVENT_BYTES - 64 * 1024
 """The largest initial input a run admits: a step's ``node_started`` event records the
 input it reads, so a larger one would be admitted into a run no controller can record
 (its envelope, names and map indices, takes far less than the 64 KiB left)."""
+
+
+def stored_json(value: Any) -> str:
+    """``value`` as the ledger stores it: compact JSON, non-ASCII kept (its size in UTF-8
+    is what the limits above bound). Raises ``TypeError``/``ValueError`` for a value that
+    is not plain JSON (a NaN, a lone surrogate raises on encoding)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
 
 RunPhase = Literal["admitted", "running", "stopping", "finished"]
 LogStream = Literal["output", "error", "system"]

@@ -49,6 +49,7 @@ from zeroshot_kernel.ledger.events import (
     ForceStopRequested,
     RunEvent,
     TerminalResult,
+    stored_json,
 )
 from zeroshot_kernel.ledger.projection import (
     Header,
@@ -552,7 +553,7 @@ def _new_run_id() -> str:
 
 def _json_text(value: Any, what: str, limit: int) -> str:
     try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = stored_json(value)
         size = len(text.encode("utf-8"))
     except (TypeError, ValueError) as error:  # UnicodeEncodeError: a lone surrogate
         raise PayloadRejected(f"{what} is not plain JSON: {error}") from None
