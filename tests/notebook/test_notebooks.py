@@ -26,7 +26,7 @@ from zeroshot_widgets.batches import recorded_values
 from zeroshot_kernel.admission.admit import verify_document
 from zeroshot_kernel.auto_research import study_rows
 from zeroshot_kernel.auto_research.views import load_research_view
-from zeroshot_kernel.batch import open_store, read_results
+from zeroshot_kernel.batch import open_store, read_results, run_batch
 from zeroshot_kernel.client import Client
 from zeroshot_kernel.contract.reading import loads_document
 from zeroshot_kernel.ledger.events import NodeCompleted, SucceededResult
@@ -340,6 +340,20 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
     bars = recorded_values(batch, "best")  # one panel per metric: they share no scale
     assert sorted(bars) == ["best (branin)", "best (rosenbrock)"]
     assert [label for label, _ in bars["best (branin)"]] == ["1: task=branin, workspace=branin"]
+
+    # Run as a batch itself, the report shows the newest finished batch, not its own
+    reporting = run_batch(
+        NOTEBOOKS / "batch-report.ipynb",
+        [{"metric": "best", "ledger": ledger}],
+        ledger=ledger,
+        output_dir=tmp_path / "reports",
+        allow_outside_workspace=True,
+        progress=False,
+    )
+    (item,) = reporting.items
+    assert item.status == "succeeded" and item.output is not None, item.error
+    reported = nbformat.read(item.output, as_version=4)
+    assert batch.batch_id in text(reported) and reporting.batch_id not in text(reported)
 
 
 def test_batch_report_without_a_batch_says_what_to_do(tmp_path: Path) -> None:
