@@ -14,6 +14,7 @@ Example (in a notebook)::
 
 from __future__ import annotations
 
+import keyword
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +212,7 @@ def graph_cell(
     from zeroshot_kernel.cli.validate_command import report_validation
     from zeroshot_kernel.contract.reading import DocumentError, loads_document
 
-    if variable is not None and not variable.isidentifier():
+    if variable is not None and (not variable.isidentifier() or keyword.iskeyword(variable)):
         fail_usage(f"--as {variable!r}: not a Python variable name")
     invocation = _invocation(ctx)
     try:

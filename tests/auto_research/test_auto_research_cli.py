@@ -57,7 +57,8 @@ def test_detach_returns_at_once_and_the_run_finishes_on_its_own(
     run_id = summary.run_id
     assert detached.stdout.splitlines() == [
         f"started {run_id}: branin, 2 rounds (metric branin, minimize), study branin",
-        f"follow it with: zeroshot research show {run_id}",
+        f"see its rounds with: zeroshot research show {run_id}; "
+        f"follow its events with: zeroshot watch {run_id}",
     ]
     # Returned while the run still waits on its first experiment: nothing has ended.
     status = client.run(run_id).status().status

@@ -63,6 +63,28 @@ def test_run_attached_exits_0_on_success_and_1_on_failure(ws: Workspace) -> None
     assert len(ws.client.runs()) == 2
 
 
+def test_run_attached_with_json_prints_json_lines(ws: Workspace) -> None:
+    """The run id, every event as the ledger recorded it with its cursor, then a failed
+    run's cause: each line one JSON object, nothing else on stdout."""
+    graph, plan = write(ws, g.seq_graph())
+    ok = zeroshot(ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan, "--json")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    first, *events = [json.loads(line) for line in ok.stdout.splitlines()]
+    assert first == {"runId": ws.client.runs()[0].run_id}
+    recorded = list(ws.client.run(first["runId"]).events())
+    assert [(e["cursor"], e["event"]) for e in events] == [
+        (cursor, event.to_wire()) for cursor, event in recorded
+    ]
+    assert events[-1]["event"]["result"] == {"status": "succeeded", "output": {"value": 8}}
+
+    graph, plan = write(ws, g.guarded_graph("crash"))
+    failed = zeroshot(ws, "run", graph, "--input", '{"value": 3}', "--runtime", plan, "--json")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    *_, terminal, cause = [json.loads(line) for line in failed.stdout.splitlines()]
+    assert terminal["event"]["kind"] == "terminal"
+    assert cause["failure"]["node"] == "work" and cause["failure"]["code"] == "crash"
+
+
 def test_a_detached_run_observed_stopped_and_watched(ws: Workspace) -> None:
     graph, plan = write(ws, g.single_step_graph("announce_then_hang", timeout_ms=600_000))
     started = zeroshot(

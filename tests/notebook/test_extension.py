@@ -290,8 +290,10 @@ def test_graph_cell_keeps_the_parsed_graph_in_a_variable(shell: InteractiveShell
     shell.user_ns.pop("authored", None)
     assert cell(shell, "--as authored", yaml.safe_dump(graph)).stdout.startswith("graph: verified")
     assert shell.user_ns["authored"] == graph
-    refused = cell(shell, "--as 1st", yaml.safe_dump(graph), fails=True)
-    assert "error: --as '1st': not a Python variable name" in refused.stderr
+    for name in ("1st", "class", "None"):
+        refused = cell(shell, f"--as {name}", yaml.safe_dump(graph), fails=True)
+        assert f"error: --as '{name}': not a Python variable name" in refused.stderr
+        assert name not in shell.user_ns
 
 
 @pytest.mark.slow  # a real kernel or real research runs

@@ -100,7 +100,10 @@ def run(
         task, research, sandbox=sandbox_mode(sandbox), ledger=ledger, target=target
     )
     if detach:
-        typer.echo(f"follow it with: zeroshot research show {started.id}")
+        typer.echo(
+            f"see its rounds with: zeroshot research show {started.id}; "
+            f"follow its events with: zeroshot watch {started.id}"
+        )
         raise typer.Exit(EXIT_OK)
     _follow(started)
 

@@ -66,7 +66,15 @@ def run(
     validate_only: Annotated[
         bool, typer.Option("--validate-only", help="Run every admission check; create nothing.")
     ] = False,
-    as_json: JsonOption = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Machine-readable output: the admission with --validate-only, the run id "
+            "with --detach, else JSON Lines (the run id, then each event with its cursor, "
+            "then a failed run's cause).",
+        ),
+    ] = False,
     sandbox: SandboxOption = None,
     ledger: LedgerOption = None,
     target: TargetOption = None,
@@ -128,9 +136,12 @@ def run(
         else:
             typer.echo(f"started {started.id}; follow it with: zeroshot watch {started.id}")
         raise typer.Exit(EXIT_OK)
-    typer.echo(f"started {started.id} (Ctrl-C detaches; the run goes on)")
+    if as_json:  # JSON Lines: the run id, then one line per event (--json's help says)
+        typer.echo(json.dumps({"runId": started.id}))
+    else:
+        typer.echo(f"started {started.id} (Ctrl-C detaches; the run goes on)")
     _say_containment(started)
-    _follow(started, None)
+    _follow(started, None, as_json=as_json)
 
 
 def _say_containment(run_handle: Run) -> None:
@@ -156,10 +167,12 @@ def _report_admission(ok: bool, diagnostics: list[Any], as_json: bool) -> NoRetu
     raise typer.Exit(EXIT_OK if ok else EXIT_REJECTED)
 
 
-def _follow(run_handle: Run, cursor: str | None) -> None:
-    """Print the run's events until it ends; exit 0 when it succeeded, 1 when it failed,
-    3 when its controller died and the run is left unfinished; Ctrl-C detaches at once
-    (exit 130) with the command that reattaches after the last event shown."""
+def _follow(run_handle: Run, cursor: str | None, *, as_json: bool = False) -> None:
+    """Print the run's events until it ends (``as_json``: one JSON object a line, the
+    event as recorded and its cursor, then a failed run's cause); exit 0 when it
+    succeeded, 1 when it failed, 3 when its controller died and the run is left
+    unfinished; Ctrl-C detaches at once (exit 130) with the command that reattaches after
+    the last event shown."""
     from zeroshot_kernel.console.follow import follow
 
     def detached(last: str | None) -> str:
@@ -169,15 +182,16 @@ def _follow(run_handle: Run, cursor: str | None) -> None:
             f"zeroshot watch {run_handle.id}" + (f" --cursor {after}" if after else "")
         )
 
-    follow(_event_lines(run_handle, cursor), detached)
+    follow(_event_lines(run_handle, cursor, as_json=as_json), detached)
 
 
-def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[Shown]:
+def _event_lines(run_handle: Run, cursor: str | None, *, as_json: bool) -> Iterator[Shown]:
     """The run's event lines with their cursors, then its failure cause; ends by raising
     ``typer.Exit`` with the run's exit status."""
     from zeroshot_kernel.console.event_lines import EventRenderer, containment_note
     from zeroshot_kernel.console.follow import ControllerWatch, failure_lines
     from zeroshot_kernel.ledger.events import SucceededResult, Terminal
+    from zeroshot_kernel.ledger.failure import explain_failure
 
     renderer = EventRenderer()
     watch = ControllerWatch(run_handle)
@@ -185,9 +199,19 @@ def _event_lines(run_handle: Run, cursor: str | None) -> Iterator[Shown]:
     while True:
         for position, event in run_handle.events(last):
             last = position
-            yield printable(renderer.line(position, event)), position
+            if as_json:
+                yield json.dumps({"cursor": position, "event": event.to_wire()}), position
+            else:
+                yield printable(renderer.line(position, event)), position
             if isinstance(event, Terminal):
                 succeeded = isinstance(event.result, SucceededResult)
+                if as_json:
+                    cause = (
+                        None if succeeded else explain_failure(e for _, e in run_handle.events())
+                    )
+                    if cause is not None:
+                        yield json.dumps({"failure": cause.to_wire()}), None
+                    raise typer.Exit(EXIT_OK if succeeded else EXIT_REJECTED)
                 if not succeeded:
                     yield from ((line, None) for line in failure_lines(run_handle))
                 note = containment_note(run_handle.sandbox)

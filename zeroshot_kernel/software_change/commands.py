@@ -160,7 +160,10 @@ def run(
     if note is not None:
         typer.echo(note, err=True)
     if detach:
-        typer.echo(f"follow it with: zeroshot status {started.id}")
+        typer.echo(
+            f"see it with: zeroshot status {started.id}; "
+            f"follow its events with: zeroshot watch {started.id}"
+        )
         raise typer.Exit(EXIT_OK)
     _follow(started)
 
