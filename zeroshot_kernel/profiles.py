@@ -26,10 +26,21 @@ from sqlmodel import Field as ColumnField
 from sqlmodel import col, select
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.reading import shorten
 from zeroshot_kernel.exceptions import InvalidInput, NotFound
 from zeroshot_kernel.ledger.side_tables import SideStore, SideTable
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+def check_name(name: str) -> str:
+    """``name`` when a profile may be saved under it, else :class:`InvalidInput` in one
+    line: checked before anything is admitted or stored, since the model's own check
+    reports in pydantic's several lines."""
+    # fullmatch: re.match lets "$" stop before a trailing newline, which the model refuses
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise InvalidInput(f"profile name {shorten(name, 80)!r} must match {NAME_PATTERN}")
+    return name
 
 
 class ProfileNotFound(NotFound):
@@ -83,8 +94,7 @@ class ProfileStore(SideStore):
 
     def save(self, profile: Profile, *, replace: bool = False) -> Profile:
         """Store ``profile``; ``ProfileExists`` when the name is taken unless ``replace``."""
-        if not re.match(NAME_PATTERN, profile.name):
-            raise ValueError(f"profile name {profile.name!r} must match {NAME_PATTERN}")
+        check_name(profile.name)
         saved = profile.model_copy(update={"saved_at": time.time()})
         with self._session(write=True) as session:
             row = session.get(ProfileRow, profile.name)
@@ -104,7 +114,9 @@ class ProfileStore(SideStore):
             row = session.get(ProfileRow, name)
             if row is None:
                 known = ", ".join(p.name for p in self.list()) or "none"
-                raise ProfileNotFound(f"no profile {name!r} at {self.display_url} (saved: {known})")
+                raise ProfileNotFound(
+                    f"no profile {shorten(name, 80)!r} at {self.display_url} (saved: {known})"
+                )
             return Profile.model_validate(json.loads(row.document))
 
     def list(self) -> list[Profile]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import Field
 
 from zeroshot_kernel.contract.model import ContractModel
+from zeroshot_kernel.contract.reading import shorten
 from zeroshot_kernel.exceptions import InvalidInput
 from zeroshot_kernel.workspace import LEDGER_ENV, display_url, find_workspace, ledger_url
 
@@ -95,8 +96,9 @@ class Targets:
         ``check`` (which raises :class:`TargetError`) accepted it."""
         if name == LOCAL:
             raise TargetError(f"{LOCAL!r} is the workspace's own ledger and cannot be redefined")
-        if not re.match(NAME_PATTERN, name):
-            raise TargetError(f"target name {name!r} must match {NAME_PATTERN}")
+        # fullmatch: re.match lets "$" stop before a trailing newline, which Target refuses
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise TargetError(f"target name {shorten(name, 80)!r} must match {NAME_PATTERN}")
         added = self._added()
         if name in added and not replace:
             raise TargetError(

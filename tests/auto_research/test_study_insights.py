@@ -311,8 +311,15 @@ def test_the_picker_lists_every_candidate_and_switches_between_them(branin: Path
     assert "starting candidate" in view.diff_html.value
     view.picker.value = "c001"
     assert view.detail.candidate_id == "c001"
-    view.select_round(99)
-    assert "round 99" in view.message.value and view.detail.candidate_id == "c001"
+    view.select_round(99)  # no such round: nothing is shown as if it were its candidate
+    assert "round 99 of study" in view.message.value and "made no candidate" in view.message.value
+    assert view.detail is None and view.picker.value is None and view.source_html.value == ""
+    view.picker.value = "c001"
+    assert view.detail is not None and view.detail.candidate_id == "c001"
+    view.select("c999")
+    assert "has no candidate <code>c999</code>" in view.message.value and view.detail is None
+    unknown = CandidateView(str(branin), study="nosuch", round=1)
+    assert f"no study &#x27;nosuch&#x27; in {branin}" in unknown.message.value
     with pytest.raises(CandidateNotFound):
         candidate_detail(branin, STUDY, "c999")
 

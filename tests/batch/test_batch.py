@@ -29,6 +29,7 @@ from zeroshot_kernel.batch import (
     resume_batch,
     run_batch,
 )
+from zeroshot_kernel.batch.notebooks import NotANotebook
 from zeroshot_kernel.batch.storage import BatchOptions
 
 # slow: real kernels (papermill), a local pool and a dask LocalCluster
@@ -112,6 +113,14 @@ def test_pairs_grids_and_csv_rows_give_one_set_per_notebook(tmp_path: Path) -> N
     exported = tmp_path / "exported.csv"  # a spreadsheet's "CSV UTF-8": a byte-order mark
     exported.write_bytes(b"\xef\xbb\xbftask,iterations\r\nbranin,2\r\n")
     assert parameter_sets(rows=exported) == [{"task": "branin", "iterations": 2}]
+
+
+def test_an_empty_value_is_the_empty_string_and_only_null_is_none(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("a,b,c,d\n,null,~,# x\n")
+    given = [("a", ""), ("b", "null"), ("c", "~"), ("d", "# x")]
+    assert parameter_sets(pairs=given) == parameter_sets(rows=rows)
+    assert parameter_sets(rows=rows) == [{"a": "", "b": None, "c": None, "d": "# x"}]
 
 
 def test_a_value_nested_past_the_yaml_parsers_reach_stays_text(tmp_path: Path) -> None:
@@ -391,6 +400,125 @@ def test_progress_is_a_bar_that_ends_at_the_item_count(workspace: Path) -> None:
     assert "1/1" in ran.stderr and "notebook" in ran.stderr  # tqdm's bar, on stderr
 
 
+RESEARCH_NOTEBOOK = Path(__file__).resolve().parents[2] / "research_templates/research.ipynb"
+
+
+def refused_line(ran: subprocess.CompletedProcess[str]) -> str:
+    """The one line of a refusal (exit 2), nothing printed on stdout."""
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stdout == ""
+    [line] = ran.stderr.splitlines()
+    return line
+
+
+def test_a_name_the_parameters_cell_does_not_assign_is_refused_before_anything_runs(
+    workspace: Path,
+) -> None:
+    notebook = write_notebook(workspace)
+    line = refused_line(
+        zeroshot(workspace, str(notebook), "-p", "z", "5", "-p", "marks", "marks", "--quiet")
+    )
+    assert line == (
+        "error: parameter z is not assigned in the parameters cell of metric.ipynb; "
+        "its parameters: x, hang, marks"
+    )
+    typo = refused_line(
+        zeroshot(workspace, str(RESEARCH_NOTEBOOK), "-p", "iteration", "1", "-p", "tsk", "b")
+    )
+    assert typo == (
+        "error: parameters iteration, tsk are not assigned in the parameters cell of "
+        "research.ipynb; its parameters: task, iterations, study, workspace, ledger"
+    )
+    (workspace / "grid.yaml").write_text("x: [1, 2]\nseed: [1]\n")
+    with pytest.raises(ParameterError, match="parameter seed is not assigned"):
+        run_batch(notebook, parameter_sets(grid="grid.yaml"), output_dir="out", progress=False)
+    assert not (workspace / "out").exists() and not (workspace / "batch-output").exists()
+    assert zeroshot(workspace, "list").stdout == ""
+
+
+def test_a_name_papermill_cannot_read_in_the_cell_is_refused_with_its_reason(
+    workspace: Path,
+) -> None:
+    notebook = write_notebook(workspace, "options = dict(depth=2)\nx = 0", name="eq.ipynb")
+    with pytest.raises(ParameterError) as refused:
+        run_batch(notebook, [{"options": {"depth": 3}}], output_dir="out", progress=False)
+    assert str(refused.value) == (
+        "parameter options is not assigned in the parameters cell of eq.ipynb; its "
+        "parameters: x (papermill could not read: Unable to parse line 1 "
+        "'options = dict(depth=2)'.)"
+    )
+
+
+def test_without_a_parameters_cell_any_name_is_injected_and_resume_runs_as_recorded(
+    workspace: Path,
+) -> None:
+    source = "from zeroshot_kernel.batch import record\nrecord(z=z)"
+    bare = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    bare.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python",
+        "language": "python",
+    }
+    nbformat.write(bare, workspace / "bare.ipynb")
+    (item,) = run_batch(
+        workspace / "bare.ipynb", [{"z": 5}], output_dir="out", progress=False
+    ).items
+    assert item.status == "succeeded", item.error
+    assert item.results == {"z": 5}
+
+    # a batch recorded before names were checked against the cell still resumes
+    notebook = write_notebook(workspace)
+    with open_store() as store:
+        batch_id = store.create(
+            str(notebook), str(workspace / "old"), sets(2, legacy=1), BatchOptions()
+        )
+    (workspace / "old").mkdir()
+    resumed = zeroshot(workspace, "resume", batch_id, "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert batch_status(batch_id).items[0].results == {"metric": 1, "x": 2}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param(["-p", "x", "-q"], id="a-flag"),
+        pytest.param(["-p", "x", "--workers", "1"], id="an-option-and-its-value"),
+        pytest.param(["-p", "x", "--timeout=5"], id="an-option-with-equals"),
+        pytest.param(["-p", "x", "-p", "marks", "marks"], id="another-p"),
+        pytest.param(["-p", "marks", "marks", "-p", "x"], id="last-as-before"),
+    ],
+)
+def test_a_p_whose_value_is_missing_does_not_swallow_the_next_option(
+    workspace: Path, arguments: list[str]
+) -> None:
+    notebook = write_notebook(workspace)
+    line = refused_line(zeroshot(workspace, str(notebook), "--output-dir", "out", *arguments))
+    assert line == "error: -p takes a name and a value: -p iterations 3"
+    assert not (workspace / "out").exists()
+
+
+def test_a_value_may_start_with_a_dash_or_be_empty_in_either_form(workspace: Path) -> None:
+    source = "from zeroshot_kernel.batch import record\nrecord(x=x, first=first, second=second)"
+    notebook = write_notebook(workspace, 'x = 0\nfirst = "a"\nsecond = "b"', source)
+    ran = zeroshot(
+        workspace, str(notebook), "-p", "x", "-1", "-p", "first", "", "-p", "second=", "--json"
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [item] = json.loads(ran.stdout)["items"]
+    assert item["parameters"] == {"x": -1, "first": "", "second": ""}
+    assert item["results"] == {"x": -1, "first": "", "second": ""}
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_a_non_finite_number_is_refused_as_such(workspace: Path, value: str) -> None:
+    notebook = write_notebook(workspace)
+    line = refused_line(zeroshot(workspace, str(notebook), "-p", "x", value))
+    assert line == "error: parameter x: non-finite numbers (inf, nan) cannot be passed"
+    with pytest.raises(ParameterError, match=r"^parameter x: non-finite numbers \(inf, nan\)"):
+        run_batch(notebook, [{"x": [1.5, float(value.replace(".", ""))]}], progress=False)
+    assert not (workspace / "batch-output").exists()
+
+
 # --- hostile parameters --------------------------------------------------------------------
 
 INJECTED = "x;__import__('os').system('touch PWNED');y"
@@ -441,7 +569,25 @@ def test_the_python_api_refuses_the_same_names_and_unwritable_values(workspace: 
         run_batch(notebook, [{INJECTED: 1}], output_dir="out", progress=False)
     with pytest.raises(ParameterError, match="set values cannot be passed"):
         run_batch(notebook, [{"x": {1, 2}}], output_dir="out", progress=False)
+    with pytest.raises(ParameterError, match="at least one parameter set"):
+        run_batch(notebook, [], output_dir="out", progress=False)
+    with pytest.raises(ParameterError, match="workers must be at least 1"):
+        run_batch(notebook, sets(1), output_dir="out", workers=0, progress=False)
     assert not (workspace / "PWNED").exists() and not (workspace / "out").exists()
+
+
+def test_results_are_read_only_from_a_notebook(workspace: Path) -> None:
+    (workspace / "plain.txt").write_text("not JSON")
+    for path, words in (
+        (workspace / "plain.txt", "not JSON"),
+        (workspace / "missing.ipynb", "cannot read the notebook"),
+        (write_notebook(workspace), None),
+    ):
+        if words is None:
+            assert read_results(path) == {}  # a notebook that recorded nothing
+            continue
+        with pytest.raises(NotANotebook, match=words):
+            read_results(path)
 
 
 def test_resume_refuses_a_name_planted_in_the_ledger(workspace: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import engine_graphs as g
 import pytest
@@ -284,3 +285,23 @@ def test_workers_in_the_workspace_import_from_any_folder_below_it(ws: Workspace)
     assert saved.returncode == 0, saved.stdout + saved.stderr
     ran = run_cli(below, "run", "--profile", "p")
     assert ran.returncode == 0 and "succeeded" in ran.stdout, ran.stdout + ran.stderr
+
+
+def test_a_bad_profile_name_is_refused_in_one_line_before_anything_is_saved(
+    tmp_path: Path,
+) -> None:
+    """Every name the profile store cannot hold (a path, empty, too long, a slash, not
+    ASCII, a trailing newline, huge) is refused in one short line naming the rule, before
+    the template is expanded or a ledger created."""
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    for name in ("../x", "", "a" * 65, "a/b", "é", "t\n", "n" * 3000):
+        done = run_cli(
+            folder, "profile", "save", name, "--template", "auto-research", "--task", "branin"
+        )
+        assert done.returncode == 2, (name, done.stdout, done.stderr)
+        [line] = done.stderr.splitlines()
+        assert line.startswith("error: profile name ") and "must match" in line, line
+        assert "validation error" not in line and "pydantic" not in line
+        assert len(line) < 200
+    assert list(folder.iterdir()) == []

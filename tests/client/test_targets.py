@@ -5,8 +5,10 @@ command is a real subprocess; the shared target is a real PostgreSQL server."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import stat
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import engine_graphs as g
@@ -157,3 +159,33 @@ def test_the_ledger_order_is_flag_then_environment(
     with pytest.raises(TargetError, match="not both"):
         resolve_ledger(tmp_path / "flag.db", "other", workspace=ws.root)
     assert Client(target="other", workspace=str(ws.root)).url == other
+
+
+def test_target_add_sets_up_the_ledger_or_saves_nothing(tmp_path: Path) -> None:
+    """The default check creates the ledger's tables, so a SQLite file is there at once and
+    a path that cannot hold one is refused (exit 2, nothing saved) rather than failing the
+    first run that uses it; --no-check still saves it unchecked."""
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    (folder / "blocker").write_text("a file, so no folder can be made under it\n")
+    added = run_cli(folder, "target", "add", "t2", "--ledger", "t2.db")
+    assert added.returncode == 0, added.stderr
+    assert (folder / "t2.db").is_file()
+    with closing(sqlite3.connect(folder / "t2.db")) as database:
+        tables = {row[0] for row in database.execute("SELECT name FROM sqlite_master")}
+    assert {"ledger_meta", "ledger_runs", "ledger_events"} <= tables, tables
+    listed = run_cli(folder, "list", "--target", "t2")
+    assert listed.returncode == 0 and "no runs in" in listed.stdout
+
+    unusable = str(folder / "blocker" / "x" / "y.db")
+    refused = run_cli(folder, "target", "add", "p", "--ledger", unusable)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    [line] = refused.stderr.splitlines()
+    assert "cannot be opened or created" in line and "--no-check" in line, line
+    assert "  p " not in run_cli(folder, "target", "list").stdout
+    unchecked = run_cli(folder, "target", "add", "p", "--ledger", unusable, "--no-check")
+    assert unchecked.returncode == 0 and "  p " in run_cli(folder, "target", "list").stdout
+
+    newline = run_cli(folder, "target", "add", "t\n", "--ledger", "t3.db")
+    assert newline.returncode == 2 and newline.stderr.startswith("error: target name 't\\n'")
+    assert not (folder / "t3.db").exists()

@@ -344,16 +344,22 @@ def test_batch_runs_research_notebooks_in_processes_into_one_ledger(tmp_path: Pa
     # Run as a batch itself, the report shows the newest finished batch, not its own
     reporting = run_batch(
         NOTEBOOKS / "batch-report.ipynb",
-        [{"metric": "best", "ledger": ledger}],
+        [{"metric": "best", "ledger": ledger}, {"metric": "nosuch", "ledger": ledger}],
         ledger=ledger,
         output_dir=tmp_path / "reports",
         allow_outside_workspace=True,
         progress=False,
     )
-    (item,) = reporting.items
+    item, unknown_metric = reporting.items
     assert item.status == "succeeded" and item.output is not None, item.error
     reported = nbformat.read(item.output, as_version=4)
     assert batch.batch_id in text(reported) and reporting.batch_id not in text(reported)
+    assert unknown_metric.output is not None, unknown_metric.error
+    unreported = nbformat.read(unknown_metric.output, as_version=4)
+    assert not pngs(unreported)  # no chart for a name nothing recorded, and it says why
+    assert "no item recorded a number named <code>nosuch</code>; numbers recorded: " in html(
+        unreported
+    )
 
 
 def test_batch_report_without_a_batch_says_what_to_do(tmp_path: Path) -> None:

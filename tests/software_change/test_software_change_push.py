@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from software_change_support import change_cli, git, repository, script, start_change
+from support import zeroshot
 
 from zeroshot_kernel.delivery import DeliveryRefused
 from zeroshot_kernel.ledger.events import (
@@ -109,6 +110,24 @@ def test_cli_takes_one_delivery(tmp_path: Path) -> None:
         done = change_cli(repo, tmp_path, *flags)
         assert done.returncode == 2 and f"choose one delivery, not {named}" in done.stderr
     assert not (repo / ".zeroshot" / "worktrees").exists()
+
+
+def test_change_commands_outside_git_say_so_without_research_advice(tmp_path: Path) -> None:
+    """``change run`` and ``change clean`` outside a repository are refused in one line
+    that names the missing repository and gives no advice meant for ``research --push``."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for done in (
+        change_cli(plain, tmp_path, "--delivery", "none"),
+        change_cli(plain, tmp_path),
+        zeroshot(plain, "change", "clean", "--dry-run"),
+    ):
+        assert done.returncode == 2, done.stdout + done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"error: the workspace {plain} is not a git repository"), line
+        assert line.endswith("run zeroshot inside a git repository"), line
+        assert "--push" not in line and "accepted rounds" not in line
+    assert list(plain.iterdir()) == []
 
 
 def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def test_selected_studies_compare_as_two_panels_and_rows_open_monitors(
 
     # the same from a script, by name; an unknown name is refused with the known ones
     assert compare_studies(client, ["beta"]).rows[0].name == "beta"
-    with pytest.raises(ValueError, match="no study 'gamma'; studies: alpha, beta"):
+    with pytest.raises(StudyError, match=r"no study 'gamma' in .*; studies: alpha, beta"):
         compare_studies(client, ["gamma"])
 
     monitor = browser.open_study("beta")

@@ -121,7 +121,22 @@ def show_batch(
     png = recorded_png(status, name) if name else None
     if png is not None:
         display(Image(png))  # type: ignore[no-untyped-call]
+    elif metric:  # asked for by name: say why no chart, and what could be charted
+        numbers = sorted(_numbers(status))
+        known = f"numbers recorded: {', '.join(numbers)}" if numbers else "no number recorded"
+        why = f"no item recorded a number named <code>{html.escape(metric)}</code>"
+        display(HTML(f"<p>{why}; {html.escape(known)}</p>"))  # type: ignore[no-untyped-call]
     return status
+
+
+def _numbers(status: BatchStatus) -> set[str]:
+    """The names some item recorded a number under."""
+    return {
+        name
+        for item in status.items
+        for name, value in (item.results or {}).items()
+        if isinstance(value, Real) and not isinstance(value, bool)
+    }
 
 
 def _common_number(status: BatchStatus) -> str | None:

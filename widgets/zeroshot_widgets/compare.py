@@ -31,6 +31,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from zeroshot_kernel.auto_research.studies.catalog import StudyError
 from zeroshot_kernel.auto_research.studies.table import (
     CurvePoint,
     StudyRow,
@@ -243,13 +244,15 @@ def compare_studies(
     client: Client | None, names: Sequence[str], *, cost: CostAxis = "auto"
 ) -> StudyComparison:
     """A :class:`StudyComparison` of the studies ``names`` (in that order) of the client's
-    workspace and ledger; ``ValueError`` names the studies it does not know."""
+    workspace and ledger; :class:`~zeroshot_kernel.auto_research.StudyError` (a
+    ``ValueError``) names the studies it does not know."""
     client = client or Client()
     found = {row.name: row for row in study_rows(client)}
     unknown = [name for name in names if name not in found]
     if unknown:
-        raise ValueError(
-            f"no study {', '.join(map(repr, unknown))}; studies: {', '.join(found) or 'none yet'}"
+        raise StudyError(
+            f"no study {', '.join(map(repr, unknown))} in {client.workspace} or its ledger's "
+            f"runs; studies: {', '.join(found) or 'none yet'}"
         )
     return StudyComparison([found[name] for name in names], cost=cost)
 

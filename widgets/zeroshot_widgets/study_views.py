@@ -477,7 +477,7 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
     def select(self, candidate: str) -> None:
         """Show ``candidate`` (its id, e.g. ``c002``)."""
         if candidate not in [value for _, value in self.picker.options]:
-            self.message.value = (
+            self._show_nothing(
                 f"study <b>{html.escape(self.study)}</b> has no candidate "
                 f"<code>{html.escape(candidate)}</code>"
             )
@@ -489,7 +489,7 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
         try:
             candidate = candidate_for_round(self.workspace, self.study, round_number)
         except CandidateNotFound as missing:
-            self.message.value = html.escape(str(missing))
+            self._show_nothing(html.escape(str(missing)))
             return
         self.message.value = ""
         self.select(candidate)
@@ -504,6 +504,16 @@ class CandidateView(widgets.VBox):  # type: ignore[misc]
     def _picked(self, change: dict[str, Any]) -> None:
         if change["new"]:
             self._show(change["new"])
+
+    def _show_nothing(self, message: str) -> None:
+        """Say ``message`` (HTML) with no candidate selected: what was asked for does not
+        exist, and another candidate's source under it would read as its answer."""
+        self.picker.value = None
+        self.detail = None
+        for part in (self.header, self.source_html, self.diff_html):
+            part.value = ""
+        self.measurements_html.value = self.review_html.value = ""
+        self.message.value = message
 
     def _show(self, candidate: str) -> None:
         try:

@@ -237,6 +237,8 @@ def candidate_for_round(workspace: str | os.PathLike[str], study: str, round_num
     """The candidate made in ``round_number`` (the round's decided candidate, else the one
     its last pass measured); :class:`CandidateNotFound` when it made none."""
     records = records_for(workspace, study)
+    if not records.root.is_dir():
+        raise CandidateNotFound(f"no study {study!r} in {records.workspace}")
     record = records.read_round(round_number)
     if record is not None and record.result is not None and record.result.candidate_id:
         return record.result.candidate_id

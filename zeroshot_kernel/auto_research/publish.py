@@ -40,6 +40,9 @@ from zeroshot_kernel.delivery.worktree import (
 )
 from zeroshot_kernel.harness.base import ExecutionRequest, HarnessResult
 
+PUSH_NEEDS_GIT = "--push publishes accepted rounds with git"
+"""Why a research run with ``--push`` refuses a workspace outside git."""
+
 DeliverySignal = Literal["published", "skipped", "repair_requested"]
 
 
@@ -53,7 +56,7 @@ class Delivered:
 async def preflight(workspace: Path) -> Remote:
     """What a ``--push`` run needs before it starts: a repository with a commit and a
     reachable remote. Raises :class:`DeliveryRefused`."""
-    repository = await open_repository(workspace)
+    repository = await open_repository(workspace, needed_for=PUSH_NEEDS_GIT)
     remote = await push_remote(repository)
     await check_reachable(repository, remote)
     return remote
@@ -73,7 +76,7 @@ async def deliver(
     (the workspace cannot deliver) or :class:`GitError` (git failed unexpectedly)."""
     result = payload["result"]
     number, candidate = int(result["round"]), str(result["candidateId"])
-    repository = await open_repository(workspace)
+    repository = await open_repository(workspace, needed_for=PUSH_NEEDS_GIT)
     worktree = await run_worktree(repository, workspace, run_id, folder=PUBLISH_WORKTREES)
     if result["disposition"] != "adopt":
         return Delivered(

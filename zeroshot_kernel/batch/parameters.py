@@ -7,8 +7,11 @@ fixed; a CSV gives one set per row with values read as YAML scalars (``3`` is an
 
 Papermill writes each name into the notebook's parameters cell as ``name = value``, so a
 name is source code: every name must be a plain Python identifier (no keyword, no dunder),
-checked before any notebook runs. Values are data: only JSON-like values (text, numbers,
-booleans, None, lists, mappings with text keys), which papermill renders as literals.
+checked before any notebook runs; where the notebook has a parameters cell, it must also be
+a name that cell assigns (:func:`check_declared`: a typo would otherwise run the default).
+Values are data: only JSON-like values (text, numbers, booleans, None, lists, mappings with
+text keys), which papermill renders as literals. An empty value is the empty string: YAML
+reads it as null, which no one typing ``-p study ''`` means; only ``null`` (``~``) is None.
 
 Example::
 
@@ -25,12 +28,15 @@ import keyword
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import yaml
 
 from zeroshot_kernel.contract.reading import DocumentError, load_document, read_text, shorten
 from zeroshot_kernel.exceptions import InvalidInput
+
+if TYPE_CHECKING:
+    from zeroshot_kernel.batch.notebooks import DeclaredParameters
 
 Parameters = dict[str, Any]
 MAX_SETS = 10_000
@@ -77,11 +83,12 @@ def check_value(value: Any, name: str) -> None:
     if isinstance(value, float):
         if math.isfinite(value):
             return
-    elif isinstance(value, list):
+        raise ParameterError(f"parameter {name}: non-finite numbers (inf, nan) cannot be passed")
+    if isinstance(value, list):
         for item in value:
             check_value(item, name)
         return
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 break
@@ -112,13 +119,42 @@ def check_sets(sets: Sequence[Mapping[str, Any]], source: str = "parameters") ->
             check_value(value, check_name(name, source))
 
 
+def check_declared(
+    sets: Sequence[Mapping[str, Any]], declared: DeclaredParameters, notebook: str
+) -> None:
+    """Refuse a name the notebook's parameters cell does not assign: papermill would inject
+    it beside the defaults, and a misspelt ``-p iteration 1`` would quietly run with the
+    default ``iterations``."""
+    known = set(declared.names)
+    unknown = sorted({name for parameters in sets for name in parameters} - known)
+    if not unknown:
+        return
+    listed = ", ".join(declared.names) if declared.names else "none"
+    message = (
+        f"{'parameter' if len(unknown) == 1 else 'parameters'} {shorten(', '.join(unknown))} "
+        f"{'is' if len(unknown) == 1 else 'are'} not assigned in the parameters cell of "
+        f"{notebook}; its parameters: {shorten(listed)}"
+    )
+    if declared.unread:  # the name may well be on a line papermill could not read
+        message += f" (papermill could not read: {shorten('; '.join(declared.unread))})"
+    raise ParameterError(message)
+
+
+NULLS = frozenset({"null", "Null", "NULL", "~"})
+"""The spellings of YAML's null: the only values that become None."""
+
+
 def scalar(text: str) -> Any:
-    """A command-line or CSV value as YAML reads a scalar; anything else stays text."""
+    """A command-line or CSV value as YAML reads a scalar; anything else stays text. YAML
+    also reads nothing (``''``, blanks, a ``# comment``) as null: that stays text too, so
+    ``-p study ''`` passes the empty string the notebook's ``study = ""`` expects."""
     try:
         value = yaml.safe_load(text)
     except (yaml.YAMLError, RecursionError):  # deep flow collections recurse in the parser
         return text
-    return value if isinstance(value, str | int | float | bool) or value is None else text
+    if value is None:
+        return None if text.strip() in NULLS else text
+    return value if isinstance(value, str | int | float | bool) else text
 
 
 def grid_sets(grid: Mapping[str, Any]) -> list[Parameters]:

@@ -33,13 +33,18 @@ def record(**values: Any) -> None:
 
 
 def read_results(notebook: str | os.PathLike[str]) -> dict[str, Any]:
-    """Every value the executed ``notebook`` recorded, later records winning."""
-    with open(notebook, encoding="utf-8") as handle:
-        document = json.load(handle)
+    """Every value the executed ``notebook`` recorded, later records winning;
+    :class:`~zeroshot_kernel.batch.notebooks.NotANotebook` (a ``ValueError``) when it cannot
+    be read or is no Jupyter notebook."""
+    from zeroshot_kernel.batch.notebooks import read_notebook
+
+    _, document = read_notebook(notebook)
     results: dict[str, Any] = {}
-    for cell in document.get("cells", []):
-        for output in cell.get("outputs", []):
-            payload = output.get("data", {}).get(RESULT_MIME)
+    for cell in document["cells"]:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for output in outputs if isinstance(outputs, list) else []:
+            data = output.get("data") if isinstance(output, dict) else None
+            payload = data.get(RESULT_MIME) if isinstance(data, dict) else None
             if isinstance(payload, dict):
                 results.update(payload)
     return results

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from zeroshot_kernel.batch.execute import ItemOutcome, execute_in_child
-from zeroshot_kernel.batch.notebooks import check_notebook
+from zeroshot_kernel.batch.notebooks import declared_parameters, read_notebook
 from zeroshot_kernel.batch.outputs import (
     check_batch_folder,
     clear_link,
     create_batch_folder,
     output_directory,
 )
-from zeroshot_kernel.batch.parameters import check_sets
+from zeroshot_kernel.batch.parameters import ParameterError, check_declared, check_sets
 from zeroshot_kernel.batch.storage import (
     BatchItem,
     BatchOptions,
@@ -68,8 +68,7 @@ def run_batch(
     allow_outside_workspace: bool = False,
 ) -> BatchStatus:
     """Record a new batch (:func:`create_batch`) and execute every item of it."""
-    if dask is not None:
-        check_address(dask)
+    _check_workers(workers, dask)
     created = create_batch(
         notebook,
         parameter_sets,
@@ -101,13 +100,17 @@ def create_batch(
     (:func:`resume_batch` does). Everything is checked first, and nothing is recorded or
     created when a check fails: the notebook (a Jupyter notebook, see
     :mod:`~zeroshot_kernel.batch.notebooks`), every parameter name and value (see
-    :mod:`zeroshot_kernel.batch.parameters`), and ``output_dir``, which must lie inside the
+    :mod:`zeroshot_kernel.batch.parameters`), every name against those the notebook's
+    parameters cell assigns when it has one, and ``output_dir``, which must lie inside the
     workspace unless ``allow_outside_workspace``. The batch writes its notebooks into a
     new folder of its own, ``<output_dir>/<batch id>``."""
-    source = check_notebook(notebook)
+    source, document = read_notebook(notebook)
     if not parameter_sets:
-        raise ValueError("a batch needs at least one parameter set")
+        raise ParameterError("a batch needs at least one parameter set")
     check_sets(parameter_sets)
+    declared = declared_parameters(document, kernel_name)
+    if declared is not None:
+        check_declared(parameter_sets, declared, source.name)
     out = output_directory(output_dir, allow_outside_workspace=allow_outside_workspace)
     options = BatchOptions(
         timeout_s=timeout_s,
@@ -132,8 +135,10 @@ def resume_batch(
     """Execute again every item of ``batch_id`` that has not succeeded (failed, or left
     pending or running by a batch that was interrupted). Their parameters are checked again
     first: a batch recorded by an older version, or a ledger written by other hands, may
-    hold names that are code. The batch's folder must still be a folder reached without a
-    link."""
+    hold names that are code. They are not checked against the notebook's parameters cell
+    again: the batch runs as it was recorded, even if the notebook changed since. The
+    batch's folder must still be a folder reached without a link."""
+    _check_workers(workers, dask)
     with open_store(ledger) as store:
         status = store.status(batch_id)
         todo = [item for item in status.items if item.status != "succeeded"]
@@ -224,6 +229,14 @@ def _outcome(future: Future[ItemOutcome], output: str) -> ItemOutcome:
 Runner = Callable[..., ItemOutcome]
 
 
+def _check_workers(workers: int, dask: str | None) -> None:
+    """Refuse, before anything is recorded, where no item could run."""
+    if dask is not None:
+        check_address(dask)
+    elif workers < 1:
+        raise ParameterError("workers must be at least 1")
+
+
 @contextlib.contextmanager
 def _executor(workers: int, dask: str | None) -> Iterator[tuple[Executor, Runner, float]]:
     """Where items run, what runs one, and the pause between two starts. Every notebook
@@ -234,8 +247,6 @@ def _executor(workers: int, dask: str | None) -> Iterator[tuple[Executor, Runner
         with connected(dask) as client:
             yield client.get_executor(pure=False), execute_in_child, 0.0  # type: ignore[no-untyped-call]
         return
-    if workers < 1:
-        raise ValueError("workers must be at least 1")
     with ThreadPoolExecutor(workers, thread_name_prefix="zeroshot-batch") as pool:
         yield pool, execute_in_child, STAGGER_S
 

@@ -29,16 +29,32 @@ class _RunByDefault(TyperGroup):
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             args = ["run", *args]
         name, command, rest = super().resolve_command(ctx, args)
-        return name, command, _joined_pairs(rest) if name == "run" else rest
+        if name != "run" or command is None:
+            return name, command, rest
+        options = {
+            option
+            for param in command.get_params(ctx)
+            for option in (*param.opts, *param.secondary_opts)
+            if option.startswith("-")
+        }
+        return name, command, _joined_pairs(rest, options)
 
 
-def _joined_pairs(args: list[str]) -> list[str]:
+def _joined_pairs(args: list[str], options: set[str]) -> list[str]:
+    """``-p NAME VALUE`` joined into ``-p NAME=VALUE``, unless VALUE is one of ``options``
+    (``-p task -q``: the value is missing, and ``run`` says so, instead of running with
+    ``task = "-q"``). Any other value may start with ``-``: ``-p x -1``."""
     joined: list[str] = []
     position = 0
     while position < len(args):
         arg = args[position]
         pair = args[position + 1 : position + 3]
-        if arg in PARAMETER_FLAGS and len(pair) == 2 and "=" not in pair[0]:
+        if (
+            arg in PARAMETER_FLAGS
+            and len(pair) == 2
+            and "=" not in pair[0]
+            and pair[1].split("=", 1)[0] not in options  # --workers=1 is an option too
+        ):
             joined += [arg, f"{pair[0]}={pair[1]}"]
             position += 3
         else:
@@ -119,8 +135,9 @@ def run(
     """Execute NOTEBOOK once per parameter set; exit 1 when any item failed.
 
     Parameter names must be plain Python variable names (they become code in the
-    parameters cell); values are passed as literals. Anything else is refused before any
-    notebook runs."""
+    parameters cell) that the notebook's parameters cell assigns, when it has one; values
+    are passed as literals (an empty value is the empty string). Anything else is refused
+    before any notebook runs."""
     from zeroshot_kernel.batch import (
         ParameterError,
         SchedulerUnusable,

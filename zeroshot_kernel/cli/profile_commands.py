@@ -99,8 +99,12 @@ def save(
     every later `zeroshot run --profile NAME` runs, even after the template changes.
     """
     from zeroshot_kernel.client import AdmissionRejected
-    from zeroshot_kernel.profiles import ProfileExists, TemplateSource
+    from zeroshot_kernel.profiles import ProfileExists, TemplateSource, check_name
 
+    try:
+        check_name(name)
+    except ValueError as problem:
+        fail_usage(str(problem))
     if (template is None) == (graph is None):
         fail_usage("give exactly one of --template and --graph")
     plan = read_runtime(runtime) if runtime is not None else None

@@ -56,14 +56,17 @@ def add(
 
 
 def _open(target: Target) -> None:
-    """Open the ledger once so that a typo or an unreachable server is caught now."""
+    """Create the ledger's tables now, as its first write would, so that a typo, an
+    unreachable server or a path that cannot hold a file is refused before it is saved
+    (opening a ``Ledger`` alone does not even open a SQLite file that is missing)."""
     from zeroshot_kernel.console.options import ledger_problem
     from zeroshot_kernel.ledger import Ledger
     from zeroshot_kernel.targets import TargetError
 
     url = target.url()
     try:
-        Ledger(url).close()
+        with Ledger(url) as ledger:
+            ledger.prepare()
     except Exception as problem:
         raise TargetError(
             f"{ledger_problem(url, problem)}; pass --no-check to save it anyway"

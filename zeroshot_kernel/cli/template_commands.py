@@ -48,7 +48,7 @@ def show(
 ) -> None:
     """Print the graph a template expands to (an outline, or the JSON to copy and change).
 
-    Example: zeroshot template show auto-research --iterations 3 --json > my-graph.json
+    Example: zeroshot template show auto-research --iterations 3 --json > auto-research.json
     """
     from zeroshot_kernel.templates import TemplateOptions, expand_template
 

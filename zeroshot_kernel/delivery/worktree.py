@@ -75,16 +75,22 @@ class RunWorktree:
     git: Git
 
 
-async def open_repository(workspace: Path) -> Repository:
+async def open_repository(workspace: Path, *, needed_for: str = "") -> Repository:
     """The repository holding ``workspace``; refuses a workspace outside git or without a
-    commit to branch from."""
+    commit to branch from.
+
+    ``needed_for`` ends the refusal with why the caller needs git (e.g. "--push publishes
+    accepted rounds with git"), since several commands come here and each has its own
+    reason; without it the advice is only to work inside a repository.
+    """
     git = Git(workspace)
     try:
         root = Path(await git("rev-parse", "--show-toplevel"))
     except (GitError, FileNotFoundError) as failure:
+        advice = f"{needed_for}, so run it" if needed_for else "run zeroshot"
         raise DeliveryRefused(
-            f"the workspace {workspace} is not a git repository ({failure}); --push publishes "
-            "accepted rounds with git, so run it inside a repository with a remote"
+            f"the workspace {workspace} is not a git repository ({failure}); "
+            f"{advice} inside a git repository"
         ) from None
     if not await git("rev-parse", "--verify", "-q", "HEAD", check=False):
         raise DeliveryRefused(f"the repository {root} has no commit to branch from yet")

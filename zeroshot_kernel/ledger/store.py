@@ -400,6 +400,11 @@ class Ledger:
         if not self._exists():
             raise RunNotFound(run_id)
 
+    def prepare(self) -> None:
+        """Create the tables (or migrate older ones) now rather than at the first write, so
+        that a location that cannot hold a ledger is found when it is named."""
+        self._create_schema()
+
     def _create_schema(self) -> None:
         """Before the first write: create the tables (or migrate older ones)."""
         if self._ready:
