@@ -24,7 +24,12 @@ from zeroshot_kernel.workers import Verdict, WorkerContext
 
 
 def _repo(context: WorkerContext) -> Path:
-    return context.workspace.resolve().parents[2]  # <repo>/.zeroshot/worktrees/<run>
+    """The repository: a change's workers run in <repo>/.zeroshot/worktrees/<run>, the
+    classifier's in the repository itself (never a folder above it: writing there would
+    make it a workspace for every test beside this one)."""
+    here = context.workspace.resolve()
+    inside_worktree = here.parent.name == "worktrees" and here.parent.parent.name == ".zeroshot"
+    return here.parents[2] if inside_worktree else here
 
 
 def _count(context: WorkerContext) -> int:

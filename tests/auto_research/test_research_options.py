@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import typer
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from workbench_support import TASK, research_workspace
@@ -71,9 +72,14 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _magic(shell: InteractiveShell, text: str) -> tuple[str, str]:
+def _magic(shell: InteractiveShell, text: str, *, fails: bool = False) -> tuple[str, str]:
+    """What ``%zeroshot TEXT`` printed; ``fails``: the command fails, and so its cell."""
     with capture_output() as captured:
-        shell.run_line_magic("zeroshot", text)
+        if fails:
+            with pytest.raises(UsageError, match=r"failed \(exit status [12]\)"):
+                shell.run_line_magic("zeroshot", text)
+        else:
+            shell.run_line_magic("zeroshot", text)
     return captured.stdout, captured.stderr
 
 
@@ -134,7 +140,7 @@ def test_a_bad_value_is_refused_by_the_cli_and_the_magic_alike(
     workspace: Path, shell: InteractiveShell, args: list[str]
 ) -> None:
     refused = _cli(workspace, "research", "run", TASK, *args)
-    magic_out, magic_err = _magic(shell, " ".join(["research", TASK, *args]))
+    magic_out, magic_err = _magic(shell, " ".join(["research", TASK, *args]), fails=True)
     assert refused.returncode in (1, 2) and "Traceback" not in refused.stderr
     assert refused.stdout == "" and magic_out == ""
     cli_errors = [x for x in refused.stderr.splitlines() if x.lower().startswith("error")]

@@ -116,7 +116,7 @@ def test_change_commands_outside_git_say_so_without_research_advice(tmp_path: Pa
     """``change run`` and ``change clean`` outside a repository are refused in one line
     that names the missing repository and gives no advice meant for ``research --push``."""
     plain = tmp_path / "plain"
-    plain.mkdir()
+    (plain / ".zeroshot").mkdir(parents=True)  # a workspace of its own, outside any repository
     for done in (
         change_cli(plain, tmp_path, "--delivery", "none"),
         change_cli(plain, tmp_path),
@@ -127,7 +127,8 @@ def test_change_commands_outside_git_say_so_without_research_advice(tmp_path: Pa
         assert line.startswith(f"error: the workspace {plain} is not a git repository"), line
         assert line.endswith("run zeroshot inside a git repository"), line
         assert "--push" not in line and "accepted rounds" not in line
-    assert list(plain.iterdir()) == []
+    assert [path.name for path in plain.iterdir()] == [".zeroshot"]
+    assert list((plain / ".zeroshot").iterdir()) == []
 
 
 def test_review_findings_are_fixed_before_delivery(tmp_path: Path) -> None:
