@@ -51,6 +51,11 @@ def test_run_attached_exits_0_on_success_and_1_on_failure(ws: Workspace) -> None
     assert ok.returncode == 0, ok.stdout + ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].startswith("started run-")
+    run_id = lines[0].split()[1]
+    research = zeroshot(ws, "research", "show", run_id)  # not a research run: no rounds
+    assert research.returncode == 2 and research.stderr.strip() == (
+        f"error: run {run_id} is not an auto-research run; see it with: zeroshot status {run_id}"
+    )
     assert "started   inc#1" in ok.stdout
     assert lines[-1].endswith('finished  succeeded: {"value": 8}')
 

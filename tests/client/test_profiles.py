@@ -270,6 +270,14 @@ def test_profile_save_expands_a_template(ws: Workspace) -> None:
     assert refused.returncode == 2 and "zeroshot change run" in refused.stderr
     neither = zeroshot(ws, "profile", "save", "c")
     assert neither.returncode == 2 and "exactly one of --template and --graph" in neither.stderr
+    # a research task that cannot be loaded would pass admission and fail every run
+    for task in (["--task", "no-such-task"], []):
+        missing = zeroshot(ws, "profile", "save", "c", "--template", "auto-research", *task)
+        assert missing.returncode == 2, missing.stdout
+        assert ("no bundled task is named" if task else "needs --task") in missing.stderr
+    assert [p["name"] for p in json.loads(ok(zeroshot(ws, "profile", "list", "--json")))] == [
+        "branin"
+    ]
 
 
 def test_workers_in_the_workspace_import_from_any_folder_below_it(ws: Workspace) -> None:

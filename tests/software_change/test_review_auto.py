@@ -112,3 +112,9 @@ def test_change_show_prints_the_classifier_graph_for_auto(tmp_path: Path) -> Non
         "note: `zeroshot change show --profile` is deprecated; use --tier"
     ]
     assert classifier_graph()["root"]["name"] == "classification"
+    for command in (["show"], ["run", "a task"]):  # an unknown tier is refused alike
+        unknown = zeroshot(tmp_path, "change", *command, "--tier", "nope")
+        assert unknown.returncode == 2
+        assert unknown.stderr.strip() == (
+            "error: unknown review tier 'nope'; choose one of micro, standard, high-risk, auto"
+        )

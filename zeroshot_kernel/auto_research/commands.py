@@ -231,9 +231,11 @@ def show(
     from dataclasses import asdict
 
     from zeroshot_kernel.auto_research.studies.catalog import (
+        StudyError,
         candidates_in_flight,
         in_flight_text,
         round_in_progress,
+        study_of_run,
         study_round_offset,
     )
     from zeroshot_kernel.auto_research.views import load_research_view
@@ -242,9 +244,12 @@ def show(
 
     client = open_client(ledger, target)
     try:
+        study_of_run(client, run_id)  # another kind of run has no rounds to show
         view = load_research_view(client, run_id)
     except RunNotFound:
         fail_usage(f"no run {run_id} in ledger {client.display_url}")
+    except StudyError as other:
+        fail_usage(f"{other}; see it with: zeroshot status {run_id}")
     cause = explain_failure(event for _, event in client.run(run_id).events())
     active = round_in_progress(view, study_round_offset(client, client.workspace, run_id))
     if as_json:

@@ -171,10 +171,26 @@ def _expand(template: str, options: dict[str, Any]) -> Any:
             "software-change prepares a worktree and delivery for each run; start it "
             "with `zeroshot change run` (a profile can hold its graph via --graph)"
         )
+    if template == "auto-research":
+        _check_task(str(options["task"] or ""))
     try:
         return expand_template(template, TemplateOptions(**options))
     except (KeyError, ValueError) as problem:
         fail_usage(str(problem.args[0]))
+
+
+def _check_task(task: str) -> None:
+    """Refuse, as `zeroshot research run` does, a research task that cannot be loaded from
+    the workspace: saved, it would pass admission and fail every run it starts."""
+    from zeroshot_kernel.auto_research.task import TaskError, resolve_task
+    from zeroshot_kernel.workspace import find_workspace
+
+    if not task:
+        fail_usage("the auto-research template needs --task (a task folder or a bundled name)")
+    try:
+        resolve_task(task, find_workspace())
+    except TaskError as problem:
+        fail_usage(str(problem))
 
 
 @profile_app.command("list")

@@ -345,9 +345,14 @@ def show(
         classifier_graph,
         classifier_runtime,
     )
+    from zeroshot_kernel.software_change.review.tiers import resolve_tier
     from zeroshot_kernel.templates import Expansion, TemplateOptions, expand_template
 
     tier = _tier("show", tier, profile)
+    try:
+        resolve_tier(tier)  # an unknown tier is refused in `change run`'s words
+    except ValueError as problem:
+        fail_usage(str(problem))
     if tier == "auto":
         show_expansion(
             Expansion(
