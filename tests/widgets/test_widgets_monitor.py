@@ -398,3 +398,29 @@ def test_continue_keeps_the_harness_model_and_server_of_the_stopped_run() -> Non
     assert same.runtime == expansion.runtime and same.input["study"] == "branin-long"
     with pytest.raises(ValueError, match="not an auto-research run"):
         continuation_options({"initialInput": {"topic": "x"}, "runtime": {}})
+
+
+def test_the_count_includes_rounds_a_study_recorded_through_another_ledger(
+    tmp_path: Path,
+) -> None:
+    """A study's rounds are numbered across ledgers (its records live in the workspace):
+    the monitor counts them the same way, so its label agrees with the round numbers."""
+    fast_task(tmp_path)
+    (tmp_path / ".zeroshot").mkdir(exist_ok=True)
+    command = [sys.executable, "-m", "zeroshot_kernel", "research", "run", FAST_TASK]
+    for ledger in (["--ledger", str(tmp_path / "other.db")], []):
+        ran = subprocess.run(
+            [*command, "--iterations", "1", *ledger],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    client = Client(workspace=str(tmp_path))
+    (summary,) = client.runs()  # the second run, the only one in this ledger
+    monitor = RunMonitor(client, summary.run_id, autostart=False)
+    assert [row.round for row in monitor.table.rows] == [2]  # numbered after the other's
+    assert monitor.progress_label.value.startswith("2 / 2 rounds")
+    assert (monitor.progress.value, monitor.progress.max) == (2, 2)
+    monitor.close()

@@ -35,7 +35,7 @@ import ipywidgets as widgets
 from zeroshot_kernel.auto_research.continuation import continuation_options, study_history
 from zeroshot_kernel.auto_research.run_feed import TAIL_LINES, Poll, RunFeed
 from zeroshot_kernel.auto_research.run_info import RunInfo
-from zeroshot_kernel.auto_research.run_words import STOP_MESSAGES, phase_key
+from zeroshot_kernel.auto_research.run_words import STOP_MESSAGES, phase_key, study_progress
 from zeroshot_kernel.auto_research.run_words import phase_text as _phase_text
 from zeroshot_kernel.auto_research.run_words import progress_text as _progress_text
 from zeroshot_kernel.auto_research.studies.catalog import (
@@ -408,8 +408,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
         self.header.value = _header(
             self.info, self.run_id, self.client.display_url
         ) + self._cause_html(poll)
-        limit = self._study_limit(view)
-        done = len(view.rounds)
+        done, limit = study_progress(view, self.info.round_limit, self._offset)
         self.progress.max = max(limit or 1, done, 1)
         self.progress.value = done
         self.progress.bar_style = (
@@ -425,7 +424,9 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
             if self.is_research and poll.terminal is None
             else []
         )  # several with --parallel
-        self.progress_label.value = _progress_text(view, limit, active) + in_flight_text(in_flight)
+        self.progress_label.value = _progress_text(
+            view, self.info.round_limit, active, self._offset
+        ) + in_flight_text(in_flight)
         self.stop_button.disabled = poll.terminal is not None
         self.resume_button.disabled = poll.terminal is not None
         continuable = self.is_research and was_stopped(poll.terminal)
@@ -443,12 +444,6 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]
                 self.liveness.value = ""
             self._publish_snapshot()
             self._ended.set()
-
-    def _study_limit(self, view: ResearchView) -> int | None:
-        """The rounds the view will show at the run's end: the run's limit, after the
-        study's earlier rounds when it continues them."""
-        limit = self.info.round_limit
-        return None if limit is None else limit + view.earlier
 
     def _stop_requested(self) -> bool:
         return html.escape(STOP_MESSAGES["requested"]) in self.message.value

@@ -44,10 +44,20 @@ def phase_text(poll: Poll) -> str:
     return "succeeded"
 
 
-def progress_text(view: ResearchView, limit: int | None, study_round: int) -> str:
-    """This run's rounds against its limit; the round in progress by its study-wide
-    number, as the rounds table numbers them."""
-    done = len(view.rounds)
+def study_progress(
+    view: ResearchView, run_limit: int | None, before: int
+) -> tuple[int, int | None]:
+    """The study's rounds done and the number it will have at the run's end: ``before``
+    (the rounds its records hold from earlier runs, whichever ledger they were in) plus
+    this run's own, against its limit."""
+    done = before + len(view.run_rounds)
+    return done, None if run_limit is None else before + run_limit
+
+
+def progress_text(view: ResearchView, run_limit: int | None, study_round: int, before: int) -> str:
+    """The study's rounds against what the run will bring them to (:func:`study_progress`);
+    the round in progress by its study-wide number, as the rounds table numbers them."""
+    done, limit = study_progress(view, run_limit, before)
     text = f"{done} / {limit} rounds" if limit else f"{done} rounds"
     if view.terminal is None and limit is not None and done < limit:
         passes = view.passes_in_progress

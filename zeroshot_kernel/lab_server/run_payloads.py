@@ -26,6 +26,7 @@ from zeroshot_kernel.auto_research.run_words import (
     plateau_text,
     progress_text,
     round_disposition,
+    study_progress,
     terminal_key,
 )
 from zeroshot_kernel.auto_research.studies.catalog import (
@@ -111,7 +112,7 @@ def run_state(client: Client, run_id: str, followed: _Followed, poll: Poll) -> d
     info, view = followed.info, followed.feed.view
     research = info.round_limit is not None
     live = poll.terminal is None
-    limit = None if info.round_limit is None else info.round_limit + view.earlier
+    done, limit = study_progress(view, info.round_limit, followed.offset)
     active = round_in_progress(view, followed.offset) if research and live else None
     in_flight = (
         candidates_in_flight(client, client.workspace, run_id, active) if active is not None else []
@@ -129,11 +130,12 @@ def run_state(client: Client, run_id: str, followed: _Followed, poll: Poll) -> d
         "direction": _direction(info.task, client.workspace) if research else None,
         "phase": phase_key(poll),
         "is_research": research,
-        "rounds_done": len(view.rounds),
+        "rounds_done": done,
         "rounds_total": limit,
         "round_in_progress": active,
         "in_flight": in_flight,
-        "progress_text": progress_text(view, limit, active or 0) + in_flight_text(in_flight)
+        "progress_text": progress_text(view, info.round_limit, active or 0, followed.offset)
+        + in_flight_text(in_flight)
         if research
         else phase_key(poll),
         "incumbent": None
