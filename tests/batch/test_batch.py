@@ -380,6 +380,10 @@ def test_the_cli_runs_shows_and_resumes_a_batch(workspace: Path) -> None:
     assert shown["items"][0]["parameters"] == {"marks": "marks", "x": -1}
     listed = zeroshot(workspace, "list").stdout
     assert listed.startswith(f"{batch_id}  1 succeeded, 1 failed of 2  ")
+    (summary,) = json.loads(zeroshot(workspace, "list", "--json").stdout)
+    assert summary["batchId"] == batch_id and summary["items"] == 2
+    assert summary["counts"] == {"succeeded": 1, "failed": 1, "running": 0, "pending": 0}
+    assert summary["notebook"] == shown["notebook"]
 
     resumed = zeroshot(workspace, "resume", batch_id, "--quiet")
     assert resumed.returncode == 1  # x = -1 still fails: resume re-ran only it

@@ -14,6 +14,10 @@ from zeroshot_kernel.console.output import fail_usage, print_json
 
 if TYPE_CHECKING:
     from zeroshot_kernel.batch import BatchStatus
+    from zeroshot_kernel.batch.storage import ItemStatus
+
+ITEM_STATUSES: tuple[ItemStatus, ...] = ("succeeded", "failed", "running", "pending")
+"""An item's statuses, in the order counts are shown."""
 
 EXIT_ITEMS_FAILED = 1
 
@@ -238,13 +242,36 @@ def status(
 
 
 @batch_app.command("list")
-def list_batches(ledger: LedgerOption = None, target: TargetOption = None) -> None:
-    """List the ledger's batches, newest first."""
+def list_batches(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON list: each batch's id, notebook, time and counts."
+        ),
+    ] = False,
+    ledger: LedgerOption = None,
+    target: TargetOption = None,
+) -> None:
+    """List the ledger's batches, newest first (`zeroshot batch status ID` shows one)."""
     from zeroshot_kernel.batch import open_store
 
     with open_store(chosen_ledger(ledger, target)) as store:
-        for found in store.batches():
-            typer.echo(f"{found.batch_id}  {_counts(found)}  {found.notebook}")
+        found = store.batches()
+    if as_json:
+        print_json([_summary(batch) for batch in found])
+        return
+    for batch in found:
+        typer.echo(f"{batch.batch_id}  {_counts(batch)}  {batch.notebook}")
+
+
+def _summary(found: BatchStatus) -> dict[str, Any]:
+    return {
+        "batchId": found.batch_id,
+        "notebook": found.notebook,
+        "createdAt": found.created_at,
+        "items": len(found.items),
+        "counts": {status: found.count(status) for status in ITEM_STATUSES},
+    }
 
 
 def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) -> None:
@@ -271,9 +298,5 @@ def _report(found: BatchStatus, as_json: bool, *, exit_on_failure: bool = True) 
 
 
 def _counts(found: BatchStatus) -> str:
-    parts = [
-        f"{found.count(s)} {s}"
-        for s in ("succeeded", "failed", "running", "pending")
-        if found.count(s)
-    ]
+    parts = [f"{found.count(s)} {s}" for s in ITEM_STATUSES if found.count(s)]
     return ", ".join(parts) + f" of {len(found.items)}"
